@@ -1,0 +1,196 @@
+#include "cmd_cfi.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cfi/cache.h"
+#include "../cfi/dump.h"
+
+struct cfi_args {
+	const char *sub;         /* dump | stats */
+	const char *file;
+	const char *cache_dir;   /* NULL: no cache */
+	const char *debug_dir;
+	bool eh_only;
+	bool have_addr;
+	unsigned long long addr;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cfiprof cfi dump [OPTIONS] FILE\n"
+		"       cfiprof cfi stats [OPTIONS] FILE\n"
+		"\n"
+		"  dump    print the compiled table, one row per line, in the notation of\n"
+		"          readelf --debug-dump=frames-interp (uses the table cache)\n"
+		"  stats   compile afresh, ignoring the cache, and print key: value lines\n"
+		"\n"
+		"options:\n"
+		"  --cache-dir DIR   table cache (default %s)\n"
+		"  --no-cache        neither read nor write the cache\n"
+		"  --debug-dir DIR   where separate debug files live (default /usr/lib/debug)\n"
+		"  --eh-only         ignore .debug_frame\n"
+		"  --at ADDR         dump: print only the row in force at ADDR (hex)\n",
+		CFI_CACHE_DEFAULT_DIR);
+}
+
+static int parse_args(int argc, char **argv, struct cfi_args *a)
+{
+	enum { OPT_CACHE = 256, OPT_NOCACHE, OPT_DEBUG, OPT_EH, OPT_AT };
+	static const struct option opts[] = {
+		{ "cache-dir", required_argument, NULL, OPT_CACHE },
+		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
+		{ "eh-only", no_argument, NULL, OPT_EH },
+		{ "at", required_argument, NULL, OPT_AT },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	a->cache_dir = getenv("CFIPROF_CACHE_DIR");
+	if (!a->cache_dir)
+		a->cache_dir = CFI_CACHE_DEFAULT_DIR;
+	if (argc < 2) {
+		usage(stderr);
+		return -EINVAL;
+	}
+	a->sub = argv[1];
+	if (!strcmp(a->sub, "-h") || !strcmp(a->sub, "--help")) {
+		usage(stdout);
+		return 1;
+	}
+	if (strcmp(a->sub, "dump") && strcmp(a->sub, "stats")) {
+		fprintf(stderr, "cfiprof cfi: unknown subcommand '%s' (expected dump or stats)\n", a->sub);
+		return -EINVAL;
+	}
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CACHE: a->cache_dir = optarg; break;
+		case OPT_NOCACHE: a->cache_dir = NULL; break;
+		case OPT_DEBUG: a->debug_dir = optarg; break;
+		case OPT_EH: a->eh_only = true; break;
+		case OPT_AT:
+			errno = 0;
+			a->addr = strtoull(optarg, &end, 16);
+			if (errno || !*optarg || *end) {
+				fprintf(stderr, "cfiprof cfi: --at: '%s' is not a hex address\n", optarg);
+				return -EINVAL;
+			}
+			a->have_addr = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			return -EINVAL;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "cfiprof cfi %s: expected exactly one FILE\n", a->sub);
+		return -EINVAL;
+	}
+	a->file = argv[optind];
+	return 0;
+}
+
+static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
+		       const struct cfi_compile_stats *s)
+{
+	char bid[2 * CFI_BUILD_ID_MAX + 1];
+
+	cfi_elf_build_id_hex(e, bid, sizeof(bid));
+	printf("file: %s\n", e->name);
+	printf("build_id: %s\n", bid[0] ? bid : "none");
+	printf("debug_file: %s\n", s->debug_file[0] ? s->debug_file : "none");
+	printf("cies: %llu\n", (unsigned long long)s->cies);
+	printf("fdes: %llu\n", (unsigned long long)s->fdes);
+	printf("fdes_eh_frame: %llu\n", (unsigned long long)s->fdes_eh);
+	printf("fdes_debug_frame: %llu\n", (unsigned long long)s->fdes_debug);
+	printf("fdes_outside_text: %llu\n", (unsigned long long)s->fdes_outside_text);
+	printf("fdes_shadowed: %llu\n", (unsigned long long)s->fdes_shadowed);
+	printf("rows: %llu\n", (unsigned long long)s->rows);
+	printf("stored_rows: %llu\n", (unsigned long long)s->stored_rows);
+	printf("unsupported_rows: %llu\n", (unsigned long long)s->unsupported_rows);
+	printf("rules: %llu\n", (unsigned long long)s->rules);
+	printf("pages: %llu\n", (unsigned long long)s->pages);
+	printf("page_size: %u\n", 1u << s->page_shift);
+	printf("palette_entries: %llu\n", (unsigned long long)s->palette);
+	printf("covered_bytes: %llu\n", (unsigned long long)s->covered_bytes);
+	printf("table_bytes: %llu\n", (unsigned long long)s->table_bytes);
+	printf("bytes_per_row: %.3f\n", s->rows ? (double)s->table_bytes / (double)s->rows : 0.0);
+	printf("compile_ms: %.3f\n", s->compile_ms);
+	(void)t;
+	return 0;
+}
+
+int cmd_cfi(int argc, char **argv)
+{
+	struct cfi_args a;
+	struct cfi_error err = { { 0 } };
+	struct cfi_compile_opts copts = { 0 };
+	struct cfi_table t = { 0 };
+	struct cfi_elf e;
+	int ret;
+
+	ret = parse_args(argc, argv, &a);
+	if (ret)
+		return ret > 0 ? 0 : 2;
+	copts.debug_dir = a.debug_dir;
+	copts.path = a.file;
+	copts.no_debug_frame = a.eh_only;
+
+	if (cfi_elf_open_path(&e, a.file, &err)) {
+		fprintf(stderr, "cfiprof: %s\n", err.msg);
+		return 1;
+	}
+	if (!strcmp(a.sub, "stats")) {
+		struct cfi_compile_stats s;
+
+		ret = cfi_compile(&e, &copts, &t, &s, &err);
+		if (!ret)
+			print_stats(&e, &t, &s);
+	} else {
+		struct cfi_get_info info;
+
+		ret = cfi_table_get(&e, &copts, a.cache_dir, &t, &info, &err);
+		if (!ret && info.store_error[0])
+			fprintf(stderr, "cfiprof: warning: table not cached: %s\n", info.store_error);
+		if (!ret && a.have_addr) {
+			int idx = cfi_table_lookup(&t, a.addr, NULL);
+
+			if (idx < 0) {
+				printf("%016llx undef\n", a.addr);
+			} else {
+				const struct cfi_rule *r = &t.rules[idx];
+				char cfa[32], rbp[32], ra[32];
+
+				cfi_format_cfa(r, cfa, sizeof(cfa));
+				cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
+				cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
+				if (r->cfa_type == CFI_CFA_UNDEF)
+					printf("%016llx undef\n", a.addr);
+				else
+					printf("%016llx %-8s %-8s %s%s\n", a.addr, cfa, rbp, ra,
+					       (r->flags & CFI_RULE_SIGNAL) ? " signal" : "");
+			}
+		} else if (!ret && cfi_dump_table(&t, stdout)) {
+			fprintf(stderr, "cfiprof: writing the dump failed\n");
+			ret = -EIO;
+			err.msg[0] = 0;
+		}
+	}
+	if (ret && err.msg[0])
+		fprintf(stderr, "cfiprof: %s\n", err.msg);
+	cfi_table_free(&t);
+	cfi_elf_close(&e);
+	return ret ? 1 : 0;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The one header shared by the BPF programs and the userspace agent.
+ *
+ * Everything BPF reads that userspace wrote (and the other way round) is
+ * declared here, so that the two sides cannot drift apart.  The CFI table
+ * format is documented in cfi/FORMAT.md; the structs below are its
+ * normative definition.
+ */
+#ifndef CFIPROF_BPF_ABI_H
+#define CFIPROF_BPF_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* ---- CFI table (format version 1) ----------------------------------- */
+
+#define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
+#define CFI_TABLE_VERSION 1u
+
+/* Page sizes a table may use: a row's address is stored as a u16 offset
+ * from its page start, so pages are at most 64 KiB. */
+#define CFI_PAGE_SHIFT_MIN 8
+#define CFI_PAGE_SHIFT_MAX 16
+
+/* A row's rule is a u8 index into its page's palette. */
+#define CFI_PALETTE_MAX 256
+/* The palette holds u16 indexes into the rule dictionary. */
+#define CFI_RULES_MAX 65535
+
+/* How to compute the canonical frame address. */
+enum cfi_cfa_type {
+	CFI_CFA_UNDEF = 0, /* no unwind information covers this address */
+	CFI_CFA_REG   = 1, /* CFA = reg + cfa_off */
+	CFI_CFA_DEREF = 2, /* CFA = *(reg + cfa_off) + cfa_off2 (stack realignment) */
+	CFI_CFA_PLT   = 3, /* CFA = rsp + cfa_off + ((rip & 15) >= cfa_off2 ? 8 : 0) */
+	CFI_CFA_EXPR  = 4, /* another DWARF expression: unsupported */
+};
+
+/* How to recover a register (rbp or the return address) of the caller. */
+enum cfi_reg_type {
+	CFI_REG_UNMENTIONED = 0, /* no rule given: unchanged by this frame */
+	CFI_REG_SAME        = 1, /* DW_CFA_same_value */
+	CFI_REG_UNDEFINED   = 2, /* DW_CFA_undefined: not recoverable (outermost RA) */
+	CFI_REG_OFFSET      = 3, /* saved at CFA + off */
+	CFI_REG_VAL_OFFSET  = 4, /* value is CFA + off */
+	CFI_REG_REGISTER    = 5, /* in register number off */
+	CFI_REG_EXPR        = 6, /* saved at an address given by an expression */
+	CFI_REG_VAL_EXPR    = 7, /* value given by an expression */
+};
+
+/* Rule flags. */
+#define CFI_RULE_SIGNAL 0x01 /* signal trampoline: step through the kernel's rt_sigframe */
+#define CFI_RULE_TOO_BIG 0x02 /* an offset or register did not fit the fields: unsupported */
+
+/* One deduplicated unwind rule: everything needed to step one frame on
+ * x86-64.  Registers are DWARF numbers (6 = rbp, 7 = rsp, 16 = rip). */
+struct cfi_rule {
+	__u8  cfa_type;  /* enum cfi_cfa_type */
+	__u8  cfa_reg;
+	__u8  rbp_type;  /* enum cfi_reg_type */
+	__u8  ra_type;   /* enum cfi_reg_type */
+	__s32 cfa_off;
+	__s16 cfa_off2;
+	__s16 rbp_off;   /* offset from CFA, or register number */
+	__s16 ra_off;    /* offset from CFA, or register number */
+	__u8  flags;     /* CFI_RULE_* */
+	__u8  pad;
+};
+
+/* Page p covers [base + (p << page_shift), base + ((p + 1) << page_shift)).
+ * Its rows are row_addr/row_rule[first_row .. pages[p + 1].first_row) and
+ * its palette is palette[first_palette .. pages[p + 1].first_palette).
+ * Every page that holds any address below `end` starts with a row at
+ * offset 0, so a lookup never has to look into another page. */
+struct cfi_page {
+	__u32 first_row;
+	__u32 first_palette;
+};
+
+/* The table is one blob: this header, then the arrays below in this order,
+ * each starting at an 8-byte aligned offset:
+ *   struct cfi_page pages[npages + 1];
+ *   struct cfi_rule rules[nrules];
+ *   __u16 palette[npalette];
+ *   __u16 row_addr[nrows];   offset of the row from its page start
+ *   __u8  row_rule[nrows];   index into the page's palette
+ */
+struct cfi_table_header {
+	__u32 magic;
+	__u32 version;
+	__u64 base;       /* first covered address (file virtual address) */
+	__u64 end;        /* first address past the covered range */
+	__u32 page_shift;
+	__u32 npages;
+	__u32 nrows;
+	__u32 nrules;
+	__u32 npalette;
+	__u32 blob_size;  /* header and arrays, padding included */
+};
+
+#endif /* CFIPROF_BPF_ABI_H */

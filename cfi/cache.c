@@ -1,0 +1,253 @@
+#include "cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define CACHE_MAGIC "CFIPROF\x01"
+
+struct cache_header {
+	char magic[8];
+	uint32_t version;        /* CFI_TABLE_VERSION */
+	uint32_t blob_crc;       /* zlib crc32 of the blob */
+	uint64_t blob_size;
+	char key[CFI_CACHE_KEY_MAX];
+};
+
+static uint32_t crc_of(const void *p, size_t n)
+{
+	uLong c = crc32(0L, Z_NULL, 0);
+	const Bytef *b = p;
+
+	while (n) {
+		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+
+		c = crc32(c, b, chunk);
+		b += chunk;
+		n -= chunk;
+	}
+	return (uint32_t)c;
+}
+
+static uint32_t adler_of(uint32_t a, const void *p, size_t n)
+{
+	uLong c = a;
+	const Bytef *b = p;
+
+	while (n) {
+		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
+
+		c = adler32(c, b, chunk);
+		b += chunk;
+		n -= chunk;
+	}
+	return (uint32_t)c;
+}
+
+void cfi_cache_key(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
+		   char *key, size_t size)
+{
+	const struct cfi_compile_opts none = { 0 };
+	const char *suffix;
+
+	if (!opts)
+		opts = &none;
+	suffix = opts->no_debug_frame ? "-eh" : cfi_compile_uses_debug_file(e, opts) ? "-dbg" : "";
+	if (e->build_id_len) {
+		char hex[2 * CFI_BUILD_ID_MAX + 1];
+
+		cfi_elf_build_id_hex(e, hex, sizeof(hex));
+		snprintf(key, size, "%s%s", hex, suffix);
+	} else {
+		/* No build-id: identify the object by what the table is made of.
+		 * Two independent 32-bit checksums and the sizes make an
+		 * accidental match of different inputs vanishingly unlikely. */
+		uint32_t c = crc_of(e->eh_frame.data, e->eh_frame.size);
+		uint32_t a = adler_of(1, e->eh_frame.data, e->eh_frame.size);
+
+		if (e->debug_frame.size) {
+			c ^= crc_of(e->debug_frame.data, e->debug_frame.size);
+			a = adler_of(a, e->debug_frame.data, e->debug_frame.size);
+		}
+		a = adler_of(a, e->exec, e->nexec * sizeof(e->exec[0]));
+		snprintf(key, size, "nobuildid-%08x%08x-%zx-%zx-%zx%s", c, a, e->size,
+			 e->eh_frame.size, e->debug_frame.size, suffix);
+	}
+}
+
+int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/v%u/%s.cfit", dir, CFI_TABLE_VERSION, key);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int cfi_cache_load(const char *dir, const char *key, struct cfi_table *t, struct cfi_error *err)
+{
+	char path[PATH_MAX];
+	struct cache_header h;
+	struct stat st;
+	void *blob = NULL;
+	int fd, ret;
+
+	if (cfi_cache_path(dir, key, path, sizeof(path)))
+		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		ret = cfi_fail(err, -EBADMSG, "%s: not a regular file", path);
+		goto out;
+	}
+	if ((size_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
+		ret = cfi_fail(err, -EBADMSG, "%s: truncated header", path);
+		goto out;
+	}
+	if (memcmp(h.magic, CACHE_MAGIC, 8) || h.version != CFI_TABLE_VERSION) {
+		ret = cfi_fail(err, -EBADMSG, "%s: not a version %u cache file", path, CFI_TABLE_VERSION);
+		goto out;
+	}
+	if (strncmp(h.key, key, sizeof(h.key)) || !memchr(h.key, 0, sizeof(h.key))) {
+		ret = cfi_fail(err, -EBADMSG, "%s: written for another object", path);
+		goto out;
+	}
+	if (h.blob_size != (uint64_t)st.st_size - sizeof(h)) {
+		ret = cfi_fail(err, -EBADMSG, "%s: truncated or padded (%llu bytes of table, %llu expected)",
+			       path, (unsigned long long)(st.st_size - sizeof(h)),
+			       (unsigned long long)h.blob_size);
+		goto out;
+	}
+	blob = malloc(h.blob_size ? h.blob_size : 1);
+	if (!blob) {
+		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	if (pread(fd, blob, h.blob_size, sizeof(h)) != (ssize_t)h.blob_size) {
+		ret = cfi_fail(err, -EBADMSG, "%s: short read", path);
+		goto out;
+	}
+	if (crc_of(blob, h.blob_size) != h.blob_crc) {
+		ret = cfi_fail(err, -EBADMSG, "%s: checksum mismatch", path);
+		goto out;
+	}
+	ret = cfi_table_open(t, blob, h.blob_size, err);
+	if (ret) {
+		cfi_error_prefix(err, path);
+		ret = -EBADMSG;
+		goto out;
+	}
+	blob = NULL;
+out:
+	free(blob);
+	close(fd);
+	return ret;
+}
+
+static int mkdirs(char *path)
+{
+	char *p;
+
+	for (p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0755) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
+		    struct cfi_error *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	struct cache_header h;
+	int fd, ret;
+
+	if (cfi_cache_path(dir, key, path, sizeof(path)))
+		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
+	ret = mkdirs(path);
+	if (ret)
+		return cfi_fail(err, ret, "%s: cannot create cache directory: %s", dir, strerror(-ret));
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return cfi_fail(err, -errno, "%s: %s", tmp, strerror(errno));
+	memset(&h, 0, sizeof(h));
+	memcpy(h.magic, CACHE_MAGIC, 8);
+	h.version = CFI_TABLE_VERSION;
+	h.blob_size = t->size;
+	h.blob_crc = crc_of(t->blob, t->size);
+	snprintf(h.key, sizeof(h.key), "%s", key);
+	ret = write_all(fd, &h, sizeof(h));
+	if (!ret)
+		ret = write_all(fd, t->blob, t->size);
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return cfi_fail(err, ret, "%s: %s", path, strerror(-ret));
+	}
+	return 0;
+}
+
+int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
+		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err)
+{
+	char key[CFI_CACHE_KEY_MAX];
+	struct cfi_error lerr = { { 0 } };
+	bool corrupt = false;
+	int ret;
+
+	memset(info, 0, sizeof(*info));
+	if (!dir) {
+		info->outcome = CFI_CACHE_BYPASS;
+		return cfi_compile(e, opts, out, &info->stats, err);
+	}
+	cfi_cache_key(e, opts, key, sizeof(key));
+	ret = cfi_cache_load(dir, key, out, &lerr);
+	if (!ret) {
+		info->outcome = CFI_CACHE_HIT;
+		return 0;
+	}
+	corrupt = ret != -ENOENT;
+	ret = cfi_compile(e, opts, out, &info->stats, err);
+	if (ret)
+		return ret;
+	info->outcome = corrupt ? CFI_CACHE_REPLACED : CFI_CACHE_MISS;
+	memset(&lerr, 0, sizeof(lerr));
+	if (cfi_cache_store(dir, key, out, &lerr))
+		snprintf(info->store_error, sizeof(info->store_error), "%s", lerr.msg);
+	return 0;
+}

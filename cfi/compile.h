@@ -1,0 +1,48 @@
+/*
+ * Compiles an ELF object's call frame information (.eh_frame, and
+ * .debug_frame from the object or its separate debug file) into a compact
+ * CFI table.  Where both sections describe an address, .eh_frame wins: it
+ * is what the program's own unwinder uses.
+ */
+#ifndef CFI_COMPILE_H
+#define CFI_COMPILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "elffile.h"
+#include "table.h"
+
+struct cfi_compile_opts {
+	const char *debug_dir;   /* NULL: /usr/lib/debug; "": do not look */
+	const char *path;        /* the object's path, for .gnu_debuglink; may be NULL */
+	bool no_debug_frame;     /* use .eh_frame only */
+};
+
+struct cfi_compile_stats {
+	uint64_t cies;
+	uint64_t fdes;              /* with code, in both sections */
+	uint64_t fdes_eh, fdes_debug;
+	uint64_t fdes_outside_text; /* not in an executable segment: skipped */
+	uint64_t fdes_shadowed;     /* wholly covered by another FDE */
+	uint64_t rows;              /* table rows, identical neighbours merged */
+	uint64_t stored_rows;       /* rows plus those repeated at page starts */
+	uint64_t unsupported_rows;
+	uint64_t rules, pages, palette;
+	uint32_t page_shift;
+	uint64_t table_bytes;
+	uint64_t covered_bytes;     /* code bytes with unwind information */
+	double compile_ms;
+	char debug_file[512];       /* separate debug file used, or "" */
+};
+
+/* Compiles `e` into `out`.  Returns 0, or a negative errno with the reason
+ * (-ENODATA: the object has no call frame information at all). */
+int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
+		struct cfi_table *out, struct cfi_compile_stats *st, struct cfi_error *err);
+
+/* Whether a separate debug file with .debug_frame would be used: part of
+ * the cache key, since it changes the table. */
+bool cfi_compile_uses_debug_file(const struct cfi_elf *e, const struct cfi_compile_opts *opts);
+
+#endif

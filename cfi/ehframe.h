@@ -1,0 +1,67 @@
+/*
+ * Parsing of .eh_frame and .debug_frame into CIEs and FDEs.
+ *
+ * Only the structure is decoded here (lengths, CIE ids, augmentations,
+ * pointer encodings); the call-frame instructions are left as byte ranges
+ * for interp.c to run.
+ */
+#ifndef CFI_EHFRAME_H
+#define CFI_EHFRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "reader.h"
+
+struct cfi_cie {
+	uint64_t offset;       /* within its section */
+	uint64_t code_align;
+	int64_t  data_align;
+	uint32_t ra_reg;
+	uint8_t  version;
+	uint8_t  fde_enc;      /* DW_EH_PE_* of FDE addresses */
+	uint8_t  lsda_enc;
+	uint8_t  addr_size;
+	bool     has_z;        /* augmentation data length present in FDEs */
+	bool     signal;       /* 'S': frames of this CIE are signal trampolines */
+	const uint8_t *insns, *insns_end;
+};
+
+struct cfi_fde {
+	uint64_t start, end;   /* [start, end) of the code it describes */
+	const uint8_t *insns, *insns_end;
+	uint32_t cie;          /* index into cfi_fdeset.cies */
+	uint32_t offset;       /* within its section, for messages */
+};
+
+struct cfi_section {
+	const uint8_t *data;
+	size_t size;
+	uint64_t vaddr;        /* address of data[0] (0 for .debug_frame) */
+	bool is_eh;            /* .eh_frame conventions, else .debug_frame */
+	const char *name;      /* for messages */
+};
+
+struct cfi_fdeset {
+	struct cfi_cie *cies;
+	size_t ncies, cap_cies;
+	struct cfi_fde *fdes;
+	size_t nfdes, cap_fdes;
+	size_t zero_length;    /* FDEs covering no code, not kept */
+};
+
+/* Parses every CIE and FDE of the section, appending the FDEs to `out`.
+ * Returns 0 or a negative errno with the reason in `err`. */
+int cfi_parse_section(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
+		      struct cfi_fdeset *out, struct cfi_error *err);
+
+/* Parses the CIE at `offset` (with caching in `set`) and returns its index
+ * or a negative errno.  Exposed for tests. */
+int cfi_parse_cie(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
+		  uint64_t offset, struct cfi_fdeset *set, struct cfi_error *err);
+
+void cfi_fdeset_free(struct cfi_fdeset *set);
+
+#endif

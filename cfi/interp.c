@@ -1,0 +1,448 @@
+#include "interp.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+	DW_CFA_nop = 0x00, DW_CFA_set_loc = 0x01, DW_CFA_advance_loc1 = 0x02,
+	DW_CFA_advance_loc2 = 0x03, DW_CFA_advance_loc4 = 0x04,
+	DW_CFA_offset_extended = 0x05, DW_CFA_restore_extended = 0x06,
+	DW_CFA_undefined = 0x07, DW_CFA_same_value = 0x08, DW_CFA_register = 0x09,
+	DW_CFA_remember_state = 0x0a, DW_CFA_restore_state = 0x0b,
+	DW_CFA_def_cfa = 0x0c, DW_CFA_def_cfa_register = 0x0d,
+	DW_CFA_def_cfa_offset = 0x0e, DW_CFA_def_cfa_expression = 0x0f,
+	DW_CFA_expression = 0x10, DW_CFA_offset_extended_sf = 0x11,
+	DW_CFA_def_cfa_sf = 0x12, DW_CFA_def_cfa_offset_sf = 0x13,
+	DW_CFA_val_offset = 0x14, DW_CFA_val_offset_sf = 0x15,
+	DW_CFA_val_expression = 0x16,
+	DW_CFA_MIPS_advance_loc8 = 0x1d,
+	DW_CFA_GNU_window_save = 0x2d, DW_CFA_GNU_args_size = 0x2e,
+	DW_CFA_GNU_negative_offset_extended = 0x2f,
+	DW_CFA_advance_loc = 0x40, DW_CFA_offset = 0x80, DW_CFA_restore = 0xc0,
+};
+
+enum {
+	DW_OP_deref = 0x06, DW_OP_and = 0x1a, DW_OP_plus = 0x22,
+	DW_OP_plus_uconst = 0x23, DW_OP_shl = 0x24, DW_OP_ge = 0x2a,
+	DW_OP_lit0 = 0x30, DW_OP_lit31 = 0x4f, DW_OP_breg0 = 0x70, DW_OP_breg31 = 0x8f,
+};
+
+struct reg_state {
+	uint8_t type;  /* enum cfi_reg_type */
+	int64_t off;   /* offset from CFA, or register number */
+};
+
+struct cfa_state {
+	bool is_expr;
+	uint64_t reg;
+	int64_t off;
+	const uint8_t *expr;
+	size_t expr_len;
+};
+
+struct frame_state {
+	struct cfa_state cfa;
+	struct reg_state rbp, ra;
+};
+
+void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rule)
+{
+	struct cfi_reader r;
+	uint8_t op, reg;
+	int64_t off;
+
+	rule->cfa_type = CFI_CFA_EXPR;
+	rule->cfa_reg = 0;
+	rule->cfa_off = 0;
+	rule->cfa_off2 = 0;
+	cfi_reader_init(&r, expr, len, 0);
+
+	op = cfi_read_u8(&r);
+	if (r.err || op < DW_OP_breg0 || op > DW_OP_breg31)
+		return;
+	reg = (uint8_t)(op - DW_OP_breg0);
+	off = cfi_read_sleb(&r);
+	if (r.err || off < INT32_MIN || off > INT32_MAX)
+		return;
+	op = cfi_read_u8(&r);
+
+	if (op == DW_OP_deref) {
+		/* GCC's realigned-stack pattern: CFA = *(reg + off) [+ k]. */
+		uint64_t add = 0;
+
+		if (cfi_reader_left(&r)) {
+			if (cfi_read_u8(&r) != DW_OP_plus_uconst)
+				return;
+			add = cfi_read_uleb(&r);
+			if (r.err || add > INT16_MAX || cfi_reader_left(&r))
+				return;
+		}
+		rule->cfa_type = CFI_CFA_DEREF;
+		rule->cfa_reg = reg;
+		rule->cfa_off = (int32_t)off;
+		rule->cfa_off2 = (int16_t)add;
+		return;
+	}
+
+	/* The lazy-binding PLT: rsp + off, plus 8 once the entry's push ran:
+	 * breg7 off; breg16 0; lit15; and; litN; ge; lit3; shl; plus */
+	if (reg == DWARF_REG_RSP && op == DW_OP_breg0 + DWARF_REG_RIP) {
+		uint8_t thr;
+
+		if (cfi_read_sleb(&r) != 0 || cfi_read_u8(&r) != DW_OP_lit0 + 15 ||
+		    cfi_read_u8(&r) != DW_OP_and)
+			return;
+		thr = cfi_read_u8(&r);
+		if (thr < DW_OP_lit0 || thr > DW_OP_lit31)
+			return;
+		if (cfi_read_u8(&r) != DW_OP_ge || cfi_read_u8(&r) != DW_OP_lit0 + 3 ||
+		    cfi_read_u8(&r) != DW_OP_shl || cfi_read_u8(&r) != DW_OP_plus ||
+		    r.err || cfi_reader_left(&r))
+			return;
+		rule->cfa_type = CFI_CFA_PLT;
+		rule->cfa_reg = DWARF_REG_RSP;
+		rule->cfa_off = (int32_t)off;
+		rule->cfa_off2 = (int16_t)(thr - DW_OP_lit0);
+	}
+}
+
+static void reg_to_rule(const struct reg_state *s, uint8_t *type, int16_t *off, uint8_t *flags)
+{
+	*type = s->type;
+	*off = 0;
+	if (s->type == CFI_REG_OFFSET || s->type == CFI_REG_VAL_OFFSET ||
+	    s->type == CFI_REG_REGISTER) {
+		if (s->off < INT16_MIN || s->off > INT16_MAX)
+			*flags |= CFI_RULE_TOO_BIG;
+		else
+			*off = (int16_t)s->off;
+	}
+}
+
+static void state_to_rule(const struct frame_state *st, const struct cfi_cie *cie,
+			  struct cfi_rule *rule)
+{
+	memset(rule, 0, sizeof(*rule));
+	if (st->cfa.is_expr) {
+		cfi_classify_cfa_expr(st->cfa.expr, st->cfa.expr_len, rule);
+	} else {
+		rule->cfa_type = CFI_CFA_REG;
+		if (st->cfa.reg > UINT8_MAX || st->cfa.off < INT32_MIN || st->cfa.off > INT32_MAX) {
+			rule->flags |= CFI_RULE_TOO_BIG;
+		} else {
+			rule->cfa_reg = (uint8_t)st->cfa.reg;
+			rule->cfa_off = (int32_t)st->cfa.off;
+		}
+	}
+	reg_to_rule(&st->rbp, &rule->rbp_type, &rule->rbp_off, &rule->flags);
+	reg_to_rule(&st->ra, &rule->ra_type, &rule->ra_off, &rule->flags);
+	if (cie->signal)
+		rule->flags |= CFI_RULE_SIGNAL;
+}
+
+struct run {
+	const struct cfi_section *sec;
+	const struct cfi_cie *cie;
+	const struct cfi_ptr_ctx *ctx;
+	struct cfi_interp *ip;
+	struct cfi_error *err;
+	uint64_t entry_off;   /* for messages */
+	const char *what;     /* "CIE" or "FDE" */
+	size_t depth;         /* remember_state stack depth */
+};
+
+static int push_state(struct run *run, const struct frame_state *st)
+{
+	struct cfi_interp *ip = run->ip;
+
+	if (run->depth == ip->cap) {
+		size_t ncap = ip->cap ? ip->cap * 2 : 8;
+		void *p = realloc(ip->stack, ncap * sizeof(struct frame_state));
+
+		if (!p)
+			return cfi_fail(run->err, -ENOMEM, "out of memory");
+		ip->stack = p;
+		ip->cap = ncap;
+	}
+	((struct frame_state *)ip->stack)[run->depth++] = *st;
+	return 0;
+}
+
+/* Runs one instruction stream.  With fn == NULL (the CIE's initial
+ * instructions) no row is emitted and advances are errors. */
+static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns_end,
+		     struct frame_state *st, const struct frame_state *initial,
+		     uint64_t start, uint64_t end, cfi_row_fn fn, void *fnctx)
+{
+	const struct cfi_cie *cie = run->cie;
+	struct cfi_reader r;
+	uint64_t loc = start;
+	struct cfi_rule rule;
+	int ret;
+
+#define BAD(reason) cfi_fail(run->err, -EBADMSG, "%s: %s at offset 0x%llx: %s", \
+			     run->sec->name, run->what, (unsigned long long)run->entry_off, reason)
+
+	cfi_reader_init(&r, insns, (size_t)(insns_end - insns), 0);
+	while (cfi_reader_left(&r)) {
+		uint8_t op = cfi_read_u8(&r);
+		uint64_t reg = 0, new_loc = loc;
+		bool advance = false;
+		struct reg_state rs = { 0 }, *target = NULL;
+		bool set_reg = false;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			new_loc = loc + (op & 0x3f) * cie->code_align;
+			advance = true;
+			break;
+		case DW_CFA_offset:
+			reg = op & 0x3f;
+			rs.type = CFI_REG_OFFSET;
+			rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+			set_reg = true;
+			break;
+		case DW_CFA_restore:
+			reg = op & 0x3f;
+			goto restore;
+		default:
+			switch (op) {
+			case DW_CFA_nop:
+				break;
+			case DW_CFA_set_loc: {
+				struct cfi_reader lr = r;
+				struct cfi_ptr_ctx pctx = *run->ctx;
+
+				/* Operand is encoded like the FDE's initial location. */
+				lr.base = run->sec->data;
+				lr.vaddr = run->sec->vaddr;
+				lr.pos = r.pos;
+				lr.end = r.end;
+				pctx.addr_size = cie->addr_size;
+				if (cfi_read_encoded(&lr, cie->fde_enc, &pctx, &new_loc))
+					return BAD("undecodable DW_CFA_set_loc");
+				r.pos = lr.pos;
+				if (new_loc < loc)
+					return BAD("DW_CFA_set_loc moves backwards");
+				advance = true;
+				break;
+			}
+			case DW_CFA_advance_loc1:
+				new_loc = loc + cfi_read_u8(&r) * cie->code_align;
+				advance = true;
+				break;
+			case DW_CFA_advance_loc2:
+				new_loc = loc + cfi_read_u16(&r) * cie->code_align;
+				advance = true;
+				break;
+			case DW_CFA_advance_loc4:
+				new_loc = loc + cfi_read_u32(&r) * cie->code_align;
+				advance = true;
+				break;
+			case DW_CFA_MIPS_advance_loc8:
+				new_loc = loc + cfi_read_u64(&r) * cie->code_align;
+				advance = true;
+				break;
+			case DW_CFA_offset_extended:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_OFFSET;
+				rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+				set_reg = true;
+				break;
+			case DW_CFA_offset_extended_sf:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_OFFSET;
+				rs.off = cfi_read_sleb(&r) * cie->data_align;
+				set_reg = true;
+				break;
+			case DW_CFA_GNU_negative_offset_extended:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_OFFSET;
+				rs.off = -(int64_t)cfi_read_uleb(&r) * cie->data_align;
+				set_reg = true;
+				break;
+			case DW_CFA_val_offset:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_VAL_OFFSET;
+				rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+				set_reg = true;
+				break;
+			case DW_CFA_val_offset_sf:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_VAL_OFFSET;
+				rs.off = cfi_read_sleb(&r) * cie->data_align;
+				set_reg = true;
+				break;
+			case DW_CFA_restore_extended:
+				reg = cfi_read_uleb(&r);
+				goto restore;
+			case DW_CFA_undefined:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_UNDEFINED;
+				set_reg = true;
+				break;
+			case DW_CFA_same_value:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_SAME;
+				set_reg = true;
+				break;
+			case DW_CFA_register:
+				reg = cfi_read_uleb(&r);
+				rs.type = CFI_REG_REGISTER;
+				rs.off = (int64_t)cfi_read_uleb(&r);
+				set_reg = true;
+				break;
+			case DW_CFA_expression:
+			case DW_CFA_val_expression: {
+				uint64_t len;
+
+				reg = cfi_read_uleb(&r);
+				len = cfi_read_uleb(&r);
+				if (r.err || len > cfi_reader_left(&r))
+					return BAD("truncated expression");
+				r.pos += len;
+				rs.type = op == DW_CFA_expression ? CFI_REG_EXPR : CFI_REG_VAL_EXPR;
+				set_reg = true;
+				break;
+			}
+			case DW_CFA_remember_state:
+				ret = push_state(run, st);
+				if (ret)
+					return ret;
+				break;
+			case DW_CFA_restore_state:
+				if (!run->depth)
+					return BAD("DW_CFA_restore_state without remember_state");
+				{
+					/* The CFA is not part of the remembered register set in
+					 * DWARF 2, but every consumer (GCC, libdw, readelf)
+					 * restores it too, and producers rely on that. */
+					*st = ((struct frame_state *)run->ip->stack)[--run->depth];
+				}
+				break;
+			case DW_CFA_def_cfa:
+				st->cfa.is_expr = false;
+				st->cfa.reg = cfi_read_uleb(&r);
+				st->cfa.off = (int64_t)cfi_read_uleb(&r);
+				break;
+			case DW_CFA_def_cfa_sf:
+				st->cfa.is_expr = false;
+				st->cfa.reg = cfi_read_uleb(&r);
+				st->cfa.off = cfi_read_sleb(&r) * cie->data_align;
+				break;
+			case DW_CFA_def_cfa_register:
+				st->cfa.is_expr = false;
+				st->cfa.reg = cfi_read_uleb(&r);
+				break;
+			case DW_CFA_def_cfa_offset:
+				st->cfa.off = (int64_t)cfi_read_uleb(&r);
+				break;
+			case DW_CFA_def_cfa_offset_sf:
+				st->cfa.off = cfi_read_sleb(&r) * cie->data_align;
+				break;
+			case DW_CFA_def_cfa_expression: {
+				uint64_t len = cfi_read_uleb(&r);
+
+				if (r.err || len > cfi_reader_left(&r))
+					return BAD("truncated CFA expression");
+				st->cfa.is_expr = true;
+				st->cfa.expr = r.pos;
+				st->cfa.expr_len = (size_t)len;
+				r.pos += len;
+				break;
+			}
+			case DW_CFA_GNU_args_size:
+				(void)cfi_read_uleb(&r);
+				break;
+			default: {
+				char why[64];
+
+				snprintf(why, sizeof(why), "unknown DW_CFA opcode 0x%02x", op);
+				return BAD(why);
+			}
+			}
+		}
+		if (r.err)
+			return BAD(r.err == -ENODATA ? "truncated instruction" : "malformed operand");
+
+		if (set_reg) {
+			if (reg == DWARF_REG_RBP)
+				target = &st->rbp;
+			else if (reg == cie->ra_reg)
+				target = &st->ra;
+			if (target)
+				*target = rs;
+		}
+		if (advance) {
+			if (!fn)
+				return BAD("location advance in CIE instructions");
+			if (new_loc < loc)
+				return BAD("location advance wraps around");
+			if (new_loc > loc) {
+				state_to_rule(st, cie, &rule);
+				ret = fn(fnctx, loc, &rule);
+				if (ret)
+					return ret;
+				loc = new_loc;
+				/* Instructions past the FDE's range describe no code. */
+				if (loc >= end)
+					return 0;
+			}
+		}
+		continue;
+
+restore:
+		if (r.err)
+			return BAD("truncated instruction");
+		if (!initial)
+			return BAD("DW_CFA_restore in CIE instructions");
+		if (reg == DWARF_REG_RBP)
+			st->rbp = initial->rbp;
+		else if (reg == cie->ra_reg)
+			st->ra = initial->ra;
+	}
+
+	if (fn && loc < end) {
+		state_to_rule(st, cie, &rule);
+		return fn(fnctx, loc, &rule);
+	}
+	return 0;
+#undef BAD
+}
+
+int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
+		   const struct cfi_cie *cie, const struct cfi_fde *fde,
+		   const struct cfi_ptr_ctx *ctx, cfi_row_fn fn, void *fnctx,
+		   struct cfi_error *err)
+{
+	struct run run = {
+		.sec = sec, .cie = cie, .ctx = ctx, .ip = ip, .err = err,
+		.entry_off = cie->offset, .what = "CIE",
+	};
+	struct frame_state st, initial;
+	int ret;
+
+	/* Before any instruction: no CFA rule, registers unmentioned. */
+	memset(&st, 0, sizeof(st));
+	st.cfa.is_expr = true;
+	st.cfa.expr = NULL;
+	st.cfa.expr_len = 0;
+	ret = run_insns(&run, cie->insns, cie->insns_end, &st, NULL, 0, 0, NULL, NULL);
+	if (ret)
+		return ret;
+	/* remember_state in a CIE carries over to its FDEs' instructions. */
+	initial = st;
+	run.entry_off = fde->offset;
+	run.what = "FDE";
+	return run_insns(&run, fde->insns, fde->insns_end, &st, &initial,
+			 fde->start, fde->end, fn, fnctx);
+}
+
+void cfi_interp_free(struct cfi_interp *ip)
+{
+	free(ip->stack);
+	ip->stack = NULL;
+	ip->cap = 0;
+}

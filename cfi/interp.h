@@ -1,0 +1,40 @@
+/*
+ * Runs the call-frame instructions of a CIE and FDE (DWARF 5 section 6.4.2)
+ * and reports, for each address range of the FDE, the unwind rule needed to
+ * step one frame on x86-64: how to find the CFA, rbp and the return address.
+ * Registers other than rbp and the return address are parsed and dropped.
+ */
+#ifndef CFI_INTERP_H
+#define CFI_INTERP_H
+
+#include "../bpf/abi.h"
+#include "ehframe.h"
+
+#define DWARF_REG_RBP 6
+#define DWARF_REG_RSP 7
+#define DWARF_REG_RIP 16
+
+/* Called once per row, in increasing address order, for the address at
+ * which the row starts.  Consecutive rows may carry equal rules.  A
+ * non-zero return stops the interpretation and is passed back. */
+typedef int (*cfi_row_fn)(void *ctx, uint64_t addr, const struct cfi_rule *rule);
+
+/* Scratch space for the remember_state stack, reused across FDEs. */
+struct cfi_interp {
+	void *stack;
+	size_t cap;
+};
+
+int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
+		   const struct cfi_cie *cie, const struct cfi_fde *fde,
+		   const struct cfi_ptr_ctx *ctx, cfi_row_fn fn, void *fnctx,
+		   struct cfi_error *err);
+
+void cfi_interp_free(struct cfi_interp *ip);
+
+/* Recognises the two CFA expressions x86-64 code uses in practice: the
+ * stack-realignment dereference and the PLT pattern.  Fills cfa_type and
+ * the cfa fields of `rule` (CFI_CFA_EXPR if neither).  Exposed for tests. */
+void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rule);
+
+#endif

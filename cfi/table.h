@@ -1,0 +1,80 @@
+/*
+ * The compact CFI table (format in cfi/FORMAT.md, structs in bpf/abi.h):
+ * building it from rows, validating a blob read from disk, and looking an
+ * address up exactly the way the BPF walker does.
+ */
+#ifndef CFI_TABLE_H
+#define CFI_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../bpf/abi.h"
+#include "error.h"
+
+/* Byte offsets of the arrays inside a blob. */
+struct cfi_table_layout {
+	size_t pages, rules, palette, row_addr, row_rule, size;
+};
+
+/* A validated table.  All pointers point into `blob`, which it owns. */
+struct cfi_table {
+	void *blob;
+	size_t size;
+	const struct cfi_table_header *hdr;
+	const struct cfi_page *pages;
+	const struct cfi_rule *rules;
+	const uint16_t *palette;
+	const uint16_t *row_addr;
+	const uint8_t *row_rule;
+};
+
+/* Computes the layout for the counts in `hdr`; -E2BIG if it overflows. */
+int cfi_table_layout(const struct cfi_table_header *hdr, struct cfi_table_layout *lay);
+
+/* Checks every invariant the lookup (in C and in BPF) relies on, then
+ * takes ownership of the malloc'd blob.  On failure the blob is left to
+ * the caller.  Returns 0 or a negative errno with the reason. */
+int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_error *err);
+
+void cfi_table_free(struct cfi_table *t);
+
+/* Finds the rule in force at `addr`.  Returns the rule index, or -ENOENT
+ * if the address is outside the table.  Gaps between FDEs are found as
+ * rules of type CFI_CFA_UNDEF.  `comparisons`, if not NULL, receives the
+ * number of address comparisons made (the BPF loop bound). */
+int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *comparisons);
+
+/* Iterates the table's rows in address order, merging the rows that only
+ * exist because a page starts there.  Returns false at the end. */
+struct cfi_row_iter {
+	const struct cfi_table *t;
+	uint32_t page, row;
+};
+void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t);
+bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule);
+
+/* Builds a table from rows given in increasing address order. */
+struct cfi_builder;
+
+struct cfi_builder *cfi_builder_new(void);
+void cfi_builder_free(struct cfi_builder *b);
+
+/* Adds a row starting at `addr`.  A row at the same address as the last
+ * one replaces it; a row equal to the last one is merged into it. */
+int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *rule);
+
+/* Rows added so far, after merging. */
+size_t cfi_builder_rows(const struct cfi_builder *b);
+
+/* Finishes the table: coverage ends at `end` (no row may start at or
+ * after it).  Returns 0, -ENODATA if no row has unwind information, or
+ * another negative errno with the reason. */
+int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *out,
+		       struct cfi_error *err);
+
+/* Whether a rule can be used by the walker (used for statistics). */
+bool cfi_rule_supported(const struct cfi_rule *r);
+
+#endif

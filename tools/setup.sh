@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs everything cfiprof needs to build, test and benchmark on Debian 12.
+# Idempotent: packages already present are left alone, and apt runs only when
+# something is missing, so a second run costs a few hundred milliseconds.
+set -euo pipefail
+
+PKGS=(
+  build-essential pkg-config meson ninja-build
+  clang llvm lld libclang-rt-14-dev
+  libbpf-dev libelf-dev libdw-dev zlib1g-dev
+  bpftool protobuf-c-compiler libprotobuf-c-dev
+  libcriterion-dev libunwind-dev
+  binutils elfutils
+  libc6-dbg
+  python3
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  [ "$(id -u)" -eq 0 ] || { echo "setup: must run as root to install: ${missing[*]}" >&2; exit 1; }
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
