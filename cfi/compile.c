@@ -304,18 +304,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto fail_named;
 	}
 
-	{
-		struct cfi_row_iter it;
-		uint64_t addr;
-		uint32_t rule;
-
-		cfi_row_iter_init(&it, out);
-		while (cfi_row_iter_next(&it, &addr, &rule)) {
-			st->rows++;
-			if (!cfi_rule_supported(&out->rules[rule]))
-				st->unsupported_rows++;
-		}
-	}
+	cfi_builder_counts(b, &st->rows, &st->unsupported_rows);
 	st->stored_rows = out->hdr->nrows;
 	st->rules = out->hdr->nrules;
 	st->pages = out->hdr->npages;

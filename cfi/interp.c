@@ -180,6 +180,9 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 	struct cfi_reader r;
 	uint64_t loc = start;
 	struct cfi_rule rule;
+	/* Only CFA, rbp and RA changes make a new row: most advances follow a
+	 * save of some other callee-saved register. */
+	bool dirty = true;
 	int ret;
 
 #define BAD(reason) cfi_fail(run->err, -EBADMSG, "%s: %s at offset 0x%llx: %s", \
@@ -372,8 +375,12 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				target = &st->rbp;
 			else if (reg == cie->ra_reg)
 				target = &st->ra;
-			if (target)
+			if (target) {
 				*target = rs;
+				dirty = true;
+			}
+		} else if (!advance && op != DW_CFA_nop && op != DW_CFA_GNU_args_size) {
+			dirty = true; /* a CFA rule or state stack change */
 		}
 		if (advance) {
 			if (!fn)
@@ -381,10 +388,13 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 			if (new_loc < loc)
 				return BAD("location advance wraps around");
 			if (new_loc > loc) {
-				state_to_rule(st, cie, &rule);
-				ret = fn(fnctx, loc, &rule);
-				if (ret)
-					return ret;
+				if (dirty) {
+					state_to_rule(st, cie, &rule);
+					ret = fn(fnctx, loc, &rule);
+					if (ret)
+						return ret;
+					dirty = false;
+				}
 				loc = new_loc;
 				/* Instructions past the FDE's range describe no code. */
 				if (loc >= end)
@@ -402,9 +412,10 @@ restore:
 			st->rbp = initial->rbp;
 		else if (reg == cie->ra_reg)
 			st->ra = initial->ra;
+		dirty = true;
 	}
 
-	if (fn && loc < end) {
+	if (fn && loc < end && dirty) {
 		state_to_rule(st, cie, &rule);
 		return fn(fnctx, loc, &rule);
 	}

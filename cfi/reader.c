@@ -25,7 +25,7 @@ static bool need(struct cfi_reader *r, size_t n)
 }
 
 /* Little-endian loads through memcpy: the data has no alignment promise. */
-uint8_t cfi_read_u8(struct cfi_reader *r)
+uint8_t cfi_read_u8_slow(struct cfi_reader *r)
 {
 	if (!need(r, 1))
 		return 0;
@@ -65,7 +65,7 @@ uint64_t cfi_read_u64(struct cfi_reader *r)
 	return v;
 }
 
-uint64_t cfi_read_uleb(struct cfi_reader *r)
+uint64_t cfi_read_uleb_slow(struct cfi_reader *r)
 {
 	uint64_t v = 0;
 	unsigned shift = 0;

@@ -68,11 +68,27 @@ static inline size_t cfi_reader_offset(const struct cfi_reader *r)
 	return (size_t)(r->pos - r->base);
 }
 
-uint8_t  cfi_read_u8(struct cfi_reader *r);
+uint8_t  cfi_read_u8_slow(struct cfi_reader *r);
+uint64_t cfi_read_uleb_slow(struct cfi_reader *r);
+
+/* The two reads of every instruction, inlined for their common case. */
+static inline uint8_t cfi_read_u8(struct cfi_reader *r)
+{
+	if (__builtin_expect(r->pos < r->end && !r->err, 1))
+		return *r->pos++;
+	return cfi_read_u8_slow(r);
+}
+
+static inline uint64_t cfi_read_uleb(struct cfi_reader *r)
+{
+	if (__builtin_expect(r->pos < r->end && !r->err && !(*r->pos & 0x80), 1))
+		return *r->pos++;
+	return cfi_read_uleb_slow(r);
+}
+
 uint16_t cfi_read_u16(struct cfi_reader *r);
 uint32_t cfi_read_u32(struct cfi_reader *r);
 uint64_t cfi_read_u64(struct cfi_reader *r);
-uint64_t cfi_read_uleb(struct cfi_reader *r);
 int64_t  cfi_read_sleb(struct cfi_reader *r);
 void     cfi_skip(struct cfi_reader *r, size_t n);
 /* A NUL-terminated string; returns NULL (and sets err) if unterminated. */

@@ -262,6 +262,24 @@ size_t cfi_builder_rows(const struct cfi_builder *b)
 	return b->n;
 }
 
+void cfi_builder_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *unsupported)
+{
+	uint8_t *bad = calloc(b->nrules + 1, 1);
+	uint64_t n = 0;
+	size_t i;
+
+	*rows = b->n;
+	*unsupported = 0;
+	if (!bad)
+		return;
+	for (i = 0; i < b->nrules; i++)
+		bad[i] = !cfi_rule_supported(&b->rules[i]);
+	for (i = 0; i < b->n; i++)
+		n += bad[b->rule[i]];
+	*unsupported = n;
+	free(bad);
+}
+
 static uint64_t rule_hash(const struct cfi_rule *r)
 {
 	uint64_t a, c;
@@ -293,12 +311,23 @@ static int rehash(struct cfi_builder *b, size_t nslots)
 	return 0;
 }
 
+static inline bool rule_eq(const struct cfi_rule *a, const struct cfi_rule *b)
+{
+	uint64_t a0, a1, b0, b1;
+
+	memcpy(&a0, a, 8);
+	memcpy(&a1, (const uint8_t *)a + 8, 8);
+	memcpy(&b0, b, 8);
+	memcpy(&b1, (const uint8_t *)b + 8, 8);
+	return a0 == b0 && a1 == b1;
+}
+
 static int intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx)
 {
 	size_t j;
 
 	/* Most rows repeat a rule seen a moment ago. */
-	if (b->have_last && !memcmp(&b->rules[b->last_interned], r, sizeof(*r))) {
+	if (b->have_last && rule_eq(&b->rules[b->last_interned], r)) {
 		*idx = b->last_interned;
 		return 0;
 	}
@@ -307,7 +336,7 @@ static int intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx
 	for (j = rule_hash(r) & (b->nslots - 1); b->slots[j]; j = (j + 1) & (b->nslots - 1)) {
 		uint32_t k = b->slots[j] - 1;
 
-		if (!memcmp(&b->rules[k], r, sizeof(*r))) {
+		if (rule_eq(&b->rules[k], r)) {
 			*idx = b->last_interned = k;
 			b->have_last = true;
 			return 0;

@@ -74,6 +74,11 @@ size_t cfi_builder_rows(const struct cfi_builder *b);
 int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *out,
 		       struct cfi_error *err);
 
+/* After a successful finish: the table's rows (identical neighbours
+ * merged, page-start repeats not counted) and how many of them carry a
+ * rule the walker cannot follow. */
+void cfi_builder_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *unsupported);
+
 /* Whether a rule can be used by the walker (used for statistics). */
 bool cfi_rule_supported(const struct cfi_rule *r);
 

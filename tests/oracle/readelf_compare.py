@@ -191,7 +191,13 @@ def cfiprof_rows(cfiprof, path, extra):
         vals = TOKEN.findall(rest)
         if vals and vals[-1] == "signal":
             vals.pop()
-        rows.append((int(addr, 16), tuple(vals)))
+        val = tuple(vals)
+        # Different expressions all read "exp" in readelf's notation: rows
+        # that differ only there look identical, so merge them as readelf's
+        # side is merged.
+        if rows and rows[-1][1] == val:
+            continue
+        rows.append((int(addr, 16), val))
     return rows
 
 

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Sets everything up and runs the whole test suite: every suite in the
+# normal build, then the unit, fuzz-corpus and CLI suites again under
+# AddressSanitizer + UBSan.  Exit status is non-zero if anything failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/setup.sh || exit 1
+bash tools/build.sh --asan || exit 1
+
+status=0
+meson test -C build --print-errorlogs --num-processes 2 || status=1
+
+# Leaks are errors too; UBSan findings abort instead of just printing.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+meson test -C build-asan --print-errorlogs --num-processes 2 \
+  --suite unit --suite fuzz --suite cli || status=1
+
+python3 tools/test_summary.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || status=1
+exit $status
