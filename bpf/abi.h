@@ -19,6 +19,11 @@
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
 #define CFI_TABLE_VERSION 1u
 
+/* A table is read by BPF in chunks: the agent loads the blob into an
+ * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
+ * reads ever straddles two chunks (see cfi/FORMAT.md). */
+#define CFI_CHUNK_SIZE 16384
+
 /* Page sizes a table may use: a row's address is stored as a u16 offset
  * from its page start, so pages are at most 64 KiB. */
 #define CFI_PAGE_SHIFT_MIN 8
@@ -51,7 +56,7 @@ enum cfi_reg_type {
 };
 
 /* Rule flags. */
-#define CFI_RULE_SIGNAL 0x01 /* signal trampoline: step through the kernel's rt_sigframe */
+#define CFI_RULE_SIGNAL  0x01 /* signal trampoline: step through the kernel's rt_sigframe */
 #define CFI_RULE_TOO_BIG 0x02 /* an offset or register did not fit the fields: unsupported */
 
 /* One deduplicated unwind rule: everything needed to step one frame on
@@ -70,34 +75,37 @@ struct cfi_rule {
 };
 
 /* Page p covers [base + (p << page_shift), base + ((p + 1) << page_shift)).
- * Its rows are row_addr/row_rule[first_row .. pages[p + 1].first_row) and
- * its palette is palette[first_palette .. pages[p + 1].first_palette).
- * Every page that holds any address below `end` starts with a row at
- * offset 0, so a lookup never has to look into another page. */
+ * Its rows live in one block at byte offset block_off of the blob, wholly
+ * inside one chunk:
+ *     __u16 row_addr[nrows];     row start, as offset from the page start
+ *     __u8  row_rule[nrows];     index into the palette below
+ *     (one zero byte if nrows is odd)
+ *     __u16 palette[npalette];   indexes into the rule dictionary
+ * Row 0 is at offset 0 (the compiler repeats the rule in force when a page
+ * starts mid-row), so a lookup never leaves its page. */
 struct cfi_page {
-	__u32 first_row;
-	__u32 first_palette;
+	__u32 block_off;
+	__u16 nrows;
+	__u16 npalette;
 };
 
-/* The table is one blob: this header, then the arrays below in this order,
- * each starting at an 8-byte aligned offset:
- *   struct cfi_page pages[npages + 1];
- *   struct cfi_rule rules[nrules];
- *   __u16 palette[npalette];
- *   __u16 row_addr[nrows];   offset of the row from its page start
- *   __u8  row_rule[nrows];   index into the page's palette
- */
+/* The blob starts with this header (chunk 0, offset 0). */
 struct cfi_table_header {
 	__u32 magic;
 	__u32 version;
 	__u64 base;       /* first covered address (file virtual address) */
 	__u64 end;        /* first address past the covered range */
 	__u32 page_shift;
-	__u32 npages;
-	__u32 nrows;
-	__u32 nrules;
-	__u32 npalette;
-	__u32 blob_size;  /* header and arrays, padding included */
+	__u32 npages;     /* struct cfi_page pages[npages] at pages_off */
+	__u32 pages_off;  /* 8-aligned */
+	__u32 nrules;     /* struct cfi_rule rules[nrules] at rules_off */
+	__u32 rules_off;  /* 16-aligned */
+	__u32 nrows;      /* rows stored, page-start repeats included */
+	__u32 blob_size;  /* bytes; BPF sees it padded to whole chunks */
+	__u32 pad[3];     /* zero; the header is 64 bytes */
 };
+
+/* Byte size of a page block with n rows and p palette entries. */
+#define CFI_BLOCK_SIZE(n, p) (3u * (n) + ((n) & 1u) + 2u * (p))
 
 #endif /* CFIPROF_BPF_ABI_H */

@@ -308,7 +308,8 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	st->stored_rows = out->hdr->nrows;
 	st->rules = out->hdr->nrules;
 	st->pages = out->hdr->npages;
-	st->palette = out->hdr->npalette;
+	for (i = 0; i < out->hdr->npages; i++)
+		st->palette += out->pages[i].npalette;
 	st->page_shift = out->hdr->page_shift;
 	st->table_bytes = out->size;
 	st->compile_ms = now_ms() - t0;

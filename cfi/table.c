@@ -4,46 +4,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
-
 /* Address ranges beyond this many pages are refused rather than paged:
  * at 64 KiB pages it is 1 TiB of code, which no real object has. */
 #define CFI_PAGES_MAX (1u << 24)
 
-int cfi_table_layout(const struct cfi_table_header *h, struct cfi_table_layout *lay)
+static inline const uint16_t *block_addr(const struct cfi_table *t, const struct cfi_page *pg)
 {
-	uint64_t off = ALIGN8(sizeof(*h));
-
-	if (h->npages >= CFI_PAGES_MAX)
-		return -E2BIG;
-	lay->pages = off;
-	off = ALIGN8(off + ((uint64_t)h->npages + 1) * sizeof(struct cfi_page));
-	lay->rules = off;
-	off = ALIGN8(off + (uint64_t)h->nrules * sizeof(struct cfi_rule));
-	lay->palette = off;
-	off = ALIGN8(off + (uint64_t)h->npalette * sizeof(uint16_t));
-	lay->row_addr = off;
-	off = ALIGN8(off + (uint64_t)h->nrows * sizeof(uint16_t));
-	lay->row_rule = off;
-	off = ALIGN8(off + (uint64_t)h->nrows);
-	if (off > UINT32_MAX)
-		return -E2BIG;
-	lay->size = off;
-	return 0;
+	return (const uint16_t *)((const uint8_t *)t->blob + pg->block_off);
 }
 
-static void bind(struct cfi_table *t, void *blob, size_t size, const struct cfi_table_layout *lay)
+static inline const uint8_t *block_rule(const struct cfi_table *t, const struct cfi_page *pg)
 {
-	uint8_t *b = blob;
+	return (const uint8_t *)t->blob + pg->block_off + 2u * pg->nrows;
+}
 
-	t->blob = blob;
-	t->size = size;
-	t->hdr = blob;
-	t->pages = (const void *)(b + lay->pages);
-	t->rules = (const void *)(b + lay->rules);
-	t->palette = (const void *)(b + lay->palette);
-	t->row_addr = (const void *)(b + lay->row_addr);
-	t->row_rule = b + lay->row_rule;
+static inline const uint16_t *block_palette(const struct cfi_table *t, const struct cfi_page *pg)
+{
+	return (const uint16_t *)((const uint8_t *)t->blob + pg->block_off + 3u * pg->nrows +
+				  (pg->nrows & 1u));
 }
 
 static bool reg_type_valid(uint8_t t)
@@ -54,9 +32,8 @@ static bool reg_type_valid(uint8_t t)
 int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_error *err)
 {
 	const struct cfi_table_header *h = blob;
-	struct cfi_table_layout lay;
 	struct cfi_table tmp;
-	uint64_t span;
+	uint64_t span, rows = 0;
 	uint32_t p, i;
 
 #define BAD(what) cfi_fail(err, -EBADMSG, "corrupt CFI table: %s", what)
@@ -72,15 +49,24 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 		return BAD("page shift out of range");
 	if (h->end <= h->base)
 		return BAD("empty address range");
-	if (cfi_table_layout(h, &lay) || lay.size != size || h->blob_size != size)
-		return BAD("size does not match its counts");
+	if (h->blob_size != size || size > UINT32_MAX)
+		return BAD("size does not match the header");
 	span = h->end - h->base;
-	if (((span - 1) >> h->page_shift) + 1 != h->npages)
+	if (h->npages >= CFI_PAGES_MAX || ((span - 1) >> h->page_shift) + 1 != h->npages)
 		return BAD("page count does not match its address range");
-	if (h->nrules > CFI_RULES_MAX || h->nrows < h->npages)
-		return BAD("counts out of range");
+	if (h->pages_off % 8 || h->pages_off < sizeof(*h) ||
+	    (uint64_t)h->pages_off + (uint64_t)h->npages * sizeof(struct cfi_page) > size)
+		return BAD("page array out of bounds");
+	if (h->nrules == 0 || h->nrules > CFI_RULES_MAX || h->rules_off % 16 ||
+	    h->rules_off < sizeof(*h) ||
+	    (uint64_t)h->rules_off + (uint64_t)h->nrules * sizeof(struct cfi_rule) > size)
+		return BAD("rule array out of bounds");
 
-	bind(&tmp, blob, size, &lay);
+	tmp.blob = blob;
+	tmp.size = size;
+	tmp.hdr = h;
+	tmp.pages = (const void *)((const uint8_t *)blob + h->pages_off);
+	tmp.rules = (const void *)((const uint8_t *)blob + h->rules_off);
 	for (i = 0; i < h->nrules; i++) {
 		const struct cfi_rule *r = &tmp.rules[i];
 
@@ -88,31 +74,36 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 		    !reg_type_valid(r->ra_type))
 			return BAD("rule of unknown type");
 	}
-	for (i = 0; i < h->npalette; i++)
-		if (tmp.palette[i] >= h->nrules)
-			return BAD("palette entry past the rules");
-	if (tmp.pages[0].first_row != 0 || tmp.pages[0].first_palette != 0 ||
-	    tmp.pages[h->npages].first_row != h->nrows ||
-	    tmp.pages[h->npages].first_palette != h->npalette)
-		return BAD("page bounds do not span the rows");
 	for (p = 0; p < h->npages; p++) {
-		uint32_t r0 = tmp.pages[p].first_row, r1 = tmp.pages[p + 1].first_row;
-		uint32_t q0 = tmp.pages[p].first_palette, q1 = tmp.pages[p + 1].first_palette;
+		const struct cfi_page *pg = &tmp.pages[p];
+		uint64_t bsize = CFI_BLOCK_SIZE((uint64_t)pg->nrows, pg->npalette);
 		uint32_t limit = 1u << h->page_shift;
+		const uint16_t *addr, *pal;
+		const uint8_t *rule;
 
-		if (r1 <= r0 || r1 > h->nrows)
-			return BAD("page without rows");
-		if (q1 <= q0 || q1 > h->npalette || q1 - q0 > CFI_PALETTE_MAX)
-			return BAD("page palette out of range");
-		if (tmp.row_addr[r0] != 0)
+		if (!pg->nrows || !pg->npalette || pg->npalette > CFI_PALETTE_MAX)
+			return BAD("page with no rows or a palette out of range");
+		if (pg->block_off % 2 || pg->block_off + bsize > size ||
+		    pg->block_off / CFI_CHUNK_SIZE != (pg->block_off + bsize - 1) / CFI_CHUNK_SIZE)
+			return BAD("page block out of bounds or across a chunk");
+		addr = block_addr(&tmp, pg);
+		rule = block_rule(&tmp, pg);
+		pal = block_palette(&tmp, pg);
+		if (addr[0] != 0)
 			return BAD("page does not start with a row");
-		for (i = r0; i < r1; i++) {
-			if (tmp.row_addr[i] >= limit || (i > r0 && tmp.row_addr[i] <= tmp.row_addr[i - 1]))
+		for (i = 0; i < pg->nrows; i++) {
+			if (addr[i] >= limit || (i > 0 && addr[i] <= addr[i - 1]))
 				return BAD("row addresses not increasing within the page");
-			if (tmp.row_rule[i] >= q1 - q0)
+			if (rule[i] >= pg->npalette)
 				return BAD("row rule past its page palette");
 		}
+		for (i = 0; i < pg->npalette; i++)
+			if (pal[i] >= h->nrules)
+				return BAD("palette entry past the rules");
+		rows += pg->nrows;
 	}
+	if (rows != h->nrows)
+		return BAD("row count does not match the pages");
 	*t = tmp;
 	return 0;
 #undef BAD
@@ -127,31 +118,34 @@ void cfi_table_free(struct cfi_table *t)
 int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *comparisons)
 {
 	const struct cfi_table_header *h = t->hdr;
+	const struct cfi_page *pg;
+	const uint16_t *rows;
 	uint64_t off;
-	uint32_t page, lo, hi;
+	uint32_t lo, hi;
 	uint16_t key;
 	unsigned n = 0;
 
 	if (addr < h->base || addr >= h->end)
 		return -ENOENT;
 	off = addr - h->base;
-	page = (uint32_t)(off >> h->page_shift);
+	pg = &t->pages[off >> h->page_shift];
 	key = (uint16_t)(off & ((1u << h->page_shift) - 1));
-	/* Last row with row_addr <= key; row lo always qualifies (offset 0). */
-	lo = t->pages[page].first_row;
-	hi = t->pages[page + 1].first_row;
+	rows = block_addr(t, pg);
+	/* Last row with row_addr <= key; row 0 always qualifies (offset 0). */
+	lo = 0;
+	hi = pg->nrows;
 	while (hi - lo > 1) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
 		n++;
-		if (t->row_addr[mid] <= key)
+		if (rows[mid] <= key)
 			lo = mid;
 		else
 			hi = mid;
 	}
 	if (comparisons)
 		*comparisons = n;
-	return t->palette[t->pages[page].first_palette + t->row_rule[lo]];
+	return block_palette(t, pg)[block_rule(t, pg)[lo]];
 }
 
 void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t)
@@ -159,6 +153,7 @@ void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t)
 	it->t = t;
 	it->page = 0;
 	it->row = 0;
+	it->prev_rule = -1;
 }
 
 bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule)
@@ -166,28 +161,27 @@ bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule)
 	const struct cfi_table *t = it->t;
 	const struct cfi_table_header *h = t->hdr;
 
-	for (;;) {
-		uint32_t r, q, prev_rule;
+	while (it->page < h->npages) {
+		const struct cfi_page *pg = &t->pages[it->page];
+		uint32_t r = it->row, q;
 
-		if (it->row >= h->nrows)
-			return false;
-		while (it->row >= t->pages[it->page + 1].first_row)
+		if (r >= pg->nrows) {
 			it->page++;
-		r = it->row++;
-		q = t->palette[t->pages[it->page].first_palette + t->row_rule[r]];
+			it->row = 0;
+			continue;
+		}
+		it->row++;
+		q = block_palette(t, pg)[block_rule(t, pg)[r]];
 		/* A page-start row repeating the row before it is only there so a
 		 * lookup stays within one page: not a row of its own. */
-		if (r > 0 && r == t->pages[it->page].first_row) {
-			uint32_t pp = it->page - 1;
-
-			prev_rule = t->palette[t->pages[pp].first_palette + t->row_rule[r - 1]];
-			if (prev_rule == q)
-				continue;
-		}
-		*addr = h->base + ((uint64_t)it->page << h->page_shift) + t->row_addr[r];
+		if (r == 0 && (int32_t)q == it->prev_rule)
+			continue;
+		it->prev_rule = (int32_t)q;
+		*addr = h->base + ((uint64_t)it->page << h->page_shift) + block_addr(t, pg)[r];
 		*rule = q;
 		return true;
 	}
+	return false;
 }
 
 bool cfi_rule_supported(const struct cfi_rule *r)
@@ -400,58 +394,123 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 	return 0;
 }
 
-/* Counts stored rows and palette entries for a page shift, or returns
- * false if some page would need more than CFI_PALETTE_MAX rules. */
+/* Per-page row and palette counts for a page shift; false if some page
+ * would need more than CFI_PALETTE_MAX rules or a block over a chunk. */
 static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsigned shift,
-		 uint32_t *stamp, uint32_t *nrows, uint32_t *npalette, uint32_t *npages)
+		 uint32_t *stamp, struct cfi_page **pages_out, uint32_t *npages_out,
+		 uint64_t *nrows_out)
 {
-	uint64_t pages = ((end - base - 1) >> shift) + 1;
-	uint64_t rows = 0, pal = 0;
+	uint64_t pages = ((end - base - 1) >> shift) + 1, rows = 0;
+	struct cfi_page *pg;
 	size_t i = 0;
 	uint64_t p;
 
 	if (pages >= CFI_PAGES_MAX)
 		return false;
+	pg = calloc(pages, sizeof(*pg));
+	if (!pg)
+		return false;
 	memset(stamp, 0, b->nrules * sizeof(*stamp));
 	for (p = 0; p < pages; p++) {
 		uint64_t ps = base + (p << shift), pe = ps + (1ull << shift);
-		uint32_t distinct = 0, mark = (uint32_t)p + 1;
+		uint32_t distinct = 0, n = 0, mark = (uint32_t)p + 1;
 
 		if (!(i < b->n && b->addr[i] == ps)) {
 			stamp[b->rule[i - 1]] = mark;
 			distinct++;
-			rows++;
+			n++;
 		}
 		for (; i < b->n && b->addr[i] < pe; i++) {
 			if (stamp[b->rule[i]] != mark) {
 				stamp[b->rule[i]] = mark;
 				distinct++;
 			}
-			rows++;
+			n++;
 		}
-		if (distinct > CFI_PALETTE_MAX)
+		if (distinct > CFI_PALETTE_MAX || CFI_BLOCK_SIZE((uint64_t)n, distinct) > CFI_CHUNK_SIZE) {
+			free(pg);
 			return false;
-		pal += distinct;
+		}
+		pg[p].nrows = (uint16_t)n;
+		pg[p].npalette = (uint16_t)distinct;
+		rows += n;
 	}
-	if (rows > UINT32_MAX || pal > UINT32_MAX)
-		return false;
-	*nrows = (uint32_t)rows;
-	*npalette = (uint32_t)pal;
-	*npages = (uint32_t)pages;
+	*pages_out = pg;
+	*npages_out = (uint32_t)pages;
+	*nrows_out = rows;
 	return true;
+}
+
+static const struct cfi_page *sort_pages_base;
+
+static int cmp_block_size(const void *a, const void *b)
+{
+	const struct cfi_page *x = &sort_pages_base[*(const uint32_t *)a];
+	const struct cfi_page *y = &sort_pages_base[*(const uint32_t *)b];
+	uint32_t sx = CFI_BLOCK_SIZE(x->nrows, x->npalette), sy = CFI_BLOCK_SIZE(y->nrows, y->npalette);
+
+	if (sx != sy)
+		return sx > sy ? -1 : 1;
+	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+}
+
+/* Places every page block inside one chunk, first-fit by decreasing size,
+ * so that chunk-end padding stays small.  Returns the blob size. */
+static int pack_blocks(struct cfi_page *pg, uint32_t npages, uint64_t start, uint64_t *size)
+{
+	uint32_t *order = malloc((size_t)npages * sizeof(*order));
+	uint64_t nchunks_max = start / CFI_CHUNK_SIZE + npages + 1, first_open, used_end = start;
+	uint32_t *used = calloc(nchunks_max, sizeof(*used));
+	uint32_t i;
+
+	if (!order || !used) {
+		free(order);
+		free(used);
+		return -ENOMEM;
+	}
+	for (i = 0; i < npages; i++)
+		order[i] = i;
+	sort_pages_base = pg;
+	qsort(order, npages, sizeof(*order), cmp_block_size);
+	first_open = start / CFI_CHUNK_SIZE;
+	used[first_open] = (uint32_t)(start % CFI_CHUNK_SIZE);
+	for (i = 0; i < npages; i++) {
+		struct cfi_page *p = &pg[order[i]];
+		uint32_t need = CFI_BLOCK_SIZE(p->nrows, p->npalette);
+		uint64_t c;
+
+		/* Chunks with less room than the smallest block are closed. */
+		while (CFI_CHUNK_SIZE - ((used[first_open] + 1) & ~1u) < 4)
+			first_open++;
+		for (c = first_open;; c++) {
+			uint32_t at = (used[c] + 1) & ~1u;
+
+			if (at + need <= CFI_CHUNK_SIZE) {
+				p->block_off = (uint32_t)(c * CFI_CHUNK_SIZE + at);
+				used[c] = at + need;
+				if (c * CFI_CHUNK_SIZE + used[c] > used_end)
+					used_end = c * CFI_CHUNK_SIZE + used[c];
+				break;
+			}
+		}
+	}
+	free(order);
+	free(used);
+	*size = (used_end + 15) & ~(uint64_t)15;
+	return 0;
 }
 
 int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *out,
 		       struct cfi_error *err)
 {
 	struct cfi_table_header h = { .magic = CFI_TABLE_MAGIC, .version = CFI_TABLE_VERSION };
-	struct cfi_table_layout lay;
 	uint32_t *stamp = NULL, *local = NULL, *remap = NULL;
-	struct cfi_table t;
+	struct cfi_page *pages = NULL;
+	uint64_t nrows = 0, size;
 	unsigned shift;
 	uint8_t *blob = NULL;
 	size_t i;
-	uint32_t p, row = 0, pal = 0, nused = 0;
+	uint32_t p, nused = 0;
 	int ret;
 
 	/* Trailing "no info" rows are implied by the end of the range. */
@@ -473,16 +532,18 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	}
 	h.base = b->addr[0];
 	h.end = end;
-	/* The largest page whose palettes fit in a byte: fewest page records. */
+	/* The largest page whose palette fits a byte and whose block fits a
+	 * chunk: fewest page records. */
 	for (shift = CFI_PAGE_SHIFT_MAX; shift >= CFI_PAGE_SHIFT_MIN; shift--)
-		if (plan(b, h.base, end, shift, stamp, &h.nrows, &h.npalette, &h.npages))
+		if (plan(b, h.base, end, shift, stamp, &pages, &h.npages, &nrows))
 			break;
-	if (shift < CFI_PAGE_SHIFT_MIN) {
+	if (shift < CFI_PAGE_SHIFT_MIN || nrows > UINT32_MAX) {
 		ret = cfi_fail(err, -E2BIG, "code range 0x%llx-0x%llx too large or too irregular to page",
 			       (unsigned long long)h.base, (unsigned long long)end);
 		goto out;
 	}
 	h.page_shift = shift;
+	h.nrows = (uint32_t)nrows;
 
 	/* Keep only the rules some row uses (a replaced row may have left one). */
 	memset(remap, 0xff, b->nrules * sizeof(*remap));
@@ -490,63 +551,67 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 		if (remap[b->rule[i]] == UINT32_MAX)
 			remap[b->rule[i]] = nused++;
 	h.nrules = nused;
-
-	ret = cfi_table_layout(&h, &lay);
+	h.pages_off = sizeof(h);
+	h.rules_off = (uint32_t)((h.pages_off + (uint64_t)h.npages * sizeof(struct cfi_page) + 15) & ~15ull);
+	ret = pack_blocks(pages, h.npages, h.rules_off + (uint64_t)h.nrules * sizeof(struct cfi_rule),
+			  &size);
 	if (ret) {
-		ret = cfi_fail(err, ret, "table too large");
+		ret = cfi_fail(err, ret, "out of memory");
 		goto out;
 	}
-	h.blob_size = (uint32_t)lay.size;
-	blob = calloc(1, lay.size);
+	if (size > UINT32_MAX) {
+		ret = cfi_fail(err, -E2BIG, "table too large");
+		goto out;
+	}
+	h.blob_size = (uint32_t)size;
+	blob = calloc(1, size);
 	if (!blob) {
 		ret = cfi_fail(err, -ENOMEM, "out of memory");
 		goto out;
 	}
 	memcpy(blob, &h, sizeof(h));
-	bind(&t, blob, lay.size, &lay);
+	memcpy(blob + h.pages_off, pages, (size_t)h.npages * sizeof(*pages));
 	{
-		struct cfi_page *pages = (struct cfi_page *)t.pages;
-		struct cfi_rule *rules = (struct cfi_rule *)t.rules;
-		uint16_t *palette = (uint16_t *)t.palette, *row_addr = (uint16_t *)t.row_addr;
-		uint8_t *row_rule = (uint8_t *)t.row_rule;
+		struct cfi_rule *rules = (struct cfi_rule *)(blob + h.rules_off);
 		size_t k;
 
 		for (k = 0; k < b->nrules; k++)
 			if (remap[k] != UINT32_MAX)
 				rules[remap[k]] = b->rules[k];
-		memset(stamp, 0, b->nrules * sizeof(*stamp));
-		i = 0;
-		for (p = 0; p < h.npages; p++) {
-			uint64_t ps = h.base + ((uint64_t)p << shift), pe = ps + (1ull << shift);
-			uint32_t first_pal = pal, mark = p + 1;
+	}
+	memset(stamp, 0, b->nrules * sizeof(*stamp));
+	i = 0;
+	for (p = 0; p < h.npages; p++) {
+		const struct cfi_page *pg = &pages[p];
+		uint64_t ps = h.base + ((uint64_t)p << shift), pe = ps + (1ull << shift);
+		uint16_t *row_addr = (uint16_t *)(blob + pg->block_off);
+		uint8_t *row_rule = blob + pg->block_off + 2u * pg->nrows;
+		uint16_t *palette = (uint16_t *)(blob + pg->block_off + 3u * pg->nrows + (pg->nrows & 1u));
+		uint32_t row = 0, pal = 0, mark = p + 1;
 
-			pages[p].first_row = row;
-			pages[p].first_palette = pal;
 #define EMIT(off, gidx) do {                                            \
 		uint32_t g_ = (gidx);                                   \
 		if (stamp[g_] != mark) {                                \
 			stamp[g_] = mark;                               \
-			local[g_] = pal - first_pal;                    \
+			local[g_] = pal;                                \
 			palette[pal++] = (uint16_t)remap[g_];           \
 		}                                                       \
 		row_addr[row] = (uint16_t)(off);                        \
 		row_rule[row] = (uint8_t)local[g_];                     \
 		row++;                                                  \
 	} while (0)
-			if (!(i < b->n && b->addr[i] == ps))
-				EMIT(0, b->rule[i - 1]);
-			for (; i < b->n && b->addr[i] < pe; i++)
-				EMIT(b->addr[i] - ps, b->rule[i]);
+		if (!(i < b->n && b->addr[i] == ps))
+			EMIT(0, b->rule[i - 1]);
+		for (; i < b->n && b->addr[i] < pe; i++)
+			EMIT(b->addr[i] - ps, b->rule[i]);
 #undef EMIT
-		}
-		pages[h.npages].first_row = row;
-		pages[h.npages].first_palette = pal;
 	}
-	ret = cfi_table_open(out, blob, lay.size, err);
+	ret = cfi_table_open(out, blob, size, err);
 	if (!ret)
 		blob = NULL;
 out:
 	free(blob);
+	free(pages);
 	free(stamp);
 	free(local);
 	free(remap);

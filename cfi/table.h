@@ -13,11 +13,6 @@
 #include "../bpf/abi.h"
 #include "error.h"
 
-/* Byte offsets of the arrays inside a blob. */
-struct cfi_table_layout {
-	size_t pages, rules, palette, row_addr, row_rule, size;
-};
-
 /* A validated table.  All pointers point into `blob`, which it owns. */
 struct cfi_table {
 	void *blob;
@@ -25,13 +20,7 @@ struct cfi_table {
 	const struct cfi_table_header *hdr;
 	const struct cfi_page *pages;
 	const struct cfi_rule *rules;
-	const uint16_t *palette;
-	const uint16_t *row_addr;
-	const uint8_t *row_rule;
 };
-
-/* Computes the layout for the counts in `hdr`; -E2BIG if it overflows. */
-int cfi_table_layout(const struct cfi_table_header *hdr, struct cfi_table_layout *lay);
 
 /* Checks every invariant the lookup (in C and in BPF) relies on, then
  * takes ownership of the malloc'd blob.  On failure the blob is left to
@@ -51,6 +40,7 @@ int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *compari
 struct cfi_row_iter {
 	const struct cfi_table *t;
 	uint32_t page, row;
+	int32_t prev_rule;
 };
 void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t);
 bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule);
