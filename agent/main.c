@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd_cfi.h"
+#include "record.h"
 
 #ifndef CFIPROF_VERSION
 #define CFIPROF_VERSION "0.1.0"
@@ -15,6 +16,7 @@ static void usage(FILE *f)
 		"usage: cfiprof COMMAND [ARGS]\n"
 		"\n"
 		"commands:\n"
+		"  record           sample on-CPU stacks (DWARF unwinding in BPF)\n"
 		"  cfi dump FILE    print the compiled CFI table of an ELF file\n"
 		"  cfi stats FILE   compile an ELF file's CFI and print statistics\n"
 		"  version          print the version\n"
@@ -28,6 +30,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[1], "record"))
+		return cmd_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "cfi"))
 		return cmd_cfi(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {

@@ -108,4 +108,91 @@ struct cfi_table_header {
 /* Byte size of a page block with n rows and p palette entries. */
 #define CFI_BLOCK_SIZE(n, p) (3u * (n) + ((n) & 1u) + 2u * (p))
 
+/* ---- stack walking ---------------------------------------------------- */
+
+#define CFIPROF_MAX_DEPTH_DEFAULT 256
+#define CFIPROF_MAX_DEPTH_LIMIT   1024
+#define CFIPROF_MAX_KSTACK        127   /* the kernel's perf_event_max_stack default */
+#define CFIPROF_COMM_LEN          16
+
+/* Why a user-stack walk ended.  Every sample carries one. */
+enum cfiprof_walk_end {
+	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined / 0) */
+	WALK_END_NO_MAPPING  = 1, /* an address outside every known executable mapping */
+	WALK_END_NO_TABLE    = 2, /* the mapping's CFI table is not loaded */
+	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
+	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
+	WALK_END_DEPTH       = 5, /* --max-depth reached */
+	WALK_END_BAD_FRAME   = 6, /* the stack pointer did not move up: corrupt or a loop */
+	WALK_END_NO_USER     = 7, /* kernel thread: no user stack at all */
+	WALK_END_FP_FAILED   = 8, /* frame-pointer fallback (no CFI here) found no frame */
+	WALK_END_NR
+};
+
+/* One executable mapping of a process, as the walker sees it.  A
+ * process's mappings are an array sorted by start, in an inner map of
+ * proc_mappings keyed by tgid. */
+struct cfi_mapping {
+	__u64 start;      /* [start, end) in the process's address space */
+	__u64 end;
+	__u64 bias;       /* address - bias = the ELF file's virtual address */
+	__u32 table_id;   /* 0: no table (the walker takes a frame-pointer step) */
+	__u32 module_id;  /* the agent's id for symbolization */
+};
+
+/* Per-process facts the walker needs before searching the mappings. */
+struct proc_info {
+	__u32 nmappings;
+	__u32 generation; /* bumped by the agent at every mapping update */
+};
+
+/* Record kinds on the events ring buffer. */
+enum cfiprof_event_kind {
+	EVENT_SAMPLE = 1,
+};
+
+#define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
+#define SAMPLE_FLAG_TRUNC_KSTACK 0x02
+
+/* A stack sample: nuser user addresses (leaf first), then nkernel kernel
+ * addresses (leaf first), in addrs[].  User addresses are those the
+ * walker looked CFI up at: the interrupted instruction for the leaf and
+ * for code interrupted by a signal, the return address - 1 (inside the
+ * call instruction) for every caller, as pprof expects. */
+struct sample_event {
+	__u32 kind;       /* EVENT_SAMPLE */
+	__u32 pid;        /* tgid */
+	__u32 tid;
+	__u32 cpu;
+	__u64 time_ns;    /* bpf_ktime_get_ns */
+	__u64 weight;     /* 1 for on-CPU samples */
+	__u16 nuser;
+	__u16 nkernel;
+	__u8  end_reason; /* enum cfiprof_walk_end */
+	__u8  flags;      /* SAMPLE_FLAG_* */
+	__u8  pad[6];
+	char  comm[CFIPROF_COMM_LEN];
+	__u64 addrs[CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK];
+};
+
+/* Counters the BPF side keeps (per CPU array, index = counter). */
+enum cfiprof_counter {
+	CNT_SAMPLES = 0,
+	CNT_RINGBUF_DROPS,     /* bpf_ringbuf_output failed: a lost sample */
+	CNT_NOT_TARGET,        /* samples of processes we do not profile */
+	CNT_KSTACK_ERRORS,
+	CNT_FP_STEPS,          /* frames stepped by frame pointer (no CFI) */
+	CNT_CFI_STEPS,
+	CNT_SIGNAL_FRAMES,
+	CNT_NR
+};
+
+/* Load-time configuration (rodata). */
+struct cfiprof_config {
+	__u32 max_depth;
+	__u32 want_kernel;
+	__u32 filter_pids;   /* 1: only tgids present in target_pids */
+	__u32 self_pid;      /* never sample the agent itself */
+};
+
 #endif /* CFIPROF_BPF_ABI_H */

@@ -241,7 +241,9 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 		info->outcome = CFI_CACHE_HIT;
 		return 0;
 	}
-	corrupt = ret != -ENOENT;
+	/* Only a file that is there but fails its checks is "replaced"; an
+	 * unreadable cache (permissions, not a directory) is a plain miss. */
+	corrupt = ret == -EBADMSG;
 	ret = cfi_compile(e, opts, out, &info->stats, err);
 	if (ret)
 		return ret;

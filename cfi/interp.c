@@ -29,6 +29,35 @@ enum {
 	DW_OP_lit0 = 0x30, DW_OP_lit31 = 0x4f, DW_OP_breg0 = 0x70, DW_OP_breg31 = 0x8f,
 };
 
+/* Operand * factor.  A product past int64 (only crafted CFI has one)
+ * saturates: the rule then holds an offset no field can store, so it is
+ * marked CFI_RULE_TOO_BIG instead of silently wrapping. */
+static int64_t factored_u(uint64_t v, int64_t f)
+{
+	int64_t out;
+
+	if (v > INT64_MAX || __builtin_mul_overflow((int64_t)v, f, &out))
+		return INT64_MAX;
+	return out;
+}
+
+static int64_t factored_s(int64_t v, int64_t f)
+{
+	int64_t out;
+
+	if (__builtin_mul_overflow(v, f, &out))
+		return INT64_MAX;
+	return out;
+}
+
+/* loc + delta * code_align, or false if it wraps. */
+static bool advance_to(uint64_t loc, uint64_t delta, uint64_t code_align, uint64_t *out)
+{
+	uint64_t d;
+
+	return !__builtin_mul_overflow(delta, code_align, &d) && !__builtin_add_overflow(loc, d, out);
+}
+
 struct reg_state {
 	uint8_t type;  /* enum cfi_reg_type */
 	int64_t off;   /* offset from CFA, or register number */
@@ -192,19 +221,19 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 	while (cfi_reader_left(&r)) {
 		uint8_t op = cfi_read_u8(&r);
 		uint64_t reg = 0, new_loc = loc;
-		bool advance = false;
+		bool advance = false, wrapped = false;
 		struct reg_state rs = { 0 }, *target = NULL;
 		bool set_reg = false;
 
 		switch (op & 0xc0) {
 		case DW_CFA_advance_loc:
-			new_loc = loc + (op & 0x3f) * cie->code_align;
+			wrapped = !advance_to(loc, op & 0x3f, cie->code_align, &new_loc);
 			advance = true;
 			break;
 		case DW_CFA_offset:
 			reg = op & 0x3f;
 			rs.type = CFI_REG_OFFSET;
-			rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+			rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
 			set_reg = true;
 			break;
 		case DW_CFA_restore:
@@ -233,49 +262,50 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				break;
 			}
 			case DW_CFA_advance_loc1:
-				new_loc = loc + cfi_read_u8(&r) * cie->code_align;
+				wrapped = !advance_to(loc, cfi_read_u8(&r), cie->code_align, &new_loc);
 				advance = true;
 				break;
 			case DW_CFA_advance_loc2:
-				new_loc = loc + cfi_read_u16(&r) * cie->code_align;
+				wrapped = !advance_to(loc, cfi_read_u16(&r), cie->code_align, &new_loc);
 				advance = true;
 				break;
 			case DW_CFA_advance_loc4:
-				new_loc = loc + cfi_read_u32(&r) * cie->code_align;
+				wrapped = !advance_to(loc, cfi_read_u32(&r), cie->code_align, &new_loc);
 				advance = true;
 				break;
 			case DW_CFA_MIPS_advance_loc8:
-				new_loc = loc + cfi_read_u64(&r) * cie->code_align;
+				wrapped = !advance_to(loc, cfi_read_u64(&r), cie->code_align, &new_loc);
 				advance = true;
 				break;
 			case DW_CFA_offset_extended:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_OFFSET;
-				rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_offset_extended_sf:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_OFFSET;
-				rs.off = cfi_read_sleb(&r) * cie->data_align;
+				rs.off = factored_s(cfi_read_sleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_GNU_negative_offset_extended:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_OFFSET;
-				rs.off = -(int64_t)cfi_read_uleb(&r) * cie->data_align;
+				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
+				rs.off = rs.off == INT64_MAX || rs.off == INT64_MIN ? INT64_MAX : -rs.off;
 				set_reg = true;
 				break;
 			case DW_CFA_val_offset:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_VAL_OFFSET;
-				rs.off = (int64_t)cfi_read_uleb(&r) * cie->data_align;
+				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_val_offset_sf:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_VAL_OFFSET;
-				rs.off = cfi_read_sleb(&r) * cie->data_align;
+				rs.off = factored_s(cfi_read_sleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_restore_extended:
@@ -294,7 +324,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 			case DW_CFA_register:
 				reg = cfi_read_uleb(&r);
 				rs.type = CFI_REG_REGISTER;
-				rs.off = (int64_t)cfi_read_uleb(&r);
+				rs.off = factored_u(cfi_read_uleb(&r), 1);
 				set_reg = true;
 				break;
 			case DW_CFA_expression:
@@ -328,22 +358,22 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 			case DW_CFA_def_cfa:
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
-				st->cfa.off = (int64_t)cfi_read_uleb(&r);
+				st->cfa.off = factored_u(cfi_read_uleb(&r), 1);
 				break;
 			case DW_CFA_def_cfa_sf:
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
-				st->cfa.off = cfi_read_sleb(&r) * cie->data_align;
+				st->cfa.off = factored_s(cfi_read_sleb(&r), cie->data_align);
 				break;
 			case DW_CFA_def_cfa_register:
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
 				break;
 			case DW_CFA_def_cfa_offset:
-				st->cfa.off = (int64_t)cfi_read_uleb(&r);
+				st->cfa.off = factored_u(cfi_read_uleb(&r), 1);
 				break;
 			case DW_CFA_def_cfa_offset_sf:
-				st->cfa.off = cfi_read_sleb(&r) * cie->data_align;
+				st->cfa.off = factored_s(cfi_read_sleb(&r), cie->data_align);
 				break;
 			case DW_CFA_def_cfa_expression: {
 				uint64_t len = cfi_read_uleb(&r);
@@ -385,7 +415,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 		if (advance) {
 			if (!fn)
 				return BAD("location advance in CIE instructions");
-			if (new_loc < loc)
+			if (wrapped || new_loc < loc)
 				return BAD("location advance wraps around");
 			if (new_loc > loc) {
 				if (dirty) {

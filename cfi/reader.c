@@ -96,21 +96,33 @@ overflow:
 
 int64_t cfi_read_sleb(struct cfi_reader *r)
 {
-	uint64_t v = 0;
+	/* Decode into 128 bits, then require the value to fit int64: that
+	 * accepts overlong encodings (repeated sign bytes) and rejects real
+	 * payload past bit 63, like cfi_read_uleb. */
+	unsigned __int128 v = 0;
 	unsigned shift = 0;
+	__int128 sv;
 	uint8_t b;
 
 	do {
 		if (!need(r, 1))
 			return 0;
+		if (shift > 119)
+			goto overflow;
 		b = *r->pos++;
-		if (shift < 64)
-			v |= (uint64_t)(b & 0x7f) << shift;
+		v |= (unsigned __int128)(b & 0x7f) << shift;
 		shift += 7;
 	} while (b & 0x80);
-	if (shift < 64 && (b & 0x40))
-		v |= ~(uint64_t)0 << shift;
-	return (int64_t)v;
+	if (b & 0x40)
+		v |= ~(unsigned __int128)0 << shift;
+	sv = (__int128)v;
+	if (sv < INT64_MIN || sv > INT64_MAX)
+		goto overflow;
+	return (int64_t)sv;
+overflow:
+	r->err = -EOVERFLOW;
+	r->pos = r->end;
+	return 0;
 }
 
 void cfi_skip(struct cfi_reader *r, size_t n)
@@ -165,7 +177,7 @@ int cfi_read_encoded(struct cfi_reader *r, uint8_t enc,
 
 	if ((enc & 0x70) == DW_EH_PE_aligned) {
 		/* Aligned to the pointer size, relative to the section's address. */
-		uint64_t a = ctx->addr_size, cur = r->vaddr + cfi_reader_offset(r);
+		uint64_t a = ctx->addr_size ? ctx->addr_size : 8, cur = r->vaddr + cfi_reader_offset(r);
 		uint64_t pad = (a - cur % a) % a;
 
 		cfi_skip(r, pad);

@@ -366,7 +366,9 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 		return ret;
 	if (b->n && addr == b->addr[b->n - 1]) {
 		b->rule[b->n - 1] = idx;
-		if (b->n > 1 && b->rule[b->n - 2] == idx)
+		/* Merge into the row before, and never start with "no info". */
+		if ((b->n > 1 && b->rule[b->n - 2] == idx) ||
+		    (b->n == 1 && r->cfa_type == CFI_CFA_UNDEF))
 			b->n--;
 		return 0;
 	}

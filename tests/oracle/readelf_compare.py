@@ -10,7 +10,11 @@ is the same function on every row:
   * where FDEs of one section overlap, an address belongs to the FDE with the
     greatest start at or below it (libgcc's search over .eh_frame_hdr);
   * .eh_frame wins over .debug_frame; .debug_frame fills the gaps;
-  * the space between FDEs is "undef"; identical neighbours are merged.
+  * the space between FDEs is "undef"; identical neighbours are merged;
+  * with --eh-only, .debug_frame (the object's and the debug file's) is
+    ignored;
+  * a rule with a number too large for struct cfi_rule reads as cfiprof
+    prints it, "unsupported" for each of its numbers (see render()).
 
 Exit status 0 when every row matches, 1 otherwise (the first mismatches are
 printed), 2 on usage or tool errors.
@@ -133,11 +137,43 @@ def subtract(extra, base):
     return pieces
 
 
-def expected_rows(path, debug_path):
+CFA_REG = re.compile(r"^(r(\d+)|[a-z][a-z0-9.]*)([+-]\d+)$")
+REG_COL = re.compile(r"^(?:[cv]([+-]\d+)|r(\d+)(?: \(.*\))?)$")
+
+
+def fits(v, bits):
+    return -(1 << (bits - 1)) <= v < (1 << (bits - 1))
+
+
+def render(val):
+    """readelf's (CFA, rbp, ra) as `cfiprof cfi dump` prints it.
+
+    A rule whose CFA register exceeds a byte, CFA offset 32 bits, or rbp/ra
+    offset or register 16 bits does not fit struct cfi_rule: cfiprof flags
+    the whole rule too big and prints every number in it as "unsupported".
+    """
+    if len(val) != 3:
+        return val
+    cfa, rbp, ra = val
+    big = False
+    m = CFA_REG.match(cfa)
+    if m:
+        big = (m.group(2) is not None and int(m.group(2)) > 255) or not fits(int(m.group(3)), 32)
+    for col in (rbp, ra):
+        m = REG_COL.match(col)
+        if m:
+            big = big or not fits(int(m.group(1) or m.group(2)), 16)
+    if not big:
+        return val
+    return tuple("unsupported" if (i == 0 and CFA_REG.match(v)) or (i > 0 and REG_COL.match(v))
+                 else v for i, v in enumerate(val))
+
+
+def expected_rows(path, debug_path, eh_only):
     execs = exec_segments(path)
     fdes = readelf_fdes(path)
     eh = segments([f for f in fdes if f[0] == ".eh_frame"], execs)
-    dbg_fdes = [f for f in fdes if f[0] == ".debug_frame"]
+    dbg_fdes = [] if eh_only else [f for f in fdes if f[0] == ".debug_frame"]
     if not dbg_fdes and debug_path:
         dbg_fdes = [f for f in readelf_fdes(debug_path) if f[0] == ".debug_frame"]
     dbg = segments(dbg_fdes, execs)
@@ -146,6 +182,7 @@ def expected_rows(path, debug_path):
     prev_end = None
 
     def add(addr, val):
+        val = render(val)
         if rows and rows[-1][0] == addr:
             rows[-1] = (addr, val)
             if len(rows) > 1 and rows[-2][1] == val:
@@ -212,9 +249,7 @@ def main():
         for line in out.splitlines():
             if line.startswith("debug_file: ") and line != "debug_file: none":
                 debug_path = line.split(": ", 1)[1]
-    want = expected_rows(path, None if "--eh-only" in extra else debug_path)
-    if "--eh-only" in extra:
-        pass
+    want = expected_rows(path, debug_path, "--eh-only" in extra)
     got = cfiprof_rows(cfiprof, path, extra)
     bad = 0
     n = max(len(want), len(got))

@@ -1,0 +1,90 @@
+#include "bpf_maps.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	uint32_t nchunks = (uint32_t)((t->size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE), i;
+	uint8_t *buf = NULL;
+	int fd, ret = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "cfi_table", sizeof(uint32_t), CFI_CHUNK_SIZE,
+			    nchunks, &opts);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(CFI_CHUNK_SIZE);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nchunks; i++) {
+		size_t off = (size_t)i * CFI_CHUNK_SIZE, len = t->size - off;
+
+		if (len > CFI_CHUNK_SIZE)
+			len = CFI_CHUNK_SIZE;
+		memcpy(buf, (const uint8_t *)t->blob + off, len);
+		memset(buf + len, 0, CFI_CHUNK_SIZE - len);
+		if (bpf_map_update_elem(fd, &i, buf, BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (bpf_map_update_elem(outer_fd, &id, &fd, BPF_ANY)) {
+		ret = -errno;
+		goto out;
+	}
+	if (kernel_bytes)
+		*kernel_bytes += (uint64_t)nchunks * CFI_CHUNK_SIZE;
+out:
+	free(buf);
+	/* The outer map holds its own reference to the inner map. */
+	close(fd);
+	return ret;
+}
+
+int bpf_table_unload(int outer_fd, uint32_t id)
+{
+	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
+}
+
+int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
+		  uint32_t n, uint32_t generation)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	struct proc_info info = { .nmappings = n, .generation = generation };
+	uint32_t i;
+	int fd, ret = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "proc_maps", sizeof(uint32_t),
+			    sizeof(struct cfi_mapping), n ? n : 1, &opts);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < n; i++) {
+		if (bpf_map_update_elem(fd, &i, &m[i], BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	/* A walk between the two updates may pair the new array with the old
+	 * count; array lookups are bounds-checked, so at worst that one walk
+	 * misses a mapping. */
+	if (bpf_map_update_elem(mappings_fd, &pid, &fd, BPF_ANY) ||
+	    bpf_map_update_elem(infos_fd, &pid, &info, BPF_ANY))
+		ret = -errno;
+out:
+	close(fd);
+	return ret;
+}
+
+int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid)
+{
+	int a = bpf_map_delete_elem(infos_fd, &pid) ? -errno : 0;
+	int b = bpf_map_delete_elem(mappings_fd, &pid) ? -errno : 0;
+
+	return a && a != -ENOENT ? a : (b == -ENOENT ? 0 : b);
+}

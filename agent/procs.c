@@ -1,0 +1,222 @@
+#include "procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf_maps.h"
+#include "procmaps.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t slot_of(uint32_t pid, uint32_t cap)
+{
+	return (pid * 2654435761u) & (cap - 1);
+}
+
+struct proc *procs_get(const struct proc_registry *r, int pid)
+{
+	uint32_t i;
+
+	if (!r->cap)
+		return NULL;
+	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		if (r->slots[i]->pid == pid)
+			return r->slots[i];
+	return NULL;
+}
+
+static int insert(struct proc_registry *r, struct proc *p)
+{
+	uint32_t i;
+
+	if ((r->count + 1) * 2 > r->cap) {
+		uint32_t ncap = r->cap ? r->cap * 2 : 256, k;
+		struct proc **ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		for (k = 0; k < r->cap; k++) {
+			if (!r->slots[k])
+				continue;
+			for (i = slot_of((uint32_t)r->slots[k]->pid, ncap); ns[i]; i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = r->slots[k];
+		}
+		free(r->slots);
+		r->slots = ns;
+		r->cap = ncap;
+	}
+	for (i = slot_of((uint32_t)p->pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		;
+	r->slots[i] = p;
+	r->count++;
+	return 0;
+}
+
+/* The vDSO is no file: copy its image out of the process into a memfd so
+ * it is compiled and symbolized like any ELF.  It is the same for every
+ * process of this kernel, so this happens once. */
+static struct module *vdso_module(struct proc_registry *r, int pid, const struct procmap *m)
+{
+	char path[64];
+	size_t len = m->end - m->start;
+	void *buf;
+	int memfd, fd;
+
+	if (r->vdso)
+		return r->vdso;
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(len);
+	memfd = memfd_create("vdso", MFD_CLOEXEC);
+	if (buf && memfd >= 0 && pread(fd, buf, len, (off_t)m->start) == (ssize_t)len &&
+	    write(memfd, buf, len) == (ssize_t)len)
+		r->vdso = modules_get(r->mods, memfd, "[vdso]");
+	free(buf);
+	if (memfd >= 0)
+		close(memfd);
+	close(fd);
+	return r->vdso;
+}
+
+static int open_mapping(int pid, const struct procmap *m)
+{
+	char path[4200];
+	const char *p = m->path;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || p[0] != '/')
+		return fd;
+	/* Without map_files, the path as the process sees it: through its
+	 * root, so containers resolve inside their own filesystem. */
+	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
+	return open(path, O_RDONLY | O_CLOEXEC);
+}
+
+int procs_scan(struct proc_registry *r, int pid)
+{
+	struct procmap *maps = NULL;
+	struct proc_mapping *pm = NULL;
+	struct cfi_mapping *bm = NULL;
+	struct proc *p = procs_get(r, pid);
+	size_t n = 0, i;
+	uint32_t k = 0;
+	int ret;
+
+	r->scans++;
+	ret = procmaps_read(pid, &maps, &n);
+	if (ret) {
+		if (p)
+			p->gone = true;
+		return ret;
+	}
+	pm = calloc(n, sizeof(*pm));
+	bm = calloc(n, sizeof(*bm));
+	if (!pm || !bm) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const struct procmap *m = &maps[i];
+		struct proc_mapping *o = &pm[k];
+
+		if (!m->exec)
+			continue;
+		o->start = m->start;
+		o->end = m->end;
+		o->offset = m->offset;
+		if (!strcmp(m->path, "[vdso]")) {
+			o->mod = vdso_module(r, pid, m);
+			o->offset = 0;
+		} else if (m->path[0] == '/' || m->inode) {
+			int fd = open_mapping(pid, m);
+
+			if (fd >= 0) {
+				o->mod = modules_get(r->mods, fd, m->path);
+				close(fd);
+			} else {
+				r->scan_errors++;
+			}
+		}
+		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
+			o->mod = NULL;
+		bm[k].start = o->start;
+		bm[k].end = o->end;
+		bm[k].bias = o->bias;
+		bm[k].table_id = o->mod ? o->mod->table_id : 0;
+		bm[k].module_id = o->mod ? o->mod->id : 0;
+		k++;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (p)
+			p->pid = pid;
+		if (!p || insert(r, p)) {
+			free(p);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	free(p->maps);
+	p->maps = pm;
+	pm = NULL;
+	p->n = k;
+	p->generation++;
+	p->gone = false;
+	p->last_scan_ns = now_ns();
+	ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation);
+out:
+	free(pm);
+	free(bm);
+	procmaps_free(maps, n);
+	return ret;
+}
+
+const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= p->maps[lo - 1].end)
+		return NULL;
+	return &p->maps[lo - 1];
+}
+
+void procs_free(struct proc_registry *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->cap; i++) {
+		if (r->slots[i]) {
+			free(r->slots[i]->maps);
+			free(r->slots[i]);
+		}
+	}
+	free(r->slots);
+	r->slots = NULL;
+	r->cap = r->count = 0;
+}

@@ -1,0 +1,829 @@
+/*
+ * `cfiprof record`: on-CPU profiling with DWARF stack walking in BPF.
+ *
+ * The agent opens one sampling event per CPU and attaches the perf_event
+ * program (bpf/cfiprof.bpf.c) to it.  Before sampling starts it reads the
+ * target processes' executable mappings, compiles (or loads from the disk
+ * cache) the CFI table of every mapped object and publishes tables and
+ * mappings to BPF.  Samples come back on a ring buffer with their user
+ * stack already walked; the agent resolves each frame to the mapping it
+ * was in, aggregates identical stacks, and at the end symbolizes them and
+ * writes pprof or folded output.
+ */
+#include "record.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../bpf/abi.h"
+#include "../cfi/cache.h"
+#include "cfiprof.skel.h"
+#include "folded.h"
+#include "perf_events.h"
+#include "pprof.h"
+#include "procs.h"
+#include "profile_build.h"
+#include "stacks.h"
+
+enum output_format { FORMAT_PPROF, FORMAT_FOLDED };
+
+struct record_opts {
+	int *pids;
+	int npids;
+	bool all;
+	char **cmd;               /* argv of the command to run, or NULL */
+	int freq;
+	double duration;          /* seconds, 0 = until stopped */
+	const char *output;
+	enum output_format format;
+	int max_depth;
+	bool kernel;
+	bool stats;
+	const char *cpus;
+	const char **tag_keys, **tag_vals;
+	int ntags;
+	const char *cache_dir;
+	const char *debug_dir;
+	bool quiet;
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cfiprof record [OPTIONS] (-p PID[,PID...] | -a | -- CMD [ARGS...])\n"
+		"\n"
+		"Samples on-CPU stacks of programs built without frame pointers, walking\n"
+		"them in BPF with DWARF call frame information.\n"
+		"\n"
+		"targets:\n"
+		"  -p, --pid PID[,PID...]  profile these processes and all their threads\n"
+		"  -a, --all-cpus          profile the whole system\n"
+		"  -- CMD [ARGS...]        run CMD and profile it until it exits\n"
+		"\n"
+		"options:\n"
+		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
+		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
+		"  -o, --output FILE       output file (default cfiprof.pb.gz, or cfiprof.folded)\n"
+		"      --format FMT        pprof (default) or folded\n"
+		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
+		"      --kernel            add the kernel stack of samples taken in the kernel\n"
+		"      --stats             print BPF cost per sample, table and memory figures\n"
+		"  -C, --cpu CPUS          sample only these CPUs (e.g. 0-3,7)\n"
+		"      --tag KEY=VALUE     add a label to every sample (repeatable)\n"
+		"      --cache-dir DIR     CFI table cache (default %s)\n"
+		"      --no-cache          do not read or write the table cache\n"
+		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
+		"  -q, --quiet             print no summary\n",
+		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR);
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_pids(const char *arg, struct record_opts *o)
+{
+	char *copy = strdup(arg), *tok, *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		long v;
+		int *p;
+
+		if (parse_int(tok, 1, INT_MAX, &v)) {
+			fprintf(stderr, "cfiprof record: -p: '%s' is not a process id\n", tok);
+			ret = -EINVAL;
+			break;
+		}
+		p = realloc(o->pids, (size_t)(o->npids + 1) * sizeof(*p));
+		if (!p) {
+			ret = -ENOMEM;
+			break;
+		}
+		o->pids = p;
+		o->pids[o->npids++] = (int)v;
+	}
+	free(copy);
+	return ret;
+}
+
+/* Returns 0, 1 for --help, or -EINVAL (message printed). */
+static int parse_args(int argc, char **argv, struct record_opts *o)
+{
+	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
+	       OPT_DEBUG };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "max-depth", required_argument, NULL, OPT_DEPTH },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "tag", required_argument, NULL, OPT_TAG },
+		{ "cache-dir", required_argument, NULL, OPT_CACHE },
+		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	long v;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
+	if (!o->cache_dir)
+		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own options stay its own. */
+	while ((c = getopt_long(argc, argv, "+p:aF:d:o:C:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pids(optarg, o))
+				return -EINVAL;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'F':
+			if (parse_int(optarg, 1, 100000, &v)) {
+				fprintf(stderr, "cfiprof record: -F: '%s' is not a rate in Hz (1-100000)\n", optarg);
+				return -EINVAL;
+			}
+			o->freq = (int)v;
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->duration > 0)) {
+				fprintf(stderr, "cfiprof record: -d: '%s' is not a positive number of seconds\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "pprof")) {
+				o->format = FORMAT_PPROF;
+			} else if (!strcmp(optarg, "folded")) {
+				o->format = FORMAT_FOLDED;
+			} else {
+				fprintf(stderr, "cfiprof record: --format: '%s' is not pprof or folded\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_DEPTH:
+			if (parse_int(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
+				fprintf(stderr, "cfiprof record: --max-depth: '%s' is not in 1..%d\n", optarg,
+					CFIPROF_MAX_DEPTH_LIMIT);
+				return -EINVAL;
+			}
+			o->max_depth = (int)v;
+			break;
+		case OPT_KERNEL:
+			o->kernel = true;
+			break;
+		case OPT_STATS:
+			o->stats = true;
+			break;
+		case 'C':
+			o->cpus = optarg;
+			break;
+		case OPT_TAG: {
+			char *eq = strchr(optarg, '=');
+			const char **k, **val;
+
+			if (!eq || eq == optarg) {
+				fprintf(stderr, "cfiprof record: --tag: '%s' is not KEY=VALUE\n", optarg);
+				return -EINVAL;
+			}
+			k = realloc(o->tag_keys, (size_t)(o->ntags + 1) * sizeof(*k));
+			if (!k)
+				return -ENOMEM;
+			o->tag_keys = k;
+			val = realloc(o->tag_vals, (size_t)(o->ntags + 1) * sizeof(*val));
+			if (!val)
+				return -ENOMEM;
+			o->tag_vals = val;
+			*eq = 0;
+			o->tag_keys[o->ntags] = optarg;
+			o->tag_vals[o->ntags] = eq + 1;
+			o->ntags++;
+			break;
+		}
+		case OPT_CACHE:
+			o->cache_dir = optarg;
+			break;
+		case OPT_NOCACHE:
+			o->cache_dir = NULL;
+			break;
+		case OPT_DEBUG:
+			o->debug_dir = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1) {
+		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, or -- CMD\n");
+		return -EINVAL;
+	}
+	if (!o->output)
+		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
+	return 0;
+}
+
+struct recorder {
+	struct record_opts *o;
+	struct cfiprof_bpf *skel;
+	struct symbolizer *sym;
+	struct module_registry mods;
+	struct proc_registry procs;
+	struct stack_agg agg;
+	struct perf_sampler sampler;
+	struct ring_buffer *rb;
+	int stats_fd;
+	pid_t child;
+	int child_status;
+	bool child_exited;
+	uint64_t end_reasons[WALK_END_NR + 1];
+	uint64_t bad_records;
+	uint64_t agg_errors;
+	uint64_t rescans;
+	struct frame_ref *frames;  /* scratch for one sample */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct recorder *r = ctx;
+	const struct sample_event *ev = data;
+	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
+	struct proc *p;
+	uint32_t n, i, k = 0;
+
+	if (size < hdr || ev->kind != EVENT_SAMPLE) {
+		r->bad_records++;
+		return 0;
+	}
+	n = (uint32_t)ev->nuser + ev->nkernel;
+	if (ev->nuser > CFIPROF_MAX_DEPTH_LIMIT || ev->nkernel > CFIPROF_MAX_KSTACK ||
+	    size < hdr + n * sizeof(uint64_t)) {
+		r->bad_records++;
+		return 0;
+	}
+	r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
+
+	p = procs_get(&r->procs, (int)ev->pid);
+	/* A process we have not seen, or one that mapped code since we last
+	 * looked (the walk met an address outside its known mappings): read
+	 * its mappings now, at most every 2 ms, so its next samples walk
+	 * completely and this one symbolizes. */
+	if ((!p || (ev->end_reason == WALK_END_NO_MAPPING && ev->nuser &&
+		    !proc_find(p, ev->addrs[ev->nuser - 1]))) &&
+	    (!p || mono_ns() - p->last_scan_ns > 2000000ull) && ev->pid != 0) {
+		r->rescans++;
+		procs_scan(&r->procs, (int)ev->pid);
+		p = procs_get(&r->procs, (int)ev->pid);
+	}
+
+	/* Kernel frames first: pprof and folded both want the leaf first. */
+	for (i = 0; i < ev->nkernel; i++) {
+		r->frames[k].addr = ev->addrs[ev->nuser + i];
+		r->frames[k].pmap = FRAME_KERNEL;
+		k++;
+	}
+	for (i = 0; i < ev->nuser; i++) {
+		const struct proc_mapping *m = p ? proc_find(p, ev->addrs[i]) : NULL;
+
+		r->frames[k].addr = ev->addrs[i];
+		r->frames[k].pmap = m ? stack_agg_pmap(&r->agg, m) : 0;
+		k++;
+	}
+	{
+		char comm[CFIPROF_COMM_LEN + 1];
+
+		memcpy(comm, ev->comm, CFIPROF_COMM_LEN);
+		comm[CFIPROF_COMM_LEN] = 0;
+		if (stack_agg_add(&r->agg, ev->pid, ev->tid, comm, ev->end_reason, r->frames, k,
+				  ev->weight))
+			r->agg_errors++;
+	}
+	return 0;
+}
+
+/* Forks CMD stopped before exec; recorder_start_child releases it. */
+static int spawn_child(struct recorder *r, int *go_fd, int *exec_fd)
+{
+	int go[2], ex[2];
+	pid_t pid;
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(ex[0]);
+		/* Wait until sampling is armed, so the start is profiled too. */
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		/* Stop right after exec, until the agent has read the new
+		 * program's mappings: its first samples then walk fully. */
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+			_exit(127);
+		execvp(r->o->cmd[0], r->o->cmd);
+		e = errno;
+		if (write(ex[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(ex[1]);
+	r->child = pid;
+	*go_fd = go[1];
+	*exec_fd = ex[0];
+	return 0;
+}
+
+static int scan_all(struct recorder *r)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		long pid;
+
+		if (parse_int(de->d_name, 1, INT_MAX, &pid) || pid == getpid())
+			continue;
+		if (!procs_scan(&r->procs, (int)pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static uint64_t counter_sum(struct recorder *r, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t *vals, sum = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &idx, vals))
+		for (i = 0; i < ncpu; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}
+
+struct fn_count {
+	const char *name;
+	uint64_t count;
+};
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct fn_count *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static void print_top(const struct profile *p, uint64_t total)
+{
+	struct fn_count *v = calloc(p->nsamples + 1, sizeof(*v));
+	uint32_t n = 0, i, j;
+
+	if (!v)
+		return;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		const char *name = s->nlocs ? p->locations[s->locs[0]].frames[0].function : "[no stack]";
+
+		for (j = 0; j < n && strcmp(v[j].name, name); j++)
+			;
+		if (j == n)
+			v[n++].name = name;
+		v[j].count += (uint64_t)s->values[0];
+	}
+	qsort(v, n, sizeof(*v), cmp_fn);
+	fprintf(stderr, "top functions by self samples:\n");
+	for (i = 0; i < n && i < 10; i++)
+		fprintf(stderr, "  %6.2f%%  %8llu  %s\n", total ? 100.0 * v[i].count / total : 0.0,
+			(unsigned long long)v[i].count, v[i].name);
+	free(v);
+}
+
+static void print_stats(struct recorder *r)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	struct rusage ru;
+
+	memset(&info, 0, sizeof(info));
+	if (r->stats_fd >= 0 &&
+	    !bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample), &info, &len) &&
+	    info.run_cnt)
+		fprintf(stderr, "bpf_ns_per_sample: %llu\n",
+			(unsigned long long)(info.run_time_ns / info.run_cnt));
+	else
+		fprintf(stderr, "bpf_ns_per_sample: unavailable\n");
+	fprintf(stderr, "bpf_run_count: %llu\n", (unsigned long long)info.run_cnt);
+	fprintf(stderr, "tables: %llu\n", (unsigned long long)r->mods.stats.tables);
+	fprintf(stderr, "table_bytes: %llu\n", (unsigned long long)r->mods.stats.table_bytes);
+	fprintf(stderr, "kernel_table_bytes: %llu\n", (unsigned long long)r->mods.stats.kernel_bytes);
+	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)r->mods.stats.cache_hits);
+	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)r->mods.stats.compiled);
+	fprintf(stderr, "tables_failed: %llu\n", (unsigned long long)r->mods.stats.failed);
+	fprintf(stderr, "compile_ms: %.1f\n", r->mods.stats.compile_ms);
+	fprintf(stderr, "modules: %u\n", r->mods.n);
+	fprintf(stderr, "processes: %u\n", r->procs.count);
+	fprintf(stderr, "mapping_rescans: %llu\n", (unsigned long long)r->rescans);
+	fprintf(stderr, "fp_steps: %llu\n", (unsigned long long)counter_sum(r, CNT_FP_STEPS));
+	fprintf(stderr, "cfi_steps: %llu\n", (unsigned long long)counter_sum(r, CNT_CFI_STEPS));
+	fprintf(stderr, "signal_frames: %llu\n", (unsigned long long)counter_sum(r, CNT_SIGNAL_FRAMES));
+	if (!getrusage(RUSAGE_SELF, &ru))
+		fprintf(stderr, "agent_peak_rss_kb: %ld\n", ru.ru_maxrss);
+}
+
+static int write_output(struct recorder *r, const struct profile *p)
+{
+	char err[512] = "";
+	int ret;
+
+	if (r->o->format == FORMAT_FOLDED)
+		ret = folded_write(p, 0, 1, r->o->output, err, sizeof(err));
+	else
+		ret = pprof_write(p, r->o->output, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "cfiprof: writing %s: %s\n", r->o->output, err[0] ? err : strerror(-ret));
+	return ret;
+}
+
+static int load_bpf(struct recorder *r)
+{
+	int err;
+
+	r->skel = cfiprof_bpf__open();
+	if (!r->skel) {
+		fprintf(stderr, "cfiprof: opening the BPF object: %s\n", strerror(errno));
+		return -errno;
+	}
+	r->skel->rodata->cfg.max_depth = (__u32)r->o->max_depth;
+	r->skel->rodata->cfg.want_kernel = r->o->kernel;
+	r->skel->rodata->cfg.filter_pids = !r->o->all;
+	r->skel->rodata->cfg.self_pid = (__u32)getpid();
+	err = cfiprof_bpf__load(r->skel);
+	if (err) {
+		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
+			err == -EPERM || err == -EACCES ? " (cfiprof record needs root)" : "");
+		return err;
+	}
+	return 0;
+}
+
+static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
+{
+	int tfd = bpf_map__fd(r->skel->maps.target_pids), i, ret;
+	__u8 one = 1;
+
+	for (i = 0; i < r->o->npids; i++) {
+		__u32 pid = (__u32)r->o->pids[i];
+
+		if (kill(r->o->pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "cfiprof: pid %d: no such process\n", r->o->pids[i]);
+			return -ESRCH;
+		}
+		if (bpf_map_update_elem(tfd, &pid, &one, BPF_ANY))
+			return -errno;
+		ret = procs_scan(&r->procs, r->o->pids[i]);
+		if (ret) {
+			fprintf(stderr, "cfiprof: pid %d: reading its mappings: %s\n", r->o->pids[i],
+				strerror(-ret));
+			return ret;
+		}
+	}
+	if (r->o->all)
+		scan_all(r);
+	if (r->o->cmd) {
+		__u32 pid;
+
+		ret = spawn_child(r, go_fd, exec_fd);
+		if (ret) {
+			fprintf(stderr, "cfiprof: starting %s: %s\n", r->o->cmd[0], strerror(-ret));
+			return ret;
+		}
+		pid = (__u32)r->child;
+		if (bpf_map_update_elem(tfd, &pid, &one, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+/* Lets the child exec and waits until it did (or failed to). */
+static int release_child(struct recorder *r, int go_fd, int exec_fd)
+{
+	int e = 0;
+	ssize_t n;
+
+	if (write(go_fd, "g", 1) != 1)
+		return -errno;
+	close(go_fd);
+	n = read(exec_fd, &e, sizeof(e));
+	close(exec_fd);
+	if (n == (ssize_t)sizeof(e)) {
+		fprintf(stderr, "cfiprof: cannot run %s: %s\n", r->o->cmd[0], strerror(e));
+		waitpid(r->child, NULL, 0);
+		r->child = 0;
+		return -e;
+	}
+	/* The exec stopped it (traced): the program and its loader are mapped
+	 * now; libraries come as it runs and are picked up by the first sample
+	 * that misses them. */
+	{
+		int st;
+
+		if (waitpid(r->child, &st, 0) != r->child || !WIFSTOPPED(st)) {
+			fprintf(stderr, "cfiprof: %s did not start\n", r->o->cmd[0]);
+			r->child_exited = true;
+			r->child_status = st;
+			return -ECHILD;
+		}
+		procs_scan(&r->procs, r->child);
+		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {
+			fprintf(stderr, "cfiprof: releasing %s: %s\n", r->o->cmd[0], strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static void reap_child(struct recorder *r, bool wait)
+{
+	int st;
+
+	if (!r->child || r->child_exited)
+		return;
+	if (waitpid(r->child, &st, wait ? 0 : WNOHANG) == r->child) {
+		r->child_exited = true;
+		r->child_status = st;
+	}
+}
+
+static void cleanup(struct recorder *r)
+{
+	if (r->rb)
+		ring_buffer__free(r->rb);
+	perf_sampler_close(&r->sampler);
+	if (r->stats_fd >= 0)
+		close(r->stats_fd);
+	procs_free(&r->procs);
+	modules_free(&r->mods);
+	stack_agg_free(&r->agg);
+	if (r->sym)
+		symbolizer_free(r->sym);
+	cfiprof_bpf__destroy(r->skel);
+	free(r->frames);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct recorder r;
+	struct symbolizer_opts sopts = { 0 };
+	char err[512] = "";
+	bool *cpus = NULL;
+	int ncpus = cpu_count_possible(), ret, go_fd = -1, exec_fd = -1, status = 1;
+	uint64_t t0, t_end = 0;
+	struct timespec wall0;
+	struct sigaction sa;
+
+	ret = parse_args(argc, argv, &o);
+	if (ret)
+		return ret > 0 ? 0 : 2;
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	r.stats_fd = -1;
+	r.frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK, sizeof(*r.frames));
+	if (!r.frames)
+		goto out;
+	if (o.cpus) {
+		cpus = calloc((size_t)ncpus, sizeof(*cpus));
+		if (!cpus || cpu_list_parse(o.cpus, cpus, ncpus, err, sizeof(err))) {
+			fprintf(stderr, "cfiprof record: -C: %s\n", err);
+			status = 2;
+			goto out;
+		}
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	/* libbpf's own messages (verifier logs) only when asked for. */
+	if (!getenv("CFIPROF_BPF_DEBUG"))
+		libbpf_set_print(NULL);
+	if (load_bpf(&r))
+		goto out;
+	sopts.debug_dir = o.debug_dir;
+	r.sym = symbolizer_new(&sopts);
+	r.mods.sym = r.sym;
+	r.mods.cache_dir = o.cache_dir;
+	r.mods.copts.debug_dir = o.debug_dir;
+	r.mods.tables_fd = bpf_map__fd(r.skel->maps.cfi_tables);
+	r.procs.mods = &r.mods;
+	r.procs.mappings_fd = bpf_map__fd(r.skel->maps.proc_mappings);
+	r.procs.infos_fd = bpf_map__fd(r.skel->maps.proc_infos);
+
+	if (setup_targets(&r, &go_fd, &exec_fd))
+		goto out;
+	if (o.stats) {
+		r.stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (r.stats_fd < 0)
+			fprintf(stderr, "cfiprof: warning: cannot enable BPF run-time stats: %s\n",
+				strerror(errno));
+	}
+	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), on_event, &r, NULL);
+	if (!r.rb) {
+		fprintf(stderr, "cfiprof: ring buffer: %s\n", strerror(errno));
+		goto out;
+	}
+	ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
+	if (!ret)
+		ret = perf_sampler_attach(&r.sampler, r.skel->progs.on_cpu_sample, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "cfiprof: %s\n", err);
+		goto out;
+	}
+
+	clock_gettime(CLOCK_REALTIME, &wall0);
+	t0 = mono_ns();
+	if (o.duration > 0)
+		t_end = t0 + (uint64_t)(o.duration * 1e9);
+	if (o.cmd && release_child(&r, go_fd, exec_fd))
+		goto out;
+	go_fd = exec_fd = -1;
+	if (!o.quiet)
+		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s\n",
+			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes", o.freq,
+			r.sampler.n, r.sampler.n == 1 ? "" : "s", r.sampler.event_name,
+			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
+
+	while (!stop_requested) {
+		/* The BPF side wakes us only when its buffer fills up: take
+		 * what is there every 50 ms. */
+		int n = ring_buffer__poll(r.rb, 50);
+
+		if (n >= 0)
+			n = ring_buffer__consume(r.rb);
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "cfiprof: reading samples: %s\n", strerror(-n));
+			break;
+		}
+		if (t_end && mono_ns() >= t_end)
+			break;
+		if (o.cmd) {
+			reap_child(&r, false);
+			if (r.child_exited)
+				break;
+		}
+	}
+	/* Stop sampling, then take what is still in the ring buffer. */
+	perf_sampler_close(&r.sampler);
+	ring_buffer__consume(r.rb);
+	if (o.cmd && !r.child_exited) {
+		kill(r.child, SIGTERM);
+		reap_child(&r, true);
+	}
+
+	{
+		struct built_profile bp;
+		struct profile_opts po = {
+			.period_ns = 1000000000ll / o.freq,
+			.time_nanos = (int64_t)wall0.tv_sec * 1000000000ll + wall0.tv_nsec,
+			.duration_nanos = (int64_t)(mono_ns() - t0),
+			.tag_keys = o.tag_keys,
+			.tag_vals = o.tag_vals,
+			.ntags = (uint32_t)o.ntags,
+		};
+		uint64_t lost = counter_sum(&r, CNT_RINGBUF_DROPS);
+		unsigned i;
+
+		if (profile_build(&r.agg, r.sym, &po, &bp)) {
+			fprintf(stderr, "cfiprof: building the profile: out of memory\n");
+			goto out;
+		}
+		ret = write_output(&r, &bp.p);
+		if (!o.quiet) {
+			fprintf(stderr, "cfiprof: %llu samples, %llu lost, %.2f s", 
+				(unsigned long long)r.agg.samples, (unsigned long long)lost,
+				po.duration_nanos / 1e9);
+			if (!ret)
+				fprintf(stderr, "; profile written to %s\n", o.output);
+			else
+				fprintf(stderr, "\n");
+			print_top(&bp.p, r.agg.samples);
+			fprintf(stderr, "walk end reasons:\n");
+			for (i = 0; i < WALK_END_NR; i++)
+				if (r.end_reasons[i])
+					fprintf(stderr, "  %-20s %llu\n", walk_end_name(i),
+						(unsigned long long)r.end_reasons[i]);
+			if (r.bad_records || r.agg_errors)
+				fprintf(stderr, "  malformed records %llu, aggregation failures %llu\n",
+					(unsigned long long)r.bad_records, (unsigned long long)r.agg_errors);
+			if (o.cmd && r.child_exited && WIFEXITED(r.child_status) && WEXITSTATUS(r.child_status))
+				fprintf(stderr, "cfiprof: %s exited with status %d\n", o.cmd[0],
+					WEXITSTATUS(r.child_status));
+		}
+		if (o.stats)
+			print_stats(&r);
+		profile_built_free(&bp);
+		status = ret ? 1 : 0;
+	}
+out:
+	if (go_fd >= 0)
+		close(go_fd);
+	if (exec_fd >= 0)
+		close(exec_fd);
+	if (r.child && !r.child_exited) {
+		kill(r.child, SIGKILL);
+		reap_child(&r, true);
+	}
+	cleanup(&r);
+	free(cpus);
+	free(o.pids);
+	free(o.tag_keys);
+	free(o.tag_vals);
+	return status;
+}

@@ -1,0 +1,7 @@
+/* `cfiprof record`: on-CPU profiles with DWARF stack walking in BPF. */
+#ifndef AGENT_RECORD_H
+#define AGENT_RECORD_H
+
+int cmd_record(int argc, char **argv);
+
+#endif

@@ -1,0 +1,125 @@
+#include "stacks.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m)
+{
+	uint32_t i;
+
+	/* Few distinct mappings, and samples of one process cluster: search
+	 * from the newest. */
+	for (i = a->npmaps; i > 0; i--) {
+		const struct pmap *p = &a->pmaps[i - 1];
+
+		if (p->start == m->start && p->end == m->end && p->offset == m->offset &&
+		    p->mod == m->mod && p->bias == m->bias)
+			return i;
+	}
+	if (a->npmaps == a->cap_pmaps) {
+		uint32_t ncap = a->cap_pmaps ? a->cap_pmaps * 2 : 64;
+		void *p = realloc(a->pmaps, ncap * sizeof(*a->pmaps));
+
+		if (!p)
+			return 0;
+		a->pmaps = p;
+		a->cap_pmaps = ncap;
+	}
+	a->pmaps[a->npmaps] = (struct pmap){ m->start, m->end, m->offset, m->bias, m->mod };
+	return ++a->npmaps;
+}
+
+static uint64_t hash_stack(uint32_t pid, uint32_t tid, const char *comm, uint8_t end,
+			   const struct frame_ref *f, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)pid << 32 | tid);
+	uint32_t i;
+
+	h = (h ^ end) * 0x100000001b3ull;
+	for (i = 0; i < 16 && comm[i]; i++)
+		h = (h ^ (uint8_t)comm[i]) * 0x100000001b3ull;
+	for (i = 0; i < n; i++) {
+		h ^= f[i].addr + ((uint64_t)f[i].pmap << 48);
+		h *= 0x9e3779b97f4a7c15ull;
+		h ^= h >> 31;
+	}
+	return h;
+}
+
+static bool same(const struct stack *s, uint64_t h, uint32_t pid, uint32_t tid, const char *comm,
+		 uint8_t end, const struct frame_ref *f, uint32_t n)
+{
+	return s->hash == h && s->pid == pid && s->tid == tid && s->end_reason == end &&
+	       s->nframes == n && !strncmp(s->comm, comm, sizeof(s->comm)) &&
+	       !memcmp(s->frames, f, n * sizeof(*f));
+}
+
+static int grow(struct stack_agg *a)
+{
+	uint32_t ncap = a->cap ? a->cap * 2 : 1024, i, j;
+	struct stack **ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return -ENOMEM;
+	for (i = 0; i < a->cap; i++) {
+		if (!a->slots[i])
+			continue;
+		for (j = a->slots[i]->hash & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
+			;
+		ns[j] = a->slots[i];
+	}
+	free(a->slots);
+	a->slots = ns;
+	a->cap = ncap;
+	return 0;
+}
+
+int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
+		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight)
+{
+	uint64_t h = hash_stack(pid, tid, comm, end_reason, frames, n);
+	struct stack *s;
+	uint32_t j;
+
+	if ((a->n + 1) * 2 > a->cap && grow(a))
+		return -ENOMEM;
+	for (j = h & (a->cap - 1); (s = a->slots[j]); j = (j + 1) & (a->cap - 1)) {
+		if (same(s, h, pid, tid, comm, end_reason, frames, n)) {
+			s->count++;
+			s->weight += weight;
+			a->samples++;
+			a->weight += weight;
+			return 0;
+		}
+	}
+	s = malloc(sizeof(*s) + n * sizeof(*frames));
+	if (!s)
+		return -ENOMEM;
+	s->hash = h;
+	s->pid = pid;
+	s->tid = tid;
+	memset(s->comm, 0, sizeof(s->comm));
+	strncpy(s->comm, comm, sizeof(s->comm) - 1);
+	s->end_reason = end_reason;
+	s->nframes = n;
+	s->count = 1;
+	s->weight = weight;
+	memcpy(s->frames, frames, n * sizeof(*frames));
+	a->slots[j] = s;
+	a->n++;
+	a->samples++;
+	a->weight += weight;
+	return 0;
+}
+
+void stack_agg_free(struct stack_agg *a)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->cap; i++)
+		free(a->slots[i]);
+	free(a->slots);
+	free(a->pmaps);
+	memset(a, 0, sizeof(*a));
+}

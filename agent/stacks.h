@@ -1,0 +1,53 @@
+/*
+ * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
+ * frames) samples are counted once.  Frames are resolved to the mapping
+ * they were in when the sample arrived, so later exits, exec()s and
+ * mapping changes cannot misattribute them.
+ */
+#ifndef AGENT_STACKS_H
+#define AGENT_STACKS_H
+
+#include <stdint.h>
+
+#include "procs.h"
+
+/* A mapping as it was when a frame was taken (interned). */
+struct pmap {
+	uint64_t start, end, offset, bias;
+	struct module *mod;        /* NULL: anonymous memory */
+};
+
+#define FRAME_KERNEL  UINT32_MAX   /* frame_ref.pmap of kernel frames */
+
+struct frame_ref {
+	uint64_t addr;
+	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL */
+};
+
+struct stack {
+	uint64_t hash;
+	uint32_t pid, tid;
+	char comm[16];
+	uint8_t end_reason;
+	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
+	uint64_t count;            /* samples */
+	uint64_t weight;           /* summed weights */
+	struct frame_ref frames[];
+};
+
+struct stack_agg {
+	struct stack **slots;
+	uint32_t cap, n;
+	struct pmap *pmaps;
+	uint32_t npmaps, cap_pmaps;
+	uint64_t samples, weight;
+};
+
+uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
+
+int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
+		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
+
+void stack_agg_free(struct stack_agg *a);
+
+#endif

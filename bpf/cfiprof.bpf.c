@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * cfiprof's BPF programs.  on_cpu_sample runs on every perf_event sample
+ * (on-CPU profiling); the stack walker they share is in walker.h.
+ */
+#include "walker.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+#define PF_KTHREAD 0x00200000
+
+static __always_inline struct sample_scratch *scratch_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/* Whether the sample is for a process we profile. */
+static __always_inline int wanted(__u32 tgid)
+{
+	if (tgid == 0 || tgid == cfg.self_pid)
+		return 0;
+	if (cfg.filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid))
+		return 0;
+	return 1;
+}
+
+static __always_inline void emit(void *ctx, struct sample_scratch *sc)
+{
+	struct sample_event *ev = &sc->ev;
+	__u32 n = (__u32)ev->nuser + ev->nkernel;
+	__u64 size, flags;
+
+	if (n > CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK)
+		n = CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK;
+	size = __builtin_offsetof(struct sample_event, addrs) + (__u64)n * sizeof(__u64);
+	if (size > sizeof(*ev))
+		return;
+	/* Waking the agent per sample costs more than the whole walk; it
+	 * polls every 50 ms instead.  It is woken at once when a walk met
+	 * code it has not mapped yet (it reacts by reading the mappings), and
+	 * when the buffer is half full. */
+	flags = ev->end_reason == WALK_END_NO_MAPPING ||
+		bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (16 << 20) / 2 ?
+		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_output(&events, ev, size, flags))
+		count(CNT_RINGBUF_DROPS);
+	(void)ctx;
+}
+
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, nuser;
+	struct sample_scratch *sc;
+	struct pt_regs regs;
+	struct sample_event *ev;
+	long k;
+
+	if (!wanted(tgid)) {
+		count(CNT_NOT_TARGET);
+		return 0;
+	}
+	sc = scratch_get();
+	if (!sc)
+		return 0;
+	count(CNT_SAMPLES);
+	ev = &sc->ev;
+	ev->kind = EVENT_SAMPLE;
+	ev->pid = tgid;
+	ev->tid = (__u32)pid_tgid;
+	ev->cpu = bpf_get_smp_processor_id();
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->weight = 1;
+	ev->flags = 0;
+	ev->nkernel = 0;
+	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
+
+	if (task->flags & PF_KTHREAD) {
+		ev->nuser = 0;
+		ev->end_reason = WALK_END_NO_USER;
+	} else {
+		/* In kernel mode the user registers are those saved on entry,
+		 * so a sample inside a syscall keeps its whole user stack. */
+		if ((ctx->regs.csx & 3) == 0) {
+			ev->flags |= SAMPLE_FLAG_KERNEL_MODE;
+			if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
+				__builtin_memset(&regs, 0, sizeof(regs));
+		} else {
+			__builtin_memcpy(&regs, &ctx->regs, sizeof(regs));
+		}
+		walk_user(sc, &regs, tgid);
+	}
+
+	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE)) {
+		nuser = ev->nuser;
+		if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
+			nuser = CFIPROF_MAX_DEPTH_LIMIT;
+		k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
+		if (k > 0)
+			ev->nkernel = k / sizeof(__u64);
+		else if (k < 0)
+			count(CNT_KSTACK_ERRORS);
+	}
+	emit(ctx, sc);
+	return 0;
+}

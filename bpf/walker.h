@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The DWARF user-stack walker, shared by every program that samples stacks
+ * (on-CPU perf_event, off-CPU sched_switch).  It steps frames with the CFI
+ * tables the agent compiled (cfi/FORMAT.md), one bpf_loop iteration per
+ * frame, and records why it stopped.
+ */
+#ifndef CFIPROF_WALKER_H
+#define CFIPROF_WALKER_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "abi.h"
+
+#define DWARF_RBP 6
+#define DWARF_RSP 7
+
+const volatile struct cfiprof_config cfg = {
+	.max_depth = CFIPROF_MAX_DEPTH_DEFAULT,
+};
+
+/* One table: an array of chunks of its blob.  BPF_F_INNER_MAP lets each
+ * table's array have its own number of chunks. */
+struct cfi_chunk_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, CFI_CHUNK_SIZE);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, 4096);
+	__type(key, __u32);                 /* table id */
+	__array(values, struct cfi_chunk_map);
+} cfi_tables SEC(".maps");
+
+struct cfi_mapping_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__type(key, __u32);
+	__type(value, struct cfi_mapping);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__array(values, struct cfi_mapping_map);
+} proc_mappings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__type(value, struct proc_info);
+} proc_infos SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__type(value, __u8);
+} target_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} events SEC(".maps");
+
+/* Everything a walk keeps between frames.  Per CPU: too big for the
+ * 512-byte BPF stack, and a sample never migrates mid-program. */
+struct walk_state {
+	__u64 ip, sp, bp;
+	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
+	struct cfi_mapping cur;
+	__u32 cur_idx;
+	__u32 nmappings;
+	__u32 n;              /* frames recorded */
+	__u32 tgid;
+	__u8 bp_valid;
+	__u8 first;           /* all of regs[] are valid */
+	__u8 exact;           /* ip is an interrupted instruction, not a return address */
+	__u8 have_cur;
+	__u8 end;             /* enum cfiprof_walk_end */
+	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
+	/* the current table's header fields, cached while frames stay in it */
+	__u32 tbl_id;
+	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
+	__u64 tbl_base, tbl_end;
+};
+
+struct sample_scratch {
+	struct walk_state st;
+	struct sample_event ev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_scratch);
+} scratch SEC(".maps");
+
+/* What the bpf_loop callback gets: it must live on the stack. */
+struct loop_ctx {
+	struct walk_state *st;
+	struct sample_event *ev;
+	void *mappings;       /* inner map of the process's mappings */
+	void *table;          /* inner map of st->tbl_id */
+};
+
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void add_count(__u32 idx, __u64 n)
+{
+	__u64 *v;
+
+	if (!n)
+		return;
+	v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += n;
+}
+
+static __always_inline int read_user_u64(__u64 addr, __u64 *out)
+{
+	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
+}
+
+/* A pointer to `size` bytes at byte offset `off` of a table, or NULL.
+ * The format guarantees such elements never straddle a chunk. */
+static __always_inline const __u8 *table_at(void *table, __u32 off, __u32 size)
+{
+	__u32 idx = off / CFI_CHUNK_SIZE;
+	__u32 o = off & (CFI_CHUNK_SIZE - 1);
+	__u8 *c;
+
+	if (o > CFI_CHUNK_SIZE - size)
+		return NULL;
+	c = bpf_map_lookup_elem(table, &idx);
+	if (!c)
+		return NULL;
+	return c + o;
+}
+
+/* Loads table `id` into lc->table and its header into the state. */
+static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
+{
+	struct walk_state *st = lc->st;
+	const struct cfi_table_header *h;
+	void *t;
+
+	if (lc->table && st->tbl_id == id)
+		return 0;
+	t = bpf_map_lookup_elem(&cfi_tables, &id);
+	if (!t)
+		return -1;
+	h = (const void *)table_at(t, 0, sizeof(*h));
+	if (!h || h->magic != CFI_TABLE_MAGIC || h->version != CFI_TABLE_VERSION)
+		return -1;
+	lc->table = t;
+	st->tbl_id = id;
+	st->tbl_shift = h->page_shift;
+	st->tbl_npages = h->npages;
+	st->tbl_pages_off = h->pages_off;
+	st->tbl_rules_off = h->rules_off;
+	st->tbl_nrules = h->nrules;
+	st->tbl_base = h->base;
+	st->tbl_end = h->end;
+	return 0;
+}
+
+/* The rule for file address `vaddr` in the current table: 1 if found,
+ * 0 if the address has no unwind information, -1 on a table error. */
+static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct cfi_rule *rule)
+{
+	struct walk_state *st = lc->st;
+	const struct cfi_page *pg;
+	const __u8 *blk;
+	__u64 off;
+	__u32 page, key, lo, hi, o, nrows, x, pal_idx, rule_idx;
+	__u16 pal;
+	int i;
+
+	if (vaddr < st->tbl_base || vaddr >= st->tbl_end)
+		return 0;
+	off = vaddr - st->tbl_base;
+	if (st->tbl_shift < CFI_PAGE_SHIFT_MIN || st->tbl_shift > CFI_PAGE_SHIFT_MAX)
+		return -1;
+	page = off >> st->tbl_shift;
+	key = off & ((1u << st->tbl_shift) - 1);
+	if (page >= st->tbl_npages)
+		return -1;
+	pg = (const void *)table_at(lc->table, st->tbl_pages_off + page * sizeof(*pg), sizeof(*pg));
+	if (!pg)
+		return -1;
+	nrows = pg->nrows;
+	o = pg->block_off & (CFI_CHUNK_SIZE - 1);
+	blk = table_at(lc->table, pg->block_off - o, 1);
+	if (!blk || nrows == 0)
+		return -1;
+	lo = 0;
+	hi = nrows;
+	/* A block fits a chunk, so nrows < 5462 and 13 halvings suffice. */
+	for (i = 0; i < 14 && hi - lo > 1; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		x = o + 2 * mid;
+		if (x > CFI_CHUNK_SIZE - 2)
+			return -1;
+		if (*(const __u16 *)(blk + x) <= key)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	x = o + 2 * nrows + lo;
+	if (x > CFI_CHUNK_SIZE - 1)
+		return -1;
+	pal_idx = blk[x];
+	if (pal_idx >= pg->npalette)
+		return -1;
+	x = o + 3 * nrows + (nrows & 1) + 2 * pal_idx;
+	if (x > CFI_CHUNK_SIZE - 2)
+		return -1;
+	pal = *(const __u16 *)(blk + x);
+	rule_idx = pal;
+	if (rule_idx >= st->tbl_nrules)
+		return -1;
+	{
+		const struct cfi_rule *r = (const void *)table_at(lc->table,
+				st->tbl_rules_off + rule_idx * sizeof(*r), sizeof(*r));
+
+		if (!r)
+			return -1;
+		*rule = *r;
+	}
+	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
+}
+
+/* Finds the mapping holding `addr` into st->cur. */
+static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
+{
+	struct walk_state *st = lc->st;
+	__u32 lo = 0, hi = st->nmappings;
+	int i;
+
+	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
+		return 0;
+	if (!lc->mappings)
+		return -1;
+	/* Sorted by start: the last mapping starting at or below addr. */
+	for (i = 0; i < 24 && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+		struct cfi_mapping *m = bpf_map_lookup_elem(lc->mappings, &mid);
+
+		if (!m)
+			return -1;
+		if (m->start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return -1;
+	lo -= 1;
+	{
+		struct cfi_mapping *m = bpf_map_lookup_elem(lc->mappings, &lo);
+
+		if (!m || addr >= m->end)
+			return -1;
+		st->cur = *m;
+		st->cur_idx = lo;
+		st->have_cur = 1;
+	}
+	return 0;
+}
+
+static __always_inline __u64 reg_value(struct walk_state *st, __u32 reg, int *ok)
+{
+	*ok = 1;
+	if (reg == DWARF_RSP)
+		return st->sp;
+	if (reg == DWARF_RBP) {
+		*ok = st->bp_valid;
+		return st->bp;
+	}
+	/* Other registers are only known where the sample interrupted. */
+	if (!st->first || reg >= 16) {
+		*ok = 0;
+		return 0;
+	}
+	/* Keep the mask in the code: the verifier needs the bound on the
+	 * very register used as the index. */
+	barrier_var(reg);
+	return st->regs[reg & 15];
+}
+
+/* The kernel's x86-64 signal frame: at a signal trampoline, rsp points at
+ * the ucontext whose mcontext holds the interrupted registers. */
+#define UC_MCONTEXT_OFF  __builtin_offsetof(struct ucontext, uc_mcontext)
+#define SIGCTX_OFF(f)    (UC_MCONTEXT_OFF + __builtin_offsetof(struct sigcontext_64, f))
+
+static __always_inline int step_signal(struct walk_state *st)
+{
+	__u64 ip, sp, bp;
+
+	if (read_user_u64(st->sp + SIGCTX_OFF(ip), &ip) ||
+	    read_user_u64(st->sp + SIGCTX_OFF(sp), &sp))
+		return WALK_END_READ_FAULT;
+	st->bp_valid = !read_user_u64(st->sp + SIGCTX_OFF(bp), &bp);
+	st->bp = bp;
+	st->ip = ip;
+	st->sp = sp;
+	st->exact = 1;   /* the interrupted instruction itself, not a return address */
+	st->first = 0;
+	st->signal_frames++;
+	return -1;
+}
+
+/* Frame-pointer step for code without CFI: [rbp] = caller's rbp,
+ * [rbp + 8] = return address. */
+static __always_inline int step_fp(struct walk_state *st)
+{
+	__u64 ra, bp;
+
+	if (!st->bp_valid || st->bp < st->sp || (st->bp & 7))
+		return WALK_END_FP_FAILED;
+	if (read_user_u64(st->bp + 8, &ra) || read_user_u64(st->bp, &bp))
+		return WALK_END_READ_FAULT;
+	st->sp = st->bp + 16;
+	st->bp = bp;
+	st->ip = ra;
+	st->exact = 0;
+	st->first = 0;
+	st->fp_steps++;
+	return -1;
+}
+
+/* One CFI step.  Returns -1 to go on, or a walk-end reason. */
+static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule *r)
+{
+	__u64 cfa, ra, bp, base, old_sp = st->sp;
+	int ok;
+
+	if (r->flags & CFI_RULE_SIGNAL)
+		return step_signal(st);
+	if (r->flags & CFI_RULE_TOO_BIG)
+		return WALK_END_UNSUPPORTED;
+
+	switch (r->cfa_type) {
+	case CFI_CFA_REG:
+		base = reg_value(st, r->cfa_reg, &ok);
+		if (!ok)
+			return WALK_END_UNSUPPORTED;
+		cfa = base + (__s64)r->cfa_off;
+		break;
+	case CFI_CFA_DEREF:
+		base = reg_value(st, r->cfa_reg, &ok);
+		if (!ok)
+			return WALK_END_UNSUPPORTED;
+		if (read_user_u64(base + (__s64)r->cfa_off, &cfa))
+			return WALK_END_READ_FAULT;
+		cfa += (__s64)r->cfa_off2;
+		break;
+	case CFI_CFA_PLT:
+		cfa = st->sp + (__s64)r->cfa_off + (((st->ip & 15) >= (__u64)r->cfa_off2) ? 8 : 0);
+		break;
+	default:
+		return WALK_END_UNSUPPORTED;
+	}
+
+	/* The common prologue saves rbp right below the return address:
+	 * fetch both with one user read. */
+	if (r->ra_type == CFI_REG_OFFSET && r->rbp_type == CFI_REG_OFFSET &&
+	    r->rbp_off == r->ra_off - 8) {
+		__u64 pair[2];
+
+		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa + (__s64)r->rbp_off)))
+			return WALK_END_READ_FAULT;
+		st->bp = pair[0];
+		st->bp_valid = 1;
+		ra = pair[1];
+		goto step;
+	}
+
+	switch (r->ra_type) {
+	case CFI_REG_OFFSET:
+		if (read_user_u64(cfa + (__s64)r->ra_off, &ra))
+			return WALK_END_READ_FAULT;
+		break;
+	case CFI_REG_UNDEFINED:
+		return WALK_END_OUTERMOST;
+	case CFI_REG_REGISTER:
+		ra = reg_value(st, (__u32)r->ra_off, &ok);
+		if (!ok)
+			return WALK_END_UNSUPPORTED;
+		break;
+	default:
+		return WALK_END_UNSUPPORTED;
+	}
+
+	switch (r->rbp_type) {
+	case CFI_REG_UNMENTIONED:
+	case CFI_REG_SAME:
+		break;
+	case CFI_REG_OFFSET:
+		st->bp_valid = !read_user_u64(cfa + (__s64)r->rbp_off, &bp);
+		st->bp = bp;
+		break;
+	case CFI_REG_VAL_OFFSET:
+		st->bp = cfa + (__s64)r->rbp_off;
+		st->bp_valid = 1;
+		break;
+	default:
+		st->bp_valid = 0;
+		break;
+	}
+
+step:
+	st->sp = cfa;
+	st->ip = ra;
+	st->exact = 0;
+	st->first = 0;
+	st->cfi_steps++;
+	/* Callers live at higher addresses; anything else is corruption or a
+	 * loop that would otherwise run to the depth limit. */
+	if (cfa <= old_sp)
+		return WALK_END_BAD_FRAME;
+	return -1;
+}
+
+static long walk_one(__u32 i, void *ctx)
+{
+	struct loop_ctx *lc = ctx;
+	struct walk_state *st = lc->st;
+	struct sample_event *ev = lc->ev;
+	struct cfi_rule rule;
+	__u64 pc;
+	__u32 n = st->n;
+	int ret;
+
+	if (n >= cfg.max_depth || n >= CFIPROF_MAX_DEPTH_LIMIT) {
+		st->end = WALK_END_DEPTH;
+		return 1;
+	}
+	if (st->ip == 0) {
+		st->end = WALK_END_OUTERMOST;
+		return 1;
+	}
+	/* A return address points after the call, possibly past the end of
+	 * the caller's function (a call to a noreturn function): look up
+	 * the call instruction itself. */
+	pc = st->exact ? st->ip : st->ip - 1;
+	ev->addrs[n] = pc;
+	st->n = n + 1;
+
+	if (find_mapping(lc, pc)) {
+		st->end = WALK_END_NO_MAPPING;
+		return 1;
+	}
+	if (st->cur.table_id == 0) {
+		ret = step_fp(st);
+	} else {
+		if (table_enter(lc, st->cur.table_id)) {
+			st->end = WALK_END_NO_TABLE;
+			return 1;
+		}
+		ret = table_lookup(lc, pc - st->cur.bias, &rule);
+		if (ret < 0) {
+			st->end = WALK_END_UNSUPPORTED;
+			return 1;
+		}
+		ret = ret ? step_cfi(st, &rule) : step_fp(st);
+	}
+	if (ret >= 0) {
+		st->end = ret;
+		return 1;
+	}
+	return 0;
+}
+
+/* Fills st's registers from a copy of the user registers. */
+static __always_inline void walk_init_regs(struct walk_state *st, const struct pt_regs *regs)
+{
+	st->ip = regs->ip;
+	st->sp = regs->sp;
+	st->bp = regs->bp;
+	st->regs[0] = regs->ax;
+	st->regs[1] = regs->dx;
+	st->regs[2] = regs->cx;
+	st->regs[3] = regs->bx;
+	st->regs[4] = regs->si;
+	st->regs[5] = regs->di;
+	st->regs[6] = regs->bp;
+	st->regs[7] = regs->sp;
+	st->regs[8] = regs->r8;
+	st->regs[9] = regs->r9;
+	st->regs[10] = regs->r10;
+	st->regs[11] = regs->r11;
+	st->regs[12] = regs->r12;
+	st->regs[13] = regs->r13;
+	st->regs[14] = regs->r14;
+	st->regs[15] = regs->r15;
+	st->bp_valid = 1;
+	st->first = 1;
+	st->exact = 1;
+}
+
+/* Walks the user stack of the current task from `regs` into sc->ev.
+ * Sets ev->nuser and ev->end_reason. */
+static __always_inline void walk_user(struct sample_scratch *sc, const struct pt_regs *regs, __u32 tgid)
+{
+	struct walk_state *st = &sc->st;
+	struct loop_ctx lc = { .st = st, .ev = &sc->ev };
+	struct proc_info *pi;
+
+	st->n = 0;
+	st->fp_steps = st->cfi_steps = st->signal_frames = 0;
+	st->have_cur = 0;
+	st->tgid = tgid;
+	st->end = WALK_END_OUTERMOST;
+	st->tbl_id = 0;
+	walk_init_regs(st, regs);
+
+	pi = bpf_map_lookup_elem(&proc_infos, &tgid);
+	lc.mappings = bpf_map_lookup_elem(&proc_mappings, &tgid);
+	st->nmappings = pi ? pi->nmappings : 0;
+	bpf_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, &lc, 0);
+	sc->ev.nuser = st->n;
+	sc->ev.end_reason = st->end;
+	add_count(CNT_FP_STEPS, st->fp_steps);
+	add_count(CNT_CFI_STEPS, st->cfi_steps);
+	add_count(CNT_SIGNAL_FRAMES, st->signal_frames);
+}
+
+#endif /* CFIPROF_WALKER_H */

@@ -1,0 +1,504 @@
+/*
+ * The symbolizer: modules registered by fd and shared by build-id (or by
+ * file identity), one libdwfl session per module opened on first lookup,
+ * results cached per (module, address), kernel addresses from kallsyms.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "symbolize.h"
+
+#include <elfutils/libdwelf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "intern.h"
+#include "kallsyms.h"
+#include "resolve.h"
+#include "table.h"
+
+#define DEFAULT_DEBUG_DIR "/usr/lib/debug"
+#define KALLSYMS_PATH "/proc/kallsyms"
+
+struct module {
+	int fd;                  /* our duplicate, close-on-exec, until
+				  * libdwfl takes it over (then -1) */
+	const char *path;        /* interned */
+	const char *base;        /* basename of path, for "base+0xOFF" */
+	const char *build_id;    /* interned lower-case hex, "" if none */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	Dwfl *dwfl;              /* opened on first lookup */
+	Dwfl_Module *dmod;
+	struct sym_fnindex functions;   /* of its DWARF, per unit */
+	bool dwfl_tried;
+	uint64_t start, end;     /* the module's address range */
+};
+
+struct cached {
+	uint64_t vaddr;
+	int32_t module;
+	uint32_t nframes;
+	struct sym_frame *frames;   /* in the arena */
+};
+
+struct symbolizer {
+	struct sym_arena arena;
+	struct sym_intern strings;
+	bool demangle;
+	char *debuginfo_path;       /* for dwfl_standard_find_debuginfo */
+	Dwfl_Callbacks callbacks;
+
+	struct module *modules;
+	size_t nmodules, capmodules;
+	struct sym_table by_build_id;
+	struct sym_table by_file;
+
+	struct cached *cache;
+	size_t ncache, capcache;
+	struct sym_table cache_index;
+
+	struct sym_kallsyms kallsyms;
+	bool kallsyms_loaded;
+};
+
+/* No separate debug files: only the DWARF in the object itself. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	(void)mod;
+	(void)userdata;
+	(void)modname;
+	(void)base;
+	(void)file_name;
+	(void)debuglink_file;
+	(void)debuglink_crc;
+	*debuginfo_file_name = NULL;
+	return -1;
+}
+
+/* The standard search (build-id under the debug dir, then .gnu_debuglink
+ * names), with the debug file's fd made close-on-exec like ours. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink_file, debuglink_crc,
+					      debuginfo_file_name);
+
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
+}
+
+struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
+{
+	const struct symbolizer_opts none = { 0 };
+	struct symbolizer *s;
+
+	if (!opts)
+		opts = &none;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	elf_version(EV_CURRENT);
+	sym_intern_init(&s->strings, &s->arena);
+	s->demangle = !opts->no_demangle;
+	s->callbacks.find_elf = dwfl_build_id_find_elf;   /* unused: reported by fd */
+	s->callbacks.section_address = dwfl_offline_section_address;
+	if (opts->debug_dir && !*opts->debug_dir) {
+		s->callbacks.find_debuginfo = no_debuginfo;
+	} else {
+		/* The object's directory, its .debug/, then the debug dir (by
+		 * build-id, and by .gnu_debuglink name under the object's path). */
+		const char *dir = opts->debug_dir ? opts->debug_dir : DEFAULT_DEBUG_DIR;
+
+		if (asprintf(&s->debuginfo_path, ":.debug:%s", dir) < 0) {
+			free(s);
+			return NULL;
+		}
+		s->callbacks.find_debuginfo = find_debuginfo;
+		s->callbacks.debuginfo_path = &s->debuginfo_path;
+	}
+	return s;
+}
+
+void symbolizer_free(struct symbolizer *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmodules; i++) {
+		struct module *m = &s->modules[i];
+
+		sym_fnindex_free(&m->functions);
+		if (m->dwfl)
+			dwfl_end(m->dwfl);
+		if (m->fd >= 0)
+			close(m->fd);
+	}
+	free(s->modules);
+	sym_table_free(&s->by_build_id);
+	sym_table_free(&s->by_file);
+	free(s->cache);
+	sym_table_free(&s->cache_index);
+	sym_kallsyms_free(&s->kallsyms);
+	sym_intern_free(&s->strings);
+	sym_arena_free(&s->arena);
+	free(s->debuginfo_path);
+	free(s);
+}
+
+/* ---- module registration ---- */
+
+struct file_key {
+	const struct symbolizer *s;
+	const struct stat *st;
+};
+
+static uint64_t file_hash(const struct stat *st)
+{
+	uint64_t h = sym_hash_u64((uint64_t)st->st_dev);
+
+	h = sym_hash_u64(h ^ (uint64_t)st->st_ino);
+	h = sym_hash_u64(h ^ (uint64_t)st->st_size);
+	h = sym_hash_u64(h ^ (uint64_t)st->st_mtim.tv_sec);
+	return sym_hash_u64(h ^ (uint64_t)st->st_mtim.tv_nsec);
+}
+
+static bool file_eq(void *ctx, int32_t id)
+{
+	const struct file_key *k = ctx;
+	const struct module *m;
+
+	if ((size_t)id >= k->s->nmodules)
+		return false;
+	m = &k->s->modules[id];
+	return m->dev == k->st->st_dev && m->ino == k->st->st_ino && m->size == k->st->st_size &&
+	       m->mtime.tv_sec == k->st->st_mtim.tv_sec &&
+	       m->mtime.tv_nsec == k->st->st_mtim.tv_nsec;
+}
+
+struct bid_key {
+	const struct symbolizer *s;
+	const char *hex;   /* interned: compares by pointer */
+};
+
+static bool bid_eq(void *ctx, int32_t id)
+{
+	const struct bid_key *k = ctx;
+
+	return (size_t)id < k->s->nmodules && k->s->modules[id].build_id == k->hex;
+}
+
+/* The build-id of the ELF open at fd as hex into `hex` (size >= 2*len+1),
+ * "" if none.  0, or -ENOEXEC if fd is not an ELF object. */
+static int read_build_id(int fd, char *hex, size_t size)
+{
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr ehdr;
+	const void *id = NULL;
+	ssize_t len;
+	int rc = 0;
+
+	hex[0] = '\0';
+	if (!elf)
+		return -ENOEXEC;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr)) {
+		rc = -ENOEXEC;
+		goto out;
+	}
+	len = dwelf_elf_gnu_build_id(elf, &id);
+	if (len > 0 && (size_t)len * 2 < size) {
+		const unsigned char *b = id;
+
+		for (ssize_t i = 0; i < len; i++)
+			snprintf(hex + 2 * i, 3, "%02x", b[i]);
+	}
+out:
+	elf_end(elf);
+	return rc;
+}
+
+int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
+{
+	struct stat st;
+	struct file_key fk = { s, &st };
+	struct bid_key bk = { s, NULL };
+	char hex[2 * 64 + 1];
+	uint64_t fh, bh = 0;
+	struct module *m;
+	const char *slash;
+	int32_t id;
+	int rc, dupfd;
+
+	if (!s || fd < 0)
+		return -EINVAL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOEXEC;
+	fh = file_hash(&st);
+	id = sym_table_find(&s->by_file, fh, file_eq, &fk);
+	if (id >= 0)
+		return id;
+
+	rc = read_build_id(fd, hex, sizeof(hex));
+	if (rc)
+		return rc;
+	if (!(bk.hex = sym_intern(&s->strings, hex)))
+		return -ENOMEM;
+	if (hex[0]) {
+		bh = sym_hash_bytes(hex, strlen(hex));
+		id = sym_table_find(&s->by_build_id, bh, bid_eq, &bk);
+		if (id >= 0) {
+			/* Another file, same object: remember it too, so that
+			 * the next registration of it skips the ELF read. */
+			if (sym_table_insert(&s->by_file, fh, id))
+				return -ENOMEM;
+			return id;
+		}
+	}
+
+	if (s->nmodules >= INT32_MAX)
+		return -ENOSPC;
+	if (s->nmodules == s->capmodules) {
+		size_t cap = s->capmodules ? s->capmodules * 2 : 16;
+		struct module *mods = realloc(s->modules, cap * sizeof(*mods));
+
+		if (!mods)
+			return -ENOMEM;
+		s->modules = mods;
+		s->capmodules = cap;
+	}
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dupfd < 0)
+		return -errno;
+	m = &s->modules[s->nmodules];
+	memset(m, 0, sizeof(*m));
+	m->fd = dupfd;
+	m->path = sym_intern(&s->strings, path ? path : "");
+	slash = m->path ? strrchr(m->path, '/') : NULL;
+	m->base = slash ? sym_intern(&s->strings, slash + 1) : m->path;
+	m->build_id = bk.hex;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
+	m->size = st.st_size;
+	m->mtime = st.st_mtim;
+	id = (int32_t)s->nmodules;
+	if (!m->path || !m->base || sym_table_insert(&s->by_file, fh, id) ||
+	    (hex[0] && sym_table_insert(&s->by_build_id, bh, id))) {
+		/* (a table entry already made for this id is harmless: the
+		 * eq callbacks ignore ids >= nmodules, and the module that
+		 * later takes the id is compared on its own key) */
+		close(dupfd);
+		return -ENOMEM;
+	}
+	s->nmodules++;
+	return id;
+}
+
+static const struct module *get_module(const struct symbolizer *s, int module)
+{
+	if (!s || module < 0 || (size_t)module >= s->nmodules)
+		return NULL;
+	return &s->modules[module];
+}
+
+const char *symbolizer_module_path(const struct symbolizer *s, int module)
+{
+	const struct module *m = get_module(s, module);
+
+	return m ? m->path : NULL;
+}
+
+const char *symbolizer_module_build_id(const struct symbolizer *s, int module)
+{
+	const struct module *m = get_module(s, module);
+
+	return m ? m->build_id : NULL;
+}
+
+/* ---- lookup ---- */
+
+static void open_dwfl(struct symbolizer *s, struct module *m)
+{
+	Dwarf_Addr start, end;
+
+	m->dwfl_tried = true;
+	m->dwfl = dwfl_begin(&s->callbacks);
+	if (!m->dwfl)
+		return;
+	dwfl_report_begin(m->dwfl);
+	/* Base 0 with p_vaddr added: module addresses are the file's
+	 * virtual addresses (bias 0) for ET_EXEC and ET_DYN alike.  On
+	 * success libdwfl owns the fd (and maps the file). */
+	m->dmod = dwfl_report_elf(m->dwfl, m->base, m->path, m->fd, 0, true);
+	if (!m->dmod) {
+		dwfl_end(m->dwfl);
+		m->dwfl = NULL;
+		return;
+	}
+	m->fd = -1;
+	dwfl_report_end(m->dwfl, NULL, NULL);
+	dwfl_module_info(m->dmod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	m->start = start;
+	m->end = end;
+}
+
+struct cache_key {
+	const struct symbolizer *s;
+	int32_t module;
+	uint64_t vaddr;
+};
+
+static uint64_t cache_hash(int32_t module, uint64_t vaddr)
+{
+	return sym_hash_u64(vaddr ^ ((uint64_t)(uint32_t)module << 48) ^
+			    ((uint64_t)(uint32_t)module * 0x9e3779b97f4a7c15ull));
+}
+
+static bool cache_eq(void *ctx, int32_t id)
+{
+	const struct cache_key *k = ctx;
+	const struct cached *c = &k->s->cache[id];
+
+	return c->module == k->module && c->vaddr == k->vaddr;
+}
+
+static int cache_add(struct symbolizer *s, int32_t module, uint64_t vaddr,
+		     const struct sym_frame *frames, int n, const struct cached **out)
+{
+	struct cached *c;
+
+	if (s->ncache >= INT32_MAX)
+		return -ENOSPC;
+	if (s->ncache == s->capcache) {
+		size_t cap = s->capcache ? s->capcache * 2 : 1024;
+		struct cached *nc = realloc(s->cache, cap * sizeof(*nc));
+
+		if (!nc)
+			return -ENOMEM;
+		s->cache = nc;
+		s->capcache = cap;
+	}
+	c = &s->cache[s->ncache];
+	c->vaddr = vaddr;
+	c->module = module;
+	c->nframes = (uint32_t)n;
+	c->frames = sym_arena_alloc(&s->arena, (size_t)n * sizeof(*frames), _Alignof(struct sym_frame));
+	if (!c->frames)
+		return -ENOMEM;
+	memcpy(c->frames, frames, (size_t)n * sizeof(*frames));
+	if (sym_table_insert(&s->cache_index, cache_hash(module, vaddr), (int32_t)s->ncache))
+		return -ENOMEM;
+	s->ncache++;
+	*out = c;
+	return 0;
+}
+
+static const char *unknown_name(struct symbolizer *s, const char *base, uint64_t off)
+{
+	char buf[64];
+	char *name;
+	const char *r;
+
+	if (strlen(base) < sizeof(buf) - 20) {
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base, off);
+		return sym_intern(&s->strings, buf);
+	}
+	if (asprintf(&name, "%s+0x%" PRIx64, base, off) < 0)
+		return NULL;
+	r = sym_intern(&s->strings, name);
+	free(name);
+	return r;
+}
+
+int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
+		      struct sym_frame *out, int max)
+{
+	struct cache_key k = { s, module, vaddr };
+	const struct cached *c;
+	struct module *m;
+	int32_t id;
+	int n;
+
+	if (!get_module(s, module))
+		return -EINVAL;
+	m = &s->modules[module];
+	id = sym_table_find(&s->cache_index, cache_hash(module, vaddr), cache_eq, &k);
+	if (id >= 0) {
+		c = &s->cache[id];
+	} else {
+		struct sym_frame frames[SYM_MAX_CHAIN];
+		int rc;
+
+		if (!m->dwfl_tried)
+			open_dwfl(s, m);
+		n = 0;
+		if (m->dmod && vaddr >= m->start && vaddr < m->end) {
+			n = sym_resolve(m->dmod, &m->functions, vaddr, s->demangle, &s->strings, frames);
+			if (n < 0)
+				return n;
+		}
+		if (n == 0) {
+			frames[0].file = NULL;
+			frames[0].line = 0;
+			frames[0].inlined = false;
+			frames[0].function = NULL;
+			n = 1;
+		}
+		if (!frames[n - 1].function &&
+		    !(frames[n - 1].function = unknown_name(s, m->base, vaddr)))
+			return -ENOMEM;
+		rc = cache_add(s, module, vaddr, frames, n, &c);
+		if (rc)
+			return rc;
+	}
+	n = (int)c->nframes;
+	if (max < 0)
+		max = 0;
+	if (n > max)
+		n = max;
+	if (n)
+		memcpy(out, c->frames, (size_t)n * sizeof(*out));
+	return n;
+}
+
+/* ---- kernel ---- */
+
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out)
+{
+	const struct sym_ksym *k;
+	const char *name;
+
+	if (!s || !out)
+		return -EINVAL;
+	if (!s->kallsyms_loaded) {
+		/* Unreadable kallsyms behaves as restricted: "[kernel]+0x...". */
+		s->kallsyms_loaded = true;
+		if (sym_kallsyms_load(&s->kallsyms, KALLSYMS_PATH, &s->arena) == -ENOMEM)
+			s->kallsyms_loaded = false;
+	}
+	k = sym_kallsyms_find(&s->kallsyms, addr);
+	name = k ? k->name : unknown_name(s, "[kernel]", addr);
+	if (!name)
+		return -ENOMEM;
+	out->function = name;
+	out->file = NULL;
+	out->line = 0;
+	out->inlined = false;
+	return 1;
+}

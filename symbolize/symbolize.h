@@ -1,0 +1,57 @@
+/*
+ * Address to function, file, line and inlined frames.
+ *
+ * Modules (ELF objects) are registered by open file descriptor, so that a
+ * binary stays readable after its process exits or its file is replaced,
+ * and are shared by build-id.  Function names come from .symtab/.dynsym
+ * and DWARF, file:line and inline chains from libdw, with separate debug
+ * files found by build-id or .gnu_debuglink.  C++ and Rust names are
+ * demangled.  Results are cached per (module, address).
+ */
+#ifndef SYMBOLIZE_SYMBOLIZE_H
+#define SYMBOLIZE_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sym_frame {
+	const char *function;  /* demangled; never NULL: "module+0xOFFSET" if unknown */
+	const char *file;      /* source file, or NULL */
+	int line;              /* 0 if unknown */
+	bool inlined;          /* an inlined call inside the next frame of the chain */
+};
+
+struct symbolizer_opts {
+	const char *debug_dir;     /* NULL: /usr/lib/debug; "": no separate debug files */
+	bool no_demangle;
+};
+
+struct symbolizer;
+
+struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts);
+void symbolizer_free(struct symbolizer *s);
+
+/* Registers the ELF object open at `fd` (the fd is duplicated), named
+ * `path` in output.  The same build-id yields the same module.  Returns
+ * a module id >= 0, or a negative errno (not an ELF file, ...). */
+int symbolizer_add_module(struct symbolizer *s, int fd, const char *path);
+
+/* The module's path as registered, and its build-id as lower-case hex
+ * ("" if none). */
+const char *symbolizer_module_path(const struct symbolizer *s, int module);
+const char *symbolizer_module_build_id(const struct symbolizer *s, int module);
+
+/* Symbolizes the file virtual address `vaddr` of `module`.  Writes the
+ * inline chain innermost first, the containing (non-inlined) function
+ * last, at most `max` frames; returns how many (>= 1 when max >= 1), or
+ * a negative errno for a bad module id.  Strings stay valid until
+ * symbolizer_free. */
+int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
+		      struct sym_frame *out, int max);
+
+/* Symbolizes a kernel address from /proc/kallsyms (read once): "func"
+ * or "[kernel]+0xADDR". */
+int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out);
+
+#endif

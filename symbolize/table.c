@@ -1,0 +1,70 @@
+#include "table.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq, void *ctx)
+{
+	if (!t->slots)
+		return -1;
+	for (size_t i = hash & t->mask;; i = (i + 1) & t->mask) {
+		const struct sym_table_slot *sl = &t->slots[i];
+
+		if (sl->id < 0)
+			return -1;
+		if (sl->hash == hash && eq(ctx, sl->id))
+			return sl->id;
+	}
+}
+
+static void place(struct sym_table_slot *slots, size_t mask, uint64_t hash, int32_t id)
+{
+	size_t i = hash & mask;
+
+	while (slots[i].id >= 0)
+		i = (i + 1) & mask;
+	slots[i].hash = hash;
+	slots[i].id = id;
+}
+
+static int grow(struct sym_table *t)
+{
+	size_t cap = t->slots ? (t->mask + 1) * 2 : 64;
+	struct sym_table_slot *slots = malloc(cap * sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < cap; i++)
+		slots[i].id = -1;
+	if (t->slots) {
+		for (size_t i = 0; i <= t->mask; i++)
+			if (t->slots[i].id >= 0)
+				place(slots, cap - 1, t->slots[i].hash, t->slots[i].id);
+		free(t->slots);
+	}
+	t->slots = slots;
+	t->mask = cap - 1;
+	return 0;
+}
+
+int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id)
+{
+	/* Load factor at most 1/2: probes stay short. */
+	if (!t->slots || (t->count + 1) * 2 > t->mask + 1) {
+		int rc = grow(t);
+
+		if (rc)
+			return rc;
+	}
+	place(t->slots, t->mask, hash, id);
+	t->count++;
+	return 0;
+}
+
+void sym_table_free(struct sym_table *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->mask = 0;
+	t->count = 0;
+}

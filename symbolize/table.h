@@ -1,0 +1,34 @@
+/*
+ * An open-addressing hash index from a 64-bit hash to small integer ids.
+ * Several ids may share a hash: lookups take an equality callback that
+ * compares the caller's key with the object an id names.
+ */
+#ifndef SYMBOLIZE_TABLE_H
+#define SYMBOLIZE_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sym_table_slot {
+	uint64_t hash;
+	int32_t id;     /* -1: empty */
+};
+
+struct sym_table {
+	struct sym_table_slot *slots;
+	size_t mask;    /* capacity - 1; capacity is 0 or a power of two */
+	size_t count;
+};
+
+typedef bool (*sym_table_eq)(void *ctx, int32_t id);
+
+/* The id whose hash is `hash` and for which eq(ctx, id) holds, or -1. */
+int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq, void *ctx);
+
+/* Adds `id` (>= 0) under `hash`.  0, or -ENOMEM. */
+int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id);
+
+void sym_table_free(struct sym_table *t);
+
+#endif

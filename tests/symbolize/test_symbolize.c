@@ -1,0 +1,922 @@
+/* The symbolizer (symbolize/), checked against binutils: nm for symbol
+ * addresses, addr2line -i -f -C for names, files, lines and inline chains,
+ * readelf for build-ids and entry points.  Fixtures (built by meson.build)
+ * are passed in the environment. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "symbolize/demangle.h"
+#include "symbolize/kallsyms.h"
+#include "symbolize/symbolize.h"
+
+#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define MAXF 16
+
+static char tmpdir[64];
+
+static const char *fixture(const char *var)
+{
+	const char *p = getenv(var);
+
+	cr_assert_not_null(p, "%s is not set (run through meson test)", var);
+	cr_assert_eq(access(p, R_OK), 0, "%s: %s", p, strerror(errno));
+	return p;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void setup(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cfiprof-symb-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(symbolize, .init = setup, .fini = teardown);
+
+/* ---- running the oracles ---- */
+
+/* The standard output of a shell command, which must succeed. */
+static char *run(const char *fmt, ...)
+{
+	char *cmd, *out = NULL;
+	size_t len = 0;
+	FILE *mem, *p;
+	char buf[4096];
+	size_t n;
+	va_list ap;
+	int st;
+
+	va_start(ap, fmt);
+	cr_assert_geq(vasprintf(&cmd, fmt, ap), 0);
+	va_end(ap);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p, "popen %s", cmd);
+	mem = open_memstream(&out, &len);
+	cr_assert_not_null(mem);
+	while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+		fwrite(buf, 1, n, mem);
+	fclose(mem);
+	st = pclose(p);
+	cr_assert_eq(st, 0, "command failed (%d): %s", st, cmd);
+	free(cmd);
+	return out;
+}
+
+/* The value (and size, if nm knows it) of a defined symbol, from nm. */
+static uint64_t nm_symbol(const char *path, const char *name, bool dynamic, uint64_t *size)
+{
+	char *out = run("nm -S --defined-only %s '%s'", dynamic ? "-D" : "", path);
+	char *save = NULL;
+	bool found = false;
+	uint64_t addr = 0;
+
+	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char f[4][256];
+		int k = sscanf(line, "%255s %255s %255s %255s", f[0], f[1], f[2], f[3]);
+		const char *sym = k == 4 ? f[3] : k == 3 ? f[2] : NULL;
+		char *at;
+
+		if (!sym)
+			continue;
+		at = strchr(sym, '@');   /* malloc@@GLIBC_2.2.5 */
+		if (at)
+			*at = '\0';
+		if (strcmp(sym, name) != 0)
+			continue;
+		addr = strtoull(f[0], NULL, 16);
+		if (size)
+			*size = k == 4 ? strtoull(f[1], NULL, 16) : 0;
+		found = true;
+		break;
+	}
+	free(out);
+	cr_assert(found, "nm: no %s in %s", name, path);
+	return addr;
+}
+
+struct a2l_frame {
+	char function[512];
+	char file[256];     /* basename; "" when addr2line says ?? */
+	int line;
+};
+
+struct a2l {
+	uint64_t addr;
+	int n;
+	struct a2l_frame f[MAXF];
+};
+
+static const char *base_of(const char *path)
+{
+	const char *s = strrchr(path, '/');
+
+	return s ? s + 1 : path;
+}
+
+/* addr2line -i -f -C -a for `count` addresses; returns the records. */
+static struct a2l *addr2line(const char *path, const uint64_t *addrs, size_t count)
+{
+	struct a2l *r = calloc(count, sizeof(*r));
+	char *args = NULL, *out, *save = NULL, *line;
+	size_t alen = 0;
+	FILE *m = open_memstream(&args, &alen);
+	long cur = -1;
+
+	cr_assert_not_null(r);
+	for (size_t i = 0; i < count; i++)
+		fprintf(m, " 0x%" PRIx64, addrs[i]);
+	fclose(m);
+	out = run("addr2line -i -f -C -a -e '%s'%s", path, args);
+	free(args);
+	line = strtok_r(out, "\n", &save);
+	while (line) {
+		if (strncmp(line, "0x", 2) == 0) {
+			cur++;
+			cr_assert_lt((size_t)cur, count);
+			r[cur].addr = strtoull(line, NULL, 16);
+			cr_assert_eq(r[cur].addr, addrs[cur]);
+			line = strtok_r(NULL, "\n", &save);
+			continue;
+		}
+		cr_assert_geq(cur, 0);
+		struct a2l *a = &r[cur];
+		struct a2l_frame *f = &a->f[a->n];
+		char *loc = strtok_r(NULL, "\n", &save), *colon, *disc;
+
+		cr_assert_lt(a->n, MAXF);
+		cr_assert_not_null(loc, "addr2line output ends after a function name");
+		snprintf(f->function, sizeof(f->function), "%s", line);
+		disc = strstr(loc, " (discriminator");
+		if (disc)
+			*disc = '\0';
+		colon = strrchr(loc, ':');
+		cr_assert_not_null(colon, "addr2line location %s", loc);
+		*colon = '\0';
+		f->line = atoi(colon + 1);    /* "?" reads as 0 */
+		snprintf(f->file, sizeof(f->file), "%s", strcmp(loc, "??") ? base_of(loc) : "");
+		a->n++;
+		line = strtok_r(NULL, "\n", &save);
+	}
+	cr_assert_eq((size_t)(cur + 1), count);
+	free(out);
+	return r;
+}
+
+/* Whether addr2line found DWARF for this address (a source line). */
+static bool a2l_has_line(const struct a2l *a)
+{
+	return a->n > 0 && a->f[0].line > 0;
+}
+
+/* The same from llvm-symbolizer (for clang's DWARF 5, whose inline
+ * ranges binutils 2.40 misreads): per address, "function\nfile:line:col"
+ * per frame, and a blank line. */
+static struct a2l *llvm_symbolizer(const char *path, const uint64_t *addrs, size_t count)
+{
+	struct a2l *r = calloc(count, sizeof(*r));
+	char *args = NULL, *out, *p;
+	size_t alen = 0;
+	FILE *m = open_memstream(&args, &alen);
+
+	cr_assert_not_null(r);
+	for (size_t i = 0; i < count; i++)
+		fprintf(m, " 0x%" PRIx64, addrs[i]);
+	fclose(m);
+	out = run("llvm-symbolizer --obj='%s'%s", path, args);
+	free(args);
+	p = out;
+	for (size_t i = 0; i < count; i++) {
+		r[i].addr = addrs[i];
+		while (*p && *p != '\n') {
+			struct a2l_frame *f = &r[i].f[r[i].n];
+			char *fn = p, *loc, *c1, *c2;
+
+			cr_assert_lt(r[i].n, MAXF);
+			p = strchr(p, '\n');
+			cr_assert_not_null(p);
+			*p++ = '\0';
+			loc = p;
+			p = strchr(p, '\n');
+			cr_assert_not_null(p);
+			*p++ = '\0';
+			c2 = strrchr(loc, ':');
+			cr_assert_not_null(c2, "llvm-symbolizer location %s", loc);
+			*c2 = '\0';
+			c1 = strrchr(loc, ':');
+			cr_assert_not_null(c1, "llvm-symbolizer location %s", loc);
+			*c1 = '\0';
+			snprintf(f->function, sizeof(f->function), "%s", fn);
+			f->line = atoi(c1 + 1);
+			snprintf(f->file, sizeof(f->file), "%s", strcmp(loc, "??") ? base_of(loc) : "");
+			r[i].n++;
+		}
+		cr_assert_eq(*p, '\n', "llvm-symbolizer: no blank line after 0x%" PRIx64, addrs[i]);
+		p++;
+	}
+	cr_assert_eq(*p, '\0');
+	free(out);
+	return r;
+}
+
+static void expect_like_addr2line(struct symbolizer *s, int mod, const struct a2l *a)
+{
+	struct sym_frame f[MAXF];
+	int n = symbolizer_lookup(s, mod, a->addr, f, MAXF);
+
+	cr_assert_eq(n, a->n, "0x%" PRIx64 ": %d frames, addr2line has %d (first %s / %s)",
+		     a->addr, n, a->n, n > 0 ? f[0].function : "-", a->f[0].function);
+	for (int i = 0; i < n; i++) {
+		const char *file = f[i].file ? base_of(f[i].file) : "";
+
+		cr_assert_str_eq(f[i].function, a->f[i].function, "0x%" PRIx64 " frame %d",
+				 a->addr, i);
+		cr_assert_str_eq(file, a->f[i].file, "0x%" PRIx64 " frame %d (%s)", a->addr, i,
+				 f[i].function);
+		cr_assert_eq(f[i].line, a->f[i].line, "0x%" PRIx64 " frame %d (%s)", a->addr, i,
+			     f[i].function);
+		cr_assert_eq(f[i].inlined, i < n - 1, "0x%" PRIx64 " frame %d inlined flag",
+			     a->addr, i);
+	}
+}
+
+static int add_path(struct symbolizer *s, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int mod;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	mod = symbolizer_add_module(s, fd, path);
+	close(fd);
+	return mod;
+}
+
+static char *tmp_path(const char *name)
+{
+	char *p;
+
+	cr_assert_geq(asprintf(&p, "%s/%s", tmpdir, name), 0);
+	return p;
+}
+
+/* ---- C: function starts and inline chains ---- */
+
+Test(symbolize, c_function_starts_match_addr2line)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	const char *names[] = { "outer_work", "other", "main" };
+	uint64_t addrs[3];
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct a2l *a;
+
+	cr_assert_geq(mod, 0);
+	for (int i = 0; i < 3; i++)
+		addrs[i] = nm_symbol(fx, names[i], false, NULL);
+	a = addr2line(fx, addrs, 3);
+	for (int i = 0; i < 3; i++) {
+		struct sym_frame f;
+
+		cr_assert(a2l_has_line(&a[i]), "%s has no line in addr2line", names[i]);
+		expect_like_addr2line(s, mod, &a[i]);
+		cr_assert_eq(symbolizer_lookup(s, mod, addrs[i], &f, 1), 1);
+		cr_assert_str_eq(f.function, names[i]);
+		cr_assert_str_eq(base_of(f.file), "fixture_inline.c");
+		cr_assert_gt(f.line, 0);
+	}
+	free(a);
+	symbolizer_free(s);
+}
+
+Test(symbolize, c_inline_chain_matches_addr2line)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t size = 0, start = nm_symbol(fx, "outer_work", false, &size);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	uint64_t *addrs;
+	struct a2l *a;
+	int chains = 0;
+
+	cr_assert_gt(size, 0);
+	addrs = calloc(size, sizeof(*addrs));
+	for (uint64_t i = 0; i < size; i++)
+		addrs[i] = start + i;
+	a = addr2line(fx, addrs, size);
+	/* Every byte of outer_work: the same chain as addr2line. */
+	for (uint64_t i = 0; i < size; i++) {
+		cr_assert(a2l_has_line(&a[i]));
+		expect_like_addr2line(s, mod, &a[i]);
+		if (a[i].n == 3) {
+			struct sym_frame f[MAXF];
+
+			cr_assert_eq(symbolizer_lookup(s, mod, addrs[i], f, MAXF), 3);
+			cr_assert_str_eq(f[0].function, "leaf_add");
+			cr_assert_str_eq(f[1].function, "mid_step");
+			cr_assert_str_eq(f[2].function, "outer_work");
+			cr_assert(f[0].inlined && f[1].inlined && !f[2].inlined);
+			chains++;
+		}
+	}
+	cr_assert_gt(chains, 0, "no address of outer_work is inside leaf_add");
+	free(a);
+	free(addrs);
+	symbolizer_free(s);
+}
+
+/* The first address of outer_work whose chain addr2line says is 3 deep. */
+static uint64_t inlined_addr(const char *fx)
+{
+	uint64_t size = 0, start = nm_symbol(fx, "outer_work", false, &size);
+	uint64_t *addrs = calloc(size, sizeof(*addrs)), r = 0;
+	struct a2l *a;
+
+	for (uint64_t i = 0; i < size; i++)
+		addrs[i] = start + i;
+	a = addr2line(fx, addrs, size);
+	for (uint64_t i = 0; i < size && !r; i++)
+		if (a[i].n == 3)
+			r = addrs[i];
+	free(a);
+	free(addrs);
+	cr_assert_neq(r, 0, "no inlined address in outer_work");
+	return r;
+}
+
+Test(symbolize, results_cached_and_truncated_to_max)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t addr = inlined_addr(fx);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame a[MAXF], b[MAXF], one[2];
+
+	cr_assert_eq(symbolizer_lookup(s, mod, addr, a, MAXF), 3);
+	cr_assert_eq(symbolizer_lookup(s, mod, addr, b, MAXF), 3);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(a[i].function, b[i].function);   /* same cached strings */
+		cr_assert_eq(a[i].file, b[i].file);
+	}
+	/* Interned: the three frames share one file string. */
+	cr_assert_eq(a[0].file, a[2].file);
+	memset(one, 0, sizeof(one));
+	cr_assert_eq(symbolizer_lookup(s, mod, addr, one, 1), 1);
+	cr_assert_str_eq(one[0].function, "leaf_add");
+	cr_assert(one[0].inlined);
+	cr_assert_null(one[1].function);
+	cr_assert_eq(symbolizer_lookup(s, mod, addr, NULL, 0), 0);
+	symbolizer_free(s);
+}
+
+/* ---- C++ ---- */
+
+#define FROB_MANGLED "_ZN2ns6WidgetIiE4frobEi"
+
+Test(symbolize, cpp_template_demangled)
+{
+	const char *fx = fixture("SYMB_FIXTURE_CPP");
+	uint64_t addrs[2];
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f;
+	struct a2l *a;
+
+	addrs[0] = nm_symbol(fx, FROB_MANGLED, false, NULL);
+	addrs[1] = nm_symbol(fx, "main", false, NULL);
+	a = addr2line(fx, addrs, 2);
+	cr_assert_eq(symbolizer_lookup(s, mod, addrs[0], &f, 1), 1);
+	cr_assert_str_eq(f.function, "ns::Widget<int>::frob(int)");
+	cr_assert_str_eq(base_of(f.file), "fixture_cpp.cpp");
+	for (int i = 0; i < 2; i++) {
+		cr_assert(a2l_has_line(&a[i]));
+		expect_like_addr2line(s, mod, &a[i]);
+	}
+	free(a);
+	symbolizer_free(s);
+}
+
+/* Every byte of `name` symbolizes as the oracle says; returns how many
+ * addresses have the two-frame chain twice() <- helper(). */
+static int check_function(const char *fx, const char *name, bool llvm)
+{
+	uint64_t size = 0, start = nm_symbol(fx, name, false, &size);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx), chains = 0;
+	uint64_t *addrs = calloc(size, sizeof(*addrs));
+	struct a2l *a;
+
+	cr_assert_gt(size, 0);
+	for (uint64_t i = 0; i < size; i++)
+		addrs[i] = start + i;
+	a = llvm ? llvm_symbolizer(fx, addrs, size) : addr2line(fx, addrs, size);
+	for (uint64_t i = 0; i < size; i++) {
+		/* (clang gives some addresses line 0: compared all the same) */
+		cr_assert(a[i].n > 0 && strcmp(a[i].f[0].function, "??") != 0,
+			  "%s+0x%" PRIx64 ": the oracle knows no function", name, i);
+		expect_like_addr2line(s, mod, &a[i]);
+		if (a[i].n == 2 && strcmp(a[i].f[0].function, "ns::detail::twice(long)") == 0 &&
+		    strcmp(a[i].f[1].function, "ns::helper(long)") == 0)
+			chains++;
+	}
+	free(a);
+	free(addrs);
+	symbolizer_free(s);
+	return chains;
+}
+
+#define HELPER_MANGLED "_ZN2ns6helperEl"
+
+Test(symbolize, cpp_namespace_function_inline_chain)
+{
+	const char *fx = fixture("SYMB_FIXTURE_CPP");
+
+	cr_assert_gt(check_function(fx, HELPER_MANGLED, false), 0);
+	check_function(fx, FROB_MANGLED, false);
+}
+
+/* clang: the function DIEs are inside DW_TAG_namespace, which libdw's
+ * dwarf_getscopes does not search, and there is no .debug_aranges, which
+ * libdwfl 0.188 needs to find a unit by address. */
+Test(symbolize, clang_cpp_without_aranges)
+{
+	const char *fx = fixture("SYMB_FIXTURE_CPP_CLANG");
+	char *sections = run("readelf -S -W '%s'", fx);
+	struct symbolizer *s = symbolizer_new(NULL);
+	struct sym_frame f;
+
+	cr_assert_not_null(strstr(sections, ".debug_info"));
+	cr_assert_null(strstr(sections, ".debug_aranges"), "the fixture no longer tests this");
+	free(sections);
+	cr_assert_gt(check_function(fx, HELPER_MANGLED, true), 0);
+	check_function(fx, FROB_MANGLED, true);
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, fx), nm_symbol(fx, FROB_MANGLED, false, NULL),
+				       &f, 1), 1);
+	cr_assert_str_eq(f.function, "ns::Widget<int>::frob(int)");
+	cr_assert_str_eq(base_of(f.file), "fixture_cpp.cpp");
+	symbolizer_free(s);
+}
+
+Test(symbolize, cpp_no_demangle)
+{
+	const char *fx = fixture("SYMB_FIXTURE_CPP");
+	struct symbolizer_opts o = { .no_demangle = true };
+	struct symbolizer *s = symbolizer_new(&o);
+	int mod = add_path(s, fx);
+	struct sym_frame f;
+
+	cr_assert_eq(symbolizer_lookup(s, mod, nm_symbol(fx, FROB_MANGLED, false, NULL), &f, 1), 1);
+	cr_assert_str_eq(f.function, FROB_MANGLED);
+	symbolizer_free(s);
+}
+
+Test(symbolize, demangle_cpp_and_rust)
+{
+	const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "_ZN2ns6WidgetIiE4frobEi", "ns::Widget<int>::frob(int)" },
+		{ "_Z3foov.cold", "foo() [clone .cold]" },
+		{ "_ZN4core3fmt5write17h0123456789abcdefE", "core::fmt::write" },
+		{ "_ZN3std2rt10lang_start28_$u7b$$u7b$closure$u7d$$u7d$17h1a2b3c4d5e6f7a8bE",
+		  "std::rt::lang_start::{{closure}}" },
+		{ "_RNvNtCs1234_7mycrate4util3bar", "mycrate::util::bar" },
+		{ "_RINvNtCs1234_7mycrate4util3bazmEB4_", "mycrate::util::baz::<u32>" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *d = sym_demangle(cases[i].in);
+
+		cr_assert_not_null(d, "%s", cases[i].in);
+		cr_assert_str_eq(d, cases[i].out);
+		free(d);
+	}
+	cr_assert_null(sym_demangle("main"));
+	cr_assert_null(sym_demangle("_Zgarbage"));
+	cr_assert_null(sym_demangle(""));
+}
+
+/* ---- libc and separate debug files ---- */
+
+static char *readelf_build_id(const char *path)
+{
+	char *out = run("readelf -n '%s'", path), *p = strstr(out, "Build ID: "), *id;
+
+	cr_assert_not_null(p, "readelf: no build-id in %s", path);
+	p += strlen("Build ID: ");
+	id = strndup(p, strcspn(p, " \n"));
+	free(out);
+	return id;
+}
+
+Test(symbolize, libc_malloc_has_file_and_line)
+{
+	uint64_t addr = nm_symbol(LIBC, "malloc", true, NULL);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, LIBC);
+	char *bid = readelf_build_id(LIBC);
+	struct sym_frame f[MAXF];
+	int n;
+
+	cr_assert_geq(mod, 0);
+	cr_assert_str_eq(symbolizer_module_build_id(s, mod), bid);
+	cr_assert_str_eq(symbolizer_module_path(s, mod), LIBC);
+	n = symbolizer_lookup(s, mod, addr, f, MAXF);
+	cr_assert_geq(n, 1);
+	cr_assert_not_null(strstr(f[n - 1].function, "malloc"), "%s", f[n - 1].function);
+	cr_assert_not_null(f[0].file, "no file: is libc6-dbg installed?");
+	cr_assert_str_eq(base_of(f[0].file), "malloc.c");
+	cr_assert_gt(f[0].line, 0);
+	free(bid);
+	symbolizer_free(s);
+}
+
+Test(symbolize, libc_without_debug_dir_has_no_line)
+{
+	uint64_t addr = nm_symbol(LIBC, "malloc", true, NULL);
+	struct symbolizer_opts o = { .debug_dir = "" };
+	struct symbolizer *s = symbolizer_new(&o);
+	int mod = add_path(s, LIBC);
+	struct sym_frame f[MAXF];
+
+	cr_assert_eq(symbolizer_lookup(s, mod, addr, f, MAXF), 1);
+	cr_assert_not_null(strstr(f[0].function, "malloc"), "%s", f[0].function);
+	cr_assert_null(f[0].file);
+	cr_assert_eq(f[0].line, 0);
+	symbolizer_free(s);
+}
+
+/* A stripped copy of the C fixture named `name` in tmpdir and its debug
+ * file at `debug` (relative to tmpdir); extra objcopy flags for the copy. */
+static char *split_fixture(const char *fx, const char *name, const char *debug, const char *extra)
+{
+	char *stripped = tmp_path(name);
+
+	free(run("mkdir -p \"$(dirname '%s/%s')\" && objcopy --only-keep-debug '%s' '%s/%s' && "
+		 "cd '%s' && objcopy --strip-debug %s '%s' '%s'",
+		 tmpdir, debug, fx, tmpdir, debug, tmpdir, extra, fx, stripped));
+	return stripped;
+}
+
+Test(symbolize, debug_dir_by_build_id)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t addr = inlined_addr(fx);
+	char *bid = readelf_build_id(fx), *debug, *dbgdir = tmp_path("dbg"), *stripped;
+	struct symbolizer_opts o = { .debug_dir = dbgdir };
+	struct symbolizer *s = symbolizer_new(&o), *plain = symbolizer_new(NULL);
+	struct sym_frame f[MAXF];
+
+	cr_assert_geq(asprintf(&debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
+	stripped = split_fixture(fx, "stripped", debug, "");
+	/* The debug dir has the DWARF: the full chain. */
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, stripped), addr, f, MAXF), 3);
+	cr_assert_str_eq(f[0].function, "leaf_add");
+	cr_assert_str_eq(f[2].function, "outer_work");
+	cr_assert_str_eq(base_of(f[2].file), "fixture_inline.c");
+	/* /usr/lib/debug has not: only the symbol table. */
+	cr_assert_eq(symbolizer_lookup(plain, add_path(plain, stripped), addr, f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, "outer_work");
+	cr_assert_null(f[0].file);
+	symbolizer_free(s);
+	symbolizer_free(plain);
+	free(stripped);
+	free(debug);
+	free(dbgdir);
+	free(bid);
+}
+
+Test(symbolize, debug_file_by_debuglink)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t addr = inlined_addr(fx);
+	char *stripped = split_fixture(fx, "linked", "linked.dbg", "--add-gnu-debuglink=linked.dbg");
+	char *nodir = tmp_path("no-such-dir");
+	struct symbolizer_opts o = { .debug_dir = nodir };
+	struct symbolizer *s = symbolizer_new(&o);
+	struct sym_frame f[MAXF];
+
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, stripped), addr, f, MAXF), 3);
+	cr_assert_str_eq(f[1].function, "mid_step");
+	cr_assert_gt(f[1].line, 0);
+	symbolizer_free(s);
+	free(stripped);
+	free(nodir);
+}
+
+/* ---- modules ---- */
+
+Test(symbolize, same_build_id_same_module)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *copy = tmp_path("copy");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int a, b, c, d;
+
+	free(run("cp '%s' '%s'", fx, copy));
+	a = add_path(s, LIBC);
+	b = add_path(s, LIBC);
+	c = add_path(s, fx);
+	d = add_path(s, copy);     /* another inode, the same build-id */
+	cr_assert_geq(a, 0);
+	cr_assert_eq(a, b);
+	cr_assert_neq(a, c);
+	cr_assert_eq(c, d);
+	cr_assert_str_eq(symbolizer_module_path(s, d), fx);
+	cr_assert_eq(strlen(symbolizer_module_build_id(s, c)), 40);
+	symbolizer_free(s);
+	free(copy);
+}
+
+Test(symbolize, no_build_id_dedup_by_file)
+{
+	const char *fx = fixture("SYMB_FIXTURE_NOSYMS");
+	char *copy = tmp_path("nosyms-copy");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int a, b, c;
+
+	free(run("cp '%s' '%s'", fx, copy));
+	a = add_path(s, fx);
+	b = add_path(s, fx);
+	c = add_path(s, copy);
+	cr_assert_geq(a, 0);
+	cr_assert_eq(a, b);
+	cr_assert_neq(a, c);
+	cr_assert_str_eq(symbolizer_module_build_id(s, a), "");
+	symbolizer_free(s);
+	free(copy);
+}
+
+Test(symbolize, works_after_fd_closed_and_file_deleted)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *copy = tmp_path("deleted");
+	uint64_t addr = nm_symbol(fx, "outer_work", false, NULL);
+	struct symbolizer *s = symbolizer_new(NULL);
+	struct a2l *a = addr2line(fx, &addr, 1);
+	int fd, mod;
+
+	free(run("cp '%s' '%s'", fx, copy));
+	fd = open(copy, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	mod = symbolizer_add_module(s, fd, copy);
+	cr_assert_geq(mod, 0);
+	close(fd);
+	cr_assert_eq(unlink(copy), 0);
+	/* The first lookup opens the DWARF: only our duplicate fd is left. */
+	expect_like_addr2line(s, mod, a);
+	cr_assert_str_eq(symbolizer_module_path(s, mod), copy);
+	free(a);
+	symbolizer_free(s);
+	free(copy);
+}
+
+/* Open fds as a bitmap of the first 1024. */
+static void open_fds(bool fds[1024])
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	cr_assert_not_null(d);
+	memset(fds, 0, 1024 * sizeof(bool));
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] != '.' && fd != dirfd(d) && fd < 1024)
+			fds[fd] = true;
+	}
+	closedir(d);
+}
+
+Test(symbolize, fds_close_on_exec_and_closed_by_free)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	bool before[1024], during[1024], after[1024];
+	struct symbolizer *s;
+	struct sym_frame f[MAXF];
+	int added = 0;
+
+	open_fds(before);
+	s = symbolizer_new(NULL);
+	cr_assert_geq(symbolizer_lookup(s, add_path(s, LIBC), nm_symbol(LIBC, "malloc", true, NULL),
+					f, MAXF), 1);
+	cr_assert_not_null(f[0].file);   /* the separate debug file is open too */
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, fx), nm_symbol(fx, "main", false, NULL), f,
+				       MAXF), 1);
+	open_fds(during);
+	for (int fd = 0; fd < 1024; fd++) {
+		if (during[fd] && !before[fd]) {
+			cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC, "fd %d is inherited by exec", fd);
+			added++;
+		}
+	}
+	cr_assert_geq(added, 3);   /* libc, its debug file, the fixture */
+	symbolizer_free(s);
+	open_fds(after);
+	cr_assert_arr_eq(before, after, sizeof(before));
+}
+
+Test(symbolize, unknown_address_is_module_plus_offset)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f[MAXF];
+	char want[512];
+
+	snprintf(want, sizeof(want), "%s+0x7ffff0000", base_of(fx));
+	cr_assert_eq(symbolizer_lookup(s, mod, 0x7ffff0000ull, f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, want);
+	cr_assert_null(f[0].file);
+	cr_assert_eq(f[0].line, 0);
+	cr_assert(!f[0].inlined);
+	symbolizer_free(s);
+}
+
+Test(symbolize, elf_without_symbols)
+{
+	const char *fx = fixture("SYMB_FIXTURE_NOSYMS");
+	char *hdr = run("readelf -h '%s'", fx), *p = strstr(hdr, "Entry point address:");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f[MAXF];
+	char want[512];
+	uint64_t entry;
+
+	cr_assert_not_null(p);
+	entry = strtoull(p + strlen("Entry point address:"), NULL, 16);
+	cr_assert_neq(entry, 0);
+	snprintf(want, sizeof(want), "%s+0x%" PRIx64, base_of(fx), entry);
+	cr_assert_geq(mod, 0);
+	cr_assert_eq(symbolizer_lookup(s, mod, entry, f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, want);
+	cr_assert_null(f[0].file);
+	free(hdr);
+	symbolizer_free(s);
+}
+
+Test(symbolize, bad_input)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *text = tmp_path("text"), *empty = tmp_path("empty"), *trunc = tmp_path("trunc");
+	struct symbolizer *s = symbolizer_new(NULL);
+	struct sym_frame f[MAXF];
+	int fd, mod;
+
+	free(run("echo 'not an ELF file' > '%s' && : > '%s' && head -c 200 '%s' > '%s'",
+		 text, empty, fx, trunc));
+	cr_assert_eq(add_path(s, text), -ENOEXEC);
+	cr_assert_eq(add_path(s, empty), -ENOEXEC);
+	cr_assert_eq(add_path(s, "/dev/null"), -ENOEXEC);
+	fd = open(tmpdir, O_RDONLY | O_DIRECTORY);
+	cr_assert_eq(symbolizer_add_module(s, fd, tmpdir), -ENOEXEC);
+	close(fd);
+	cr_assert_lt(symbolizer_add_module(s, -1, "x"), 0);
+	/* A truncated ELF may register (its header is whole) but knows nothing. */
+	mod = add_path(s, trunc);
+	cr_assert(mod == -ENOEXEC || mod >= 0, "%d", mod);
+	if (mod >= 0) {
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x1000, f, MAXF), 1);
+		cr_assert_str_eq(f[0].function, "trunc+0x1000");
+	}
+	cr_assert_eq(symbolizer_lookup(s, 1000, 0x1000, f, MAXF), -EINVAL);
+	cr_assert_eq(symbolizer_lookup(s, -1, 0x1000, f, MAXF), -EINVAL);
+	cr_assert_null(symbolizer_module_path(s, 1000));
+	cr_assert_null(symbolizer_module_build_id(s, -1));
+	symbolizer_free(s);
+	free(text);
+	free(empty);
+	free(trunc);
+}
+
+/* ---- kernel ---- */
+
+Test(symbolize, kernel_schedule)
+{
+	char *out = run("grep -m1 -E '^[0-9a-f]+ [tT] schedule$' /proc/kallsyms");
+	uint64_t addr = strtoull(out, NULL, 16);
+	struct symbolizer *s = symbolizer_new(NULL);
+	struct sym_frame f;
+
+	cr_assert_neq(addr, 0, "kallsyms addresses are hidden: run as root");
+	cr_assert_eq(symbolizer_kernel(s, addr, &f), 1);
+	cr_assert_str_eq(f.function, "schedule");
+	cr_assert_null(f.file);
+	cr_assert_eq(symbolizer_kernel(s, addr + 1, &f), 1);
+	cr_assert_str_eq(f.function, "schedule");
+	cr_assert_eq(symbolizer_kernel(s, 0x1000, &f), 1);
+	cr_assert_str_eq(f.function, "[kernel]+0x1000");
+	free(out);
+	symbolizer_free(s);
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *fp = fopen(path, "w");
+
+	cr_assert_not_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+}
+
+Test(symbolize, kallsyms_parsing)
+{
+	char *path = tmp_path("kallsyms");
+	struct sym_arena arena = { 0 };
+	struct sym_kallsyms k;
+
+	write_file(path,
+		   "ffffffff81000000 T _stext\n"
+		   "ffffffff81000000 T _text\n"
+		   "ffffffff81000100 D some_data\n"
+		   "ffffffff81000200 t helper\n"
+		   "ffffffff81000300 W weak_fn\n"
+		   "garbage line\n"
+		   "ffffffffc0001000 t ext4_fill_super\t[ext4]\n");
+	cr_assert_eq(sym_kallsyms_load(&k, path, &arena), 0);
+	cr_assert(!k.restricted);
+	cr_assert_eq(k.count, 4);
+	cr_assert_null(sym_kallsyms_find(&k, 0xffffffff80ffffffull));
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffff81000000ull)->name, "_stext");
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffff81000150ull)->name, "_stext");
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffff81000200ull)->name, "helper");
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffff810002ffull)->name, "helper");
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffff81000301ull)->name, "weak_fn");
+	cr_assert_str_eq(sym_kallsyms_find(&k, 0xffffffffc0001010ull)->name, "ext4_fill_super [ext4]");
+	sym_kallsyms_free(&k);
+
+	/* kptr_restrict: every address is 0. */
+	write_file(path, "0000000000000000 T _stext\n0000000000000000 t helper\n");
+	cr_assert_eq(sym_kallsyms_load(&k, path, &arena), 0);
+	cr_assert(k.restricted);
+	cr_assert_null(sym_kallsyms_find(&k, 0xffffffff81000000ull));
+	sym_kallsyms_free(&k);
+
+	cr_assert_eq(sym_kallsyms_load(&k, "/nonexistent/kallsyms", &arena), -ENOENT);
+	cr_assert_null(sym_kallsyms_find(&k, 0xffffffff81000000ull));
+	sym_arena_free(&arena);
+	free(path);
+}
+
+/* ---- interning ---- */
+
+Test(symbolize, intern_and_arena)
+{
+	struct sym_arena arena = { 0 };
+	struct sym_intern in;
+	char buf[32], *big = malloc(100000);
+	const char *a, *b, *first[1000];
+
+	sym_intern_init(&in, &arena);
+	a = sym_intern(&in, "outer_work");
+	b = sym_intern_n(&in, "outer_work_x", 10);
+	cr_assert_str_eq(a, "outer_work");
+	cr_assert_eq(a, b);
+	cr_assert_neq(sym_intern(&in, "outer_wor"), a);
+	cr_assert_str_eq(sym_intern(&in, ""), "");
+	for (int i = 0; i < 20000; i++) {
+		snprintf(buf, sizeof(buf), "function_%d", i);
+		const char *p = sym_intern(&in, buf);
+
+		cr_assert_str_eq(p, buf);
+		if (i < 1000)
+			first[i] = p;
+	}
+	for (int i = 0; i < 1000; i++) {
+		snprintf(buf, sizeof(buf), "function_%d", i);
+		cr_assert_eq(sym_intern(&in, buf), first[i]);
+	}
+	/* ~300 KB of strings: small blocks share chunks. */
+	cr_assert_lt(arena.bytes, 1024 * 1024, "%zu bytes", arena.bytes);
+	memset(big, 'x', 99999);
+	big[99999] = '\0';
+	a = sym_intern(&in, big);
+	cr_assert_eq(strlen(a), 99999);
+	cr_assert_eq(sym_intern(&in, "function_7"), first[7]);
+	cr_assert_str_eq(sym_intern(&in, "after big"), "after big");
+	sym_intern_free(&in);
+	sym_arena_free(&arena);
+	free(big);
+}

@@ -1,0 +1,1113 @@
+/* The paged CFI table (cfi/table.c): builder, lookup and row iteration
+ * against a brute-force model, and the validator against corrupt blobs. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfi/table.h"
+
+/* ---- model ------------------------------------------------------------ */
+
+#define POOL_MAX 4096
+#define UNDEF_ID 0
+
+static struct cfi_rule pool[POOL_MAX];
+
+/* Pool rules differ in cfa_off, so equal ids <=> equal bytes. */
+static void pool_init(void)
+{
+	memset(pool, 0, sizeof(pool));
+	pool[UNDEF_ID].cfa_type = CFI_CFA_UNDEF;
+	for (int i = 1; i < POOL_MAX; i++) {
+		/* Every 7th is an expression, which the walker cannot follow. */
+		pool[i].cfa_type = i % 7 ? CFI_CFA_REG : CFI_CFA_EXPR;
+		pool[i].cfa_reg = i % 3 ? 7 : 6;
+		pool[i].cfa_off = 8 * i;
+		pool[i].ra_type = CFI_REG_OFFSET;
+		pool[i].ra_off = -8;
+		pool[i].rbp_type = i % 5 ? CFI_REG_OFFSET : CFI_REG_UNMENTIONED;
+		pool[i].rbp_off = i % 5 ? -16 : 0;
+	}
+}
+
+struct mrow {
+	uint64_t addr;
+	int id;
+};
+
+struct model {
+	struct mrow *v;
+	size_t n, cap;
+	uint64_t base, end;
+};
+
+/* The builder's documented semantics, written the simple way. */
+static void model_add(struct model *m, uint64_t addr, int id)
+{
+	if (m->n && addr == m->v[m->n - 1].addr) {
+		m->v[m->n - 1].id = id;
+		if (m->n > 1 && m->v[m->n - 2].id == id)
+			m->n--;
+		return;
+	}
+	if (m->n && m->v[m->n - 1].id == id)
+		return;
+	if (!m->n && id == UNDEF_ID)
+		return;
+	if (m->n == m->cap) {
+		m->cap = m->cap ? 2 * m->cap : 256;
+		m->v = realloc(m->v, m->cap * sizeof(*m->v));
+		cr_assert_not_null(m->v);
+	}
+	m->v[m->n].addr = addr;
+	m->v[m->n].id = id;
+	m->n++;
+}
+
+static void model_finish(struct model *m, uint64_t end)
+{
+	while (m->n && m->v[m->n - 1].id == UNDEF_ID)
+		end = m->v[--m->n].addr;
+	m->end = end;
+	m->base = m->n ? m->v[0].addr : 0;
+}
+
+/* Index of the model row in force at addr, or -1 outside [base, end). */
+static long model_lookup(const struct model *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+
+	if (!m->n || addr < m->base || addr >= m->end)
+		return -1;
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (m->v[mid].addr <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return (long)lo;
+}
+
+struct plan {
+	unsigned shift;
+	uint32_t npages, nrows, nrules;
+	uint16_t *page_rows, *page_palette; /* per page, malloc'd */
+};
+
+/* Bytes of a page block: u16 addresses, u8 rules, pad to even, u16 palette. */
+static uint64_t block_size(uint64_t rows, uint64_t pal)
+{
+	return 2 * rows + rows + (rows % 2) + 2 * pal;
+}
+
+/* The largest page size for which no page needs more than 256 distinct
+ * rules (counting the rule carried into a page that has no row at its
+ * start) nor a block larger than a 16 KiB chunk, with its counts. */
+static struct plan model_plan(const struct model *m)
+{
+	static uint64_t seen[POOL_MAX];
+	uint64_t mark = 1;
+	struct plan p = { 0 };
+	unsigned shift;
+	size_t i;
+
+	memset(seen, 0, sizeof(seen));
+	for (i = 0; i < m->n; i++)
+		if (seen[m->v[i].id] != 1) {
+			seen[m->v[i].id] = 1;
+			p.nrules++;
+		}
+	for (shift = 16; shift >= 8; shift--) {
+		uint64_t pages = ((m->end - m->base - 1) >> shift) + 1, pg;
+		uint32_t rows = 0;
+		bool ok = true;
+
+		p.page_rows = calloc(pages, sizeof(uint16_t));
+		p.page_palette = calloc(pages, sizeof(uint16_t));
+		cr_assert(p.page_rows && p.page_palette);
+		i = 0;
+		for (pg = 0; pg < pages && ok; pg++) {
+			uint64_t ps = m->base + (pg << shift), pe = ps + (1ull << shift);
+			uint32_t distinct = 0, n = 0;
+
+			mark++; /* a fresh "seen in this page" marker */
+			if (!(i < m->n && m->v[i].addr == ps)) {
+				seen[m->v[i - 1].id] = mark;
+				distinct++;
+				n++;
+			}
+			for (; i < m->n && m->v[i].addr < pe; i++) {
+				if (seen[m->v[i].id] != mark) {
+					seen[m->v[i].id] = mark;
+					distinct++;
+				}
+				n++;
+			}
+			ok = distinct <= 256 && block_size(n, distinct) <= 16384;
+			p.page_rows[pg] = (uint16_t)n;
+			p.page_palette[pg] = (uint16_t)distinct;
+			rows += n;
+		}
+		if (ok) {
+			p.shift = shift;
+			p.npages = (uint32_t)pages;
+			p.nrows = rows;
+			return p;
+		}
+		free(p.page_rows);
+		free(p.page_palette);
+	}
+	cr_assert_fail("no page size fits");
+	return p;
+}
+
+static unsigned ceil_log2(uint32_t n)
+{
+	unsigned k = 0;
+
+	while ((1ull << k) < n)
+		k++;
+	return k;
+}
+
+/* ---- random inputs ---------------------------------------------------- */
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rnd_below(uint64_t n)
+{
+	return rnd() % n;
+}
+
+struct gen {
+	uint64_t seed;
+	size_t nrows;
+	int pool;          /* rules 1..pool are used */
+	uint64_t max_delta;
+	unsigned huge_pct; /* % of advances up to huge_delta */
+	uint64_t huge_delta;
+	unsigned undef_pct, same_pct, repeat_pct;
+	bool trailing_undef;
+};
+
+static void check_against_model(const struct gen *g)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct model m = { 0 };
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+	struct cfi_row_iter it;
+	struct plan p;
+	uint64_t addr, row_addr;
+	uint32_t rule;
+	size_t i, n;
+	int prev = -1, ret;
+
+	pool_init();
+	rng_state = g->seed;
+	addr = 0x400000 + rnd_below(0x10000);
+	for (i = 0; i < g->nrows; i++) {
+		int id;
+
+		if (i > 0 && rnd_below(100) < g->same_pct) {
+			/* Replacing never installs UNDEF: see builder.first_row_replaced_by_undef. */
+			id = 1 + (int)rnd_below((uint64_t)g->pool);
+		} else {
+			if (i > 0) {
+				if (rnd_below(100) < g->huge_pct)
+					addr += 1 + rnd_below(g->huge_delta);
+				else
+					addr += 1 + rnd_below(g->max_delta);
+			}
+			if (rnd_below(100) < g->undef_pct)
+				id = UNDEF_ID;
+			else if (prev >= 0 && rnd_below(100) < g->repeat_pct)
+				id = prev;
+			else
+				id = 1 + (int)rnd_below((uint64_t)g->pool);
+		}
+		cr_assert_eq(cfi_builder_add(b, addr, &pool[id]), 0);
+		model_add(&m, addr, id);
+		prev = id;
+	}
+	if (g->trailing_undef) {
+		addr += 1 + rnd_below(g->max_delta);
+		cr_assert_eq(cfi_builder_add(b, addr, &pool[UNDEF_ID]), 0);
+		model_add(&m, addr, UNDEF_ID);
+	}
+	addr += 1 + rnd_below(g->max_delta);
+	cr_assert_eq(cfi_builder_rows(b), m.n, "seed %llu: builder kept %zu rows, model %zu",
+		     (unsigned long long)g->seed, cfi_builder_rows(b), m.n);
+	model_finish(&m, addr);
+	cr_assert_gt(m.n, 0, "generator produced no rows");
+
+	ret = cfi_builder_finish(b, addr, &t, &err);
+	cr_assert_eq(ret, 0, "seed %llu: %s", (unsigned long long)g->seed, err.msg);
+	{
+		uint64_t rows = 0, unsupported = 0, want = 0;
+
+		for (i = 0; i < m.n; i++)
+			want += m.v[i].id != UNDEF_ID && m.v[i].id % 7 == 0;
+		cfi_builder_counts(b, &rows, &unsupported);
+		cr_assert_eq(rows, m.n);
+		cr_assert_eq(unsupported, want, "%llu unsupported rows, want %llu",
+			     (unsigned long long)unsupported, (unsigned long long)want);
+	}
+	cfi_builder_free(b);
+
+	p = model_plan(&m);
+	cr_assert_eq(t.hdr->base, m.base);
+	cr_assert_eq(t.hdr->end, m.end);
+	cr_assert_eq(t.hdr->page_shift, p.shift, "seed %llu: shift %u, want %u",
+		     (unsigned long long)g->seed, t.hdr->page_shift, p.shift);
+	cr_assert_eq(t.hdr->npages, p.npages);
+	cr_assert_eq(t.hdr->nrows, p.nrows);
+	cr_assert_eq(t.hdr->nrules, p.nrules);
+	cr_assert_eq(t.hdr->blob_size, t.size);
+	for (i = 0; i < p.npages; i++) {
+		const struct cfi_page *pg = &t.pages[i];
+		uint64_t bs = block_size(pg->nrows, pg->npalette);
+
+		cr_assert_eq(pg->nrows, p.page_rows[i], "page %zu: %u rows, want %u", i, pg->nrows,
+			     p.page_rows[i]);
+		cr_assert_eq(pg->npalette, p.page_palette[i], "page %zu: %u palette entries, want %u",
+			     i, pg->npalette, p.page_palette[i]);
+		/* A block never straddles two chunks. */
+		cr_assert_eq(pg->block_off / CFI_CHUNK_SIZE, (pg->block_off + bs - 1) / CFI_CHUNK_SIZE,
+			     "page %zu: block 0x%x+%llu crosses a chunk", i, pg->block_off,
+			     (unsigned long long)bs);
+	}
+
+	/* Row iteration gives back exactly the merged rows. */
+	cfi_row_iter_init(&it, &t);
+	for (n = 0; cfi_row_iter_next(&it, &row_addr, &rule); n++) {
+		cr_assert_lt(n, m.n, "more rows than the model");
+		cr_assert_eq(row_addr, m.v[n].addr, "row %zu at 0x%llx, want 0x%llx", n,
+			     (unsigned long long)row_addr, (unsigned long long)m.v[n].addr);
+		cr_assert_lt(rule, t.hdr->nrules);
+		cr_assert_eq(memcmp(&t.rules[rule], &pool[m.v[n].id], sizeof(struct cfi_rule)), 0,
+			     "row %zu: wrong rule", n);
+	}
+	cr_assert_eq(n, m.n, "iteration gave %zu rows, want %zu", n, m.n);
+
+	/* Lookups: row starts, row ends, random addresses, and outside. */
+	{
+		size_t nq = 2 * m.n + 4000 + 8, q = 0;
+		uint64_t *qs = malloc(nq * sizeof(*qs));
+
+		cr_assert_not_null(qs);
+		for (i = 0; i < m.n; i++) {
+			qs[q++] = m.v[i].addr;
+			qs[q++] = (i + 1 < m.n ? m.v[i + 1].addr : m.end) - 1;
+		}
+		for (i = 0; i < 4000; i++)
+			qs[q++] = m.base + rnd_below(m.end - m.base);
+		qs[q++] = m.base - 1;
+		qs[q++] = m.base / 2;
+		qs[q++] = 0;
+		qs[q++] = m.end;
+		qs[q++] = m.end + 1;
+		qs[q++] = m.end + (1ull << 20);
+		qs[q++] = UINT64_MAX;
+		qs[q++] = m.base;
+		for (i = 0; i < q; i++) {
+			long want = model_lookup(&m, qs[i]);
+			unsigned cmp = 999;
+			int got = cfi_table_lookup(&t, qs[i], &cmp);
+
+			if (want < 0) {
+				cr_assert_eq(got, -ENOENT, "0x%llx: got %d, want -ENOENT",
+					     (unsigned long long)qs[i], got);
+				continue;
+			}
+			cr_assert_geq(got, 0, "0x%llx: got %d", (unsigned long long)qs[i], got);
+			cr_assert_lt((uint32_t)got, t.hdr->nrules);
+			cr_assert_eq(memcmp(&t.rules[got], &pool[m.v[want].id], sizeof(struct cfi_rule)), 0,
+				     "0x%llx: wrong rule (model row %ld at 0x%llx)",
+				     (unsigned long long)qs[i], want,
+				     (unsigned long long)m.v[want].addr);
+			cr_assert_leq(cmp, 20, "0x%llx: %u comparisons", (unsigned long long)qs[i], cmp);
+			{
+				const struct cfi_page *pg =
+					&t.pages[(qs[i] - t.hdr->base) >> t.hdr->page_shift];
+
+				cr_assert_leq(cmp, ceil_log2(pg->nrows), "0x%llx: %u comparisons for %u rows",
+					      (unsigned long long)qs[i], cmp, pg->nrows);
+			}
+		}
+		free(qs);
+	}
+	cfi_table_free(&t);
+	free(m.v);
+	free(p.page_rows);
+	free(p.page_palette);
+}
+
+Test(model, small_random)
+{
+	for (uint64_t seed = 1; seed <= 8; seed++) {
+		struct gen g = { .seed = seed, .nrows = 300, .pool = 20, .max_delta = 100,
+				 .undef_pct = 10, .same_pct = 5, .repeat_pct = 20 };
+
+		check_against_model(&g);
+	}
+}
+
+Test(model, many_rules_force_smaller_pages)
+{
+	/* 4000 rows of ~8 bytes and 1500 rules: a 64 KiB page would need
+	 * far more than 256 palette entries. */
+	for (uint64_t seed = 100; seed < 104; seed++) {
+		struct gen g = { .seed = seed, .nrows = 4000, .pool = 1500, .max_delta = 16,
+				 .undef_pct = 2, .same_pct = 3, .repeat_pct = 5 };
+		struct cfi_builder *b;
+
+		check_against_model(&g);
+
+		/* Independently of the model, the page must have shrunk. */
+		b = cfi_builder_new();
+		for (int i = 0; i < 1024; i++)
+			cr_assert_eq(cfi_builder_add(b, 0x1000 + 16 * (uint64_t)i, &pool[1 + i]), 0);
+		{
+			struct cfi_table t;
+			struct cfi_error err = { { 0 } };
+
+			cr_assert_eq(cfi_builder_finish(b, 0x1000 + 16 * 1024, &t, &err), 0, "%s", err.msg);
+			/* 1024 rules in 16 KiB: 256 per 4 KiB page, 257+ above. */
+			cr_assert_eq(t.hdr->page_shift, 12);
+			cfi_table_free(&t);
+		}
+		cfi_builder_free(b);
+	}
+}
+
+Test(model, huge_functions)
+{
+	for (uint64_t seed = 200; seed < 206; seed++) {
+		struct gen g = { .seed = seed, .nrows = 120, .pool = 12, .max_delta = 300,
+				 .huge_pct = 20, .huge_delta = 3u << 20,
+				 .undef_pct = 5, .same_pct = 2, .repeat_pct = 10 };
+
+		check_against_model(&g);
+	}
+}
+
+Test(model, gaps_and_trailing_undef)
+{
+	for (uint64_t seed = 300; seed < 308; seed++) {
+		struct gen g = { .seed = seed, .nrows = 800, .pool = 300, .max_delta = 2000,
+				 .huge_pct = 2, .huge_delta = 200000,
+				 .undef_pct = 30, .same_pct = 5, .repeat_pct = 10,
+				 .trailing_undef = true };
+
+		check_against_model(&g);
+	}
+}
+
+Test(model, dense_every_byte)
+{
+	/* One row per byte drawing from 4000 rules: nearly every row of a
+	 * page has its own rule, so only 256-byte pages fit a palette. */
+	struct gen g = { .seed = 400, .nrows = 3000, .pool = 4000, .max_delta = 1,
+			 .repeat_pct = 0 };
+
+	check_against_model(&g);
+}
+
+Test(model, many_rows_force_smaller_blocks)
+{
+	/* Few rules but more rows than a 16 KiB block holds at 64 KiB pages. */
+	for (uint64_t seed = 500; seed < 503; seed++) {
+		struct gen g = { .seed = seed, .nrows = 9000, .pool = 4, .max_delta = 8,
+				 .same_pct = 1 };
+
+		check_against_model(&g);
+	}
+}
+
+Test(model, block_size_limit_exact)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+
+	/* 6000 rows alternating two rules every 2 bytes (12000 bytes): one
+	 * page would need 3 * 6000 + 2 * 2 > 16384 bytes; 8 KiB pages hold
+	 * 4096 rows, 12292 bytes. */
+	pool_init();
+	for (int i = 0; i < 6000; i++)
+		cr_assert_eq(cfi_builder_add(b, 0x10000 + 2 * (uint64_t)i, &pool[1 + i % 2]), 0);
+	cr_assert_eq(cfi_builder_finish(b, 0x10000 + 12000, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(t.hdr->page_shift, 13);
+	cr_assert_eq(t.hdr->npages, 2);
+	cr_assert_eq(t.pages[0].nrows, 4096);
+	cr_assert_eq(t.pages[1].nrows, 1904);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+/* ---- builder ---------------------------------------------------------- */
+
+static struct cfi_rule R(int i)
+{
+	pool_init();
+	return pool[i];
+}
+
+static int lookup_rule(const struct cfi_table *t, uint64_t addr, struct cfi_rule *out)
+{
+	int idx = cfi_table_lookup(t, addr, NULL);
+
+	if (idx >= 0)
+		*out = t->rules[idx];
+	return idx;
+}
+
+#define ASSERT_RULE_AT(t, addr, want)                                                   \
+	do {                                                                            \
+		struct cfi_rule got_, want_ = (want);                                   \
+		int i_ = lookup_rule((t), (addr), &got_);                               \
+		cr_assert_geq(i_, 0, "0x%llx not found", (unsigned long long)(addr));   \
+		cr_assert_eq(memcmp(&got_, &want_, sizeof(got_)), 0,                    \
+			     "0x%llx: cfa_off %d, want %d", (unsigned long long)(addr), \
+			     got_.cfa_off, want_.cfa_off);                              \
+	} while (0)
+
+static void finish_ok(struct cfi_builder *b, uint64_t end, struct cfi_table *t)
+{
+	struct cfi_error err = { { 0 } };
+	int ret = cfi_builder_finish(b, end, t, &err);
+
+	cr_assert_eq(ret, 0, "finish: %d %s", ret, err.msg);
+}
+
+Test(builder, merges_identical_neighbours)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), c = R(2);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1010, &a);
+	cfi_builder_add(b, 0x1020, &c);
+	cfi_builder_add(b, 0x1030, &c);
+	cfi_builder_add(b, 0x1040, &a);
+	cr_assert_eq(cfi_builder_rows(b), 3);
+	finish_ok(b, 0x1050, &t);
+	cr_assert_eq(t.hdr->nrows, 3);
+	cr_assert_eq(t.hdr->nrules, 2);
+	ASSERT_RULE_AT(&t, 0x101f, a);
+	ASSERT_RULE_AT(&t, 0x1020, c);
+	ASSERT_RULE_AT(&t, 0x103f, c);
+	ASSERT_RULE_AT(&t, 0x1040, a);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, same_address_replaces)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), x = R(2), y = R(3);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1010, &x);
+	cfi_builder_add(b, 0x1010, &y);
+	cr_assert_eq(cfi_builder_rows(b), 2);
+	finish_ok(b, 0x1020, &t);
+	ASSERT_RULE_AT(&t, 0x100f, a);
+	ASSERT_RULE_AT(&t, 0x1010, y);
+	/* x was replaced before any row used it: it is not stored. */
+	cr_assert_eq(t.hdr->nrules, 2);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, replacement_merges_with_previous)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), x = R(2);
+	struct cfi_table t;
+	struct cfi_row_iter it;
+	uint64_t addr;
+	uint32_t rule;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1010, &x);
+	cfi_builder_add(b, 0x1010, &a);
+	cr_assert_eq(cfi_builder_rows(b), 1);
+	finish_ok(b, 0x1020, &t);
+	ASSERT_RULE_AT(&t, 0x1010, a);
+	cfi_row_iter_init(&it, &t);
+	cr_assert(cfi_row_iter_next(&it, &addr, &rule));
+	cr_assert_eq(addr, 0x1000);
+	cr_assert_not(cfi_row_iter_next(&it, &addr, &rule));
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, leading_undef_dropped)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule u = R(UNDEF_ID), a = R(1);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &u);
+	cfi_builder_add(b, 0x1800, &u);
+	cfi_builder_add(b, 0x2000, &a);
+	cr_assert_eq(cfi_builder_rows(b), 1);
+	finish_ok(b, 0x3000, &t);
+	cr_assert_eq(t.hdr->base, 0x2000);
+	cr_assert_eq(cfi_table_lookup(&t, 0x1000, NULL), -ENOENT);
+	cr_assert_eq(cfi_table_lookup(&t, 0x1fff, NULL), -ENOENT);
+	ASSERT_RULE_AT(&t, 0x2000, a);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+/* Leading UNDEF rows are dropped however they arise, also by replacing
+ * the first row at the same address. */
+Test(builder, first_row_replaced_by_undef)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule u = R(UNDEF_ID), a = R(1), c = R(2);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1000, &u);
+	cfi_builder_add(b, 0x2000, &c);
+	finish_ok(b, 0x3000, &t);
+	cr_assert_eq(t.hdr->base, 0x2000, "base 0x%llx", (unsigned long long)t.hdr->base);
+	cr_assert_eq(cfi_table_lookup(&t, 0x1000, NULL), -ENOENT);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, interior_undef_kept)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule u = R(UNDEF_ID), a = R(1), c = R(2);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1100, &u);
+	cfi_builder_add(b, 0x1200, &c);
+	finish_ok(b, 0x1300, &t);
+	ASSERT_RULE_AT(&t, 0x10ff, a);
+	ASSERT_RULE_AT(&t, 0x1100, u);
+	ASSERT_RULE_AT(&t, 0x11ff, u);
+	ASSERT_RULE_AT(&t, 0x1200, c);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, trailing_undef_sets_end)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule u = R(UNDEF_ID), a = R(1), c = R(2);
+	struct cfi_table t;
+
+	cfi_builder_add(b, 0x1000, &a);
+	cfi_builder_add(b, 0x1100, &c);
+	cfi_builder_add(b, 0x1180, &u);
+	finish_ok(b, 0x5000, &t);
+	cr_assert_eq(t.hdr->end, 0x1180);
+	ASSERT_RULE_AT(&t, 0x117f, c);
+	cr_assert_eq(cfi_table_lookup(&t, 0x1180, NULL), -ENOENT);
+	cr_assert_eq(cfi_table_lookup(&t, 0x4fff, NULL), -ENOENT);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, no_rows)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule u = R(UNDEF_ID);
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+
+	cr_assert_eq(cfi_builder_finish(b, 0x1000, &t, &err), -ENODATA);
+	cr_assert_neq(err.msg[0], 0);
+	cfi_builder_free(b);
+
+	b = cfi_builder_new();
+	cfi_builder_add(b, 0x1000, &u);
+	cfi_builder_add(b, 0x2000, &u);
+	memset(&err, 0, sizeof(err));
+	cr_assert_eq(cfi_builder_finish(b, 0x3000, &t, &err), -ENODATA);
+	cr_assert_neq(err.msg[0], 0);
+	cfi_builder_free(b);
+}
+
+Test(builder, bad_order_and_end)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), c = R(2);
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+
+	cr_assert_eq(cfi_builder_add(b, 0x2000, &a), 0);
+	cr_assert_eq(cfi_builder_add(b, 0x1fff, &c), -EINVAL);
+	cr_assert_neq(cfi_builder_finish(b, 0x2000, &t, &err), 0);
+	cr_assert_neq(err.msg[0], 0);
+	cfi_builder_free(b);
+}
+
+Test(builder, range_too_large)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), c = R(2);
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+
+	/* 2 TiB needs 2^25 pages of 64 KiB. */
+	cfi_builder_add(b, 0, &a);
+	cfi_builder_add(b, 1ull << 41, &c);
+	cr_assert_eq(cfi_builder_finish(b, (1ull << 41) + 1, &t, &err), -E2BIG);
+	cr_assert_neq(err.msg[0], 0);
+	cfi_builder_free(b);
+}
+
+/* ---- exact format and validator --------------------------------------- */
+
+/* base 0x10000, end 0x30000, 64 KiB pages:
+ *   page 0: A@0 B@0x100 C@0x200 A@0x5000      4 rows, palette {A,B,C}
+ *   page 1: A@0 (carried over) D@0x3000 E@0x8000  3 rows, palette {A,D,E}
+ * Header fields (64 bytes): magic 0, version 4, base 8, end 16,
+ * page_shift 24, npages 28, pages_off 32, nrules 36, rules_off 40,
+ * nrows 44, blob_size 48, pad 52. */
+enum { H_MAGIC = 0, H_VERSION = 4, H_BASE = 8, H_END = 16, H_SHIFT = 24, H_NPAGES = 28,
+       H_PAGES_OFF = 32, H_NRULES = 36, H_RULES_OFF = 40, H_NROWS = 44, H_BLOB_SIZE = 48,
+       H_SIZE = 64 };
+
+static struct cfi_rule rA, rB, rC, rD, rE;
+
+static void build_sample(struct cfi_table *t)
+{
+	struct cfi_builder *b = cfi_builder_new();
+
+	pool_init();
+	rA = pool[10];
+	rB = pool[11];
+	rC = pool[12];
+	rD = pool[13];
+	rE = pool[14];
+	cfi_builder_add(b, 0x10000, &rA);
+	cfi_builder_add(b, 0x10100, &rB);
+	cfi_builder_add(b, 0x10200, &rC);
+	cfi_builder_add(b, 0x15000, &rA);
+	cfi_builder_add(b, 0x23000, &rD);
+	cfi_builder_add(b, 0x28000, &rE);
+	finish_ok(b, 0x30000, t);
+	cfi_builder_free(b);
+}
+
+static uint16_t get16(const void *blob, size_t off)
+{
+	uint16_t v;
+
+	memcpy(&v, (const uint8_t *)blob + off, 2);
+	return v;
+}
+
+static uint32_t get32(const void *blob, size_t off)
+{
+	uint32_t v;
+
+	memcpy(&v, (const uint8_t *)blob + off, 4);
+	return v;
+}
+
+static uint64_t get64(const void *blob, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, (const uint8_t *)blob + off, 8);
+	return v;
+}
+
+struct region {
+	uint64_t start, end;
+	const char *what;
+};
+
+Test(format, exact_layout)
+{
+	static const uint16_t want_rows[2] = { 4, 3 }, want_pal[2] = { 3, 3 };
+	static const uint16_t row_addr[2][4] = { { 0, 0x100, 0x200, 0x5000 }, { 0, 0x3000, 0x8000 } };
+	const struct cfi_rule *want[2][4] = { { &rA, &rB, &rC, &rA }, { &rA, &rD, &rE } };
+	struct region reg[4];
+	struct cfi_table t;
+	const uint8_t *blob;
+	uint32_t pages_off, rules_off, size;
+	int p, i, j;
+
+	cr_assert_eq(sizeof(struct cfi_table_header), H_SIZE);
+	cr_assert_eq(sizeof(struct cfi_page), 8);
+	cr_assert_eq(sizeof(struct cfi_rule), 16);
+	build_sample(&t);
+	blob = t.blob;
+	size = (uint32_t)t.size;
+	cr_assert_eq(get32(blob, H_MAGIC), 0x54494643); /* "CFIT" */
+	cr_assert_eq(memcmp(blob, "CFIT", 4), 0);
+	cr_assert_eq(get32(blob, H_VERSION), 1);
+	cr_assert_eq(get64(blob, H_BASE), 0x10000);
+	cr_assert_eq(get64(blob, H_END), 0x30000);
+	cr_assert_eq(get32(blob, H_SHIFT), 16);
+	cr_assert_eq(get32(blob, H_NPAGES), 2);
+	cr_assert_eq(get32(blob, H_NRULES), 5);
+	cr_assert_eq(get32(blob, H_NROWS), 7);
+	cr_assert_eq(get32(blob, H_BLOB_SIZE), size);
+	for (i = 52; i < 64; i++)
+		cr_assert_eq(blob[i], 0, "header pad byte %d", i);
+
+	pages_off = get32(blob, H_PAGES_OFF);
+	rules_off = get32(blob, H_RULES_OFF);
+	cr_assert_eq(pages_off % 8, 0);
+	cr_assert_eq(rules_off % 16, 0);
+	reg[0] = (struct region){ 0, H_SIZE, "header" };
+	reg[1] = (struct region){ pages_off, pages_off + 2 * 8, "pages" };
+	reg[2] = (struct region){ rules_off, rules_off + 5 * 16, "rules" };
+
+	for (p = 0; p < 2; p++) {
+		uint32_t boff = get32(blob, pages_off + 8 * p);
+		uint16_t n = get16(blob, pages_off + 8 * p + 4), np = get16(blob, pages_off + 8 * p + 6);
+		uint32_t rule_at = boff + 2 * n, pal_at = boff + 3 * n + (n & 1);
+		uint32_t bend = pal_at + 2 * np;
+
+		cr_assert_eq(n, want_rows[p], "page %d rows", p);
+		cr_assert_eq(np, want_pal[p], "page %d palette", p);
+		cr_assert_eq(boff % 2, 0);
+		cr_assert_leq(bend, size);
+		cr_assert_eq(boff / CFI_CHUNK_SIZE, (bend - 1) / CFI_CHUNK_SIZE);
+		if (n & 1)
+			cr_assert_eq(blob[boff + 3 * n], 0, "page %d pad byte", p);
+		for (i = 0; i < n; i++) {
+			uint8_t local = blob[rule_at + i];
+			uint16_t g;
+
+			cr_assert_eq(get16(blob, boff + 2 * i), row_addr[p][i], "page %d row %d addr", p, i);
+			cr_assert_lt(local, np);
+			g = get16(blob, pal_at + 2 * local);
+			cr_assert_lt(g, 5);
+			cr_assert_eq(memcmp(blob + rules_off + 16 * g, want[p][i], 16), 0,
+				     "page %d row %d rule", p, i);
+		}
+		for (i = 0; i < np; i++)
+			for (j = 0; j < i; j++)
+				cr_assert_neq(get16(blob, pal_at + 2 * i), get16(blob, pal_at + 2 * j),
+					      "page %d: palette entry repeated", p);
+		/* The block overlaps neither the header, the pages, the rules nor
+		 * page 0's block (checked from page 1's side). */
+		for (i = 0; i < 3 + p; i++)
+			cr_assert(bend <= reg[i].start || boff >= reg[i].end,
+				  "page %d block [%u, %u) overlaps the %s", p, boff, bend, reg[i].what);
+		reg[3] = (struct region){ boff, bend, "block of page 0" };
+	}
+	cfi_table_free(&t);
+}
+
+Test(format, lookup_and_iteration)
+{
+	static const struct { uint64_t addr; const struct cfi_rule *r; } q[] = {
+		{ 0x10000, &rA }, { 0x100ff, &rA }, { 0x10100, &rB }, { 0x101ff, &rB },
+		{ 0x10200, &rC }, { 0x14fff, &rC }, { 0x15000, &rA }, { 0x1ffff, &rA },
+		{ 0x20000, &rA }, { 0x22fff, &rA }, { 0x23000, &rD }, { 0x27fff, &rD },
+		{ 0x28000, &rE }, { 0x2ffff, &rE },
+	};
+	static const uint64_t rows[] = { 0x10000, 0x10100, 0x10200, 0x15000, 0x23000, 0x28000 };
+	const struct cfi_rule *rrules[] = { &rA, &rB, &rC, &rA, &rD, &rE };
+	struct cfi_table t;
+	struct cfi_row_iter it;
+	uint64_t addr;
+	uint32_t rule;
+	unsigned cmp;
+	size_t i;
+
+	build_sample(&t);
+	for (i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+		int idx = cfi_table_lookup(&t, q[i].addr, &cmp);
+
+		cr_assert_geq(idx, 0, "0x%llx", (unsigned long long)q[i].addr);
+		cr_assert_eq(memcmp(&t.rules[idx], q[i].r, sizeof(struct cfi_rule)), 0,
+			     "0x%llx", (unsigned long long)q[i].addr);
+		/* At most 4 rows per page: a binary search needs <= 2. */
+		cr_assert_leq(cmp, 2);
+	}
+	cr_assert_eq(cfi_table_lookup(&t, 0xffff, NULL), -ENOENT);
+	cr_assert_eq(cfi_table_lookup(&t, 0x30000, NULL), -ENOENT);
+
+	/* The copy of A at the start of page 1 is not a row of its own. */
+	cfi_row_iter_init(&it, &t);
+	for (i = 0; cfi_row_iter_next(&it, &addr, &rule); i++) {
+		cr_assert_lt(i, 6);
+		cr_assert_eq(addr, rows[i]);
+		cr_assert_eq(memcmp(&t.rules[rule], rrules[i], sizeof(struct cfi_rule)), 0);
+	}
+	cr_assert_eq(i, 6);
+	cfi_table_free(&t);
+}
+
+struct corruption {
+	const char *what;
+	size_t off;      /* where to write */
+	int width;       /* 1, 2 or 4 bytes; 0: change the size passed only */
+	int64_t value;   /* new value, or delta when relative */
+	bool relative;
+	int want;        /* expected error */
+};
+
+static void put(uint8_t *blob, size_t off, int width, uint32_t v)
+{
+	if (width == 1)
+		blob[off] = (uint8_t)v;
+	else if (width == 2)
+		memcpy(blob + off, &(uint16_t){ (uint16_t)v }, 2);
+	else
+		memcpy(blob + off, &v, 4);
+}
+
+static uint32_t get(const uint8_t *blob, size_t off, int width)
+{
+	if (width == 1)
+		return blob[off];
+	if (width == 2)
+		return get16(blob, off);
+	return get32(blob, off);
+}
+
+/* Applies each corruption to a copy of `good` and checks that the
+ * validator refuses it, explains why, and leaves the blob alone. */
+static void check_corruptions(const uint8_t *good, size_t size, const struct corruption *cases,
+			      size_t ncases)
+{
+	for (size_t i = 0; i < ncases; i++) {
+		const struct corruption *c = &cases[i];
+		uint8_t *blob = malloc(size + 16), *snap = malloc(size + 16);
+		size_t n = size;
+		struct cfi_table t2;
+		struct cfi_error err = { { 0 } };
+		int ret;
+
+		cr_assert(blob && snap);
+		memcpy(blob, good, size);
+		memset(blob + size, 0, 16);
+		if (c->width == 0) {
+			n = (size_t)((int64_t)size + c->value);
+		} else {
+			uint32_t v = c->relative ? get(blob, c->off, c->width) + (uint32_t)c->value
+						 : (uint32_t)c->value;
+
+			cr_assert_neq(get(blob, c->off, c->width), v, "%s: not a change", c->what);
+			put(blob, c->off, c->width, v);
+		}
+		memcpy(snap, blob, size + 16);
+		memset(&t2, 0x5a, sizeof(t2));
+		ret = cfi_table_open(&t2, blob, n, &err);
+		cr_assert_eq(ret, c->want, "%s: got %d (%s)", c->what, ret, err.msg);
+		cr_assert_neq(err.msg[0], 0, "%s: no message", c->what);
+		cr_assert_null(t2.blob, "%s: took the blob", c->what);
+		cr_assert_eq(memcmp(blob, snap, size + 16), 0, "%s: blob modified", c->what);
+		/* Still ours: had the validator freed it, ASan would see this. */
+		free(blob);
+		free(snap);
+	}
+}
+
+Test(validator, single_corruptions)
+{
+	struct cfi_table t;
+	uint8_t *good;
+	size_t size;
+	uint32_t po, ro, b0, b1;
+
+	build_sample(&t);
+	size = t.size;
+	good = malloc(size);
+	memcpy(good, t.blob, size);
+	cfi_table_free(&t);
+	po = get32(good, H_PAGES_OFF);
+	ro = get32(good, H_RULES_OFF);
+	b0 = get32(good, po);      /* 4 rows: addr +0, rule +8, palette +12 */
+	b1 = get32(good, po + 8);  /* 3 rows: addr +0, rule +6, pad +9, palette +10 */
+	{
+		const struct corruption cases[] = {
+			{ "bad magic", H_MAGIC, 4, 0x54494644, false, -EBADMSG },
+			{ "version + 1", H_VERSION, 4, 1, true, -EPROTO },
+			{ "page_shift 7", H_SHIFT, 4, 7, false, -EBADMSG },
+			{ "page_shift 17", H_SHIFT, 4, 17, false, -EBADMSG },
+			{ "npages + 1", H_NPAGES, 4, 1, true, -EBADMSG },
+			{ "npages - 1", H_NPAGES, 4, -1, true, -EBADMSG },
+			{ "blob_size + 16", H_BLOB_SIZE, 4, 16, true, -EBADMSG },
+			{ "blob_size - 1", H_BLOB_SIZE, 4, -1, true, -EBADMSG },
+			{ "end == base", H_END, 4, 0x10000, false, -EBADMSG },
+			{ "pages_off misaligned", H_PAGES_OFF, 4, 4, true, -EBADMSG },
+			{ "pages_off in the header", H_PAGES_OFF, 4, 0, false, -EBADMSG },
+			{ "pages_off past the end", H_PAGES_OFF, 4, (int64_t)size, false, -EBADMSG },
+			{ "rules_off misaligned", H_RULES_OFF, 4, 8, true, -EBADMSG },
+			{ "rules_off in the header", H_RULES_OFF, 4, 0, false, -EBADMSG },
+			{ "rules past the end", H_RULES_OFF, 4, (int64_t)size - 16, false, -EBADMSG },
+			{ "nrules 0", H_NRULES, 4, 0, false, -EBADMSG },
+			{ "nrules 65536", H_NRULES, 4, 65536, false, -EBADMSG },
+			{ "nrows + 1", H_NROWS, 4, 1, true, -EBADMSG },
+			{ "nrows - 1", H_NROWS, 4, -1, true, -EBADMSG },
+			{ "page 0 without rows", po + 4, 2, 0, false, -EBADMSG },
+			{ "page 1 with a row more", po + 8 + 4, 2, 1, true, -EBADMSG },
+			{ "page 0 palette empty", po + 6, 2, 0, false, -EBADMSG },
+			{ "page 1 palette of 257", po + 8 + 6, 2, 257, false, -EBADMSG },
+			{ "page 0 block odd", po, 4, 1, true, -EBADMSG },
+			{ "page 1 block past the end", po + 8, 4, (int64_t)size, false, -EBADMSG },
+			{ "palette entry == nrules", b0 + 12 + 2, 2, 5, false, -EBADMSG },
+			{ "palette entry 0xffff", b1 + 10 + 4, 2, 0xffff, false, -EBADMSG },
+			{ "row_rule past page 1 palette", b1 + 6 + 2, 1, 3, false, -EBADMSG },
+			{ "row_rule past page 0 palette", b0 + 8 + 3, 1, 3, false, -EBADMSG },
+			{ "row_addr repeated", b0 + 4, 2, 0x100, false, -EBADMSG },
+			{ "row_addr decreasing", b0 + 6, 2, 0x150, false, -EBADMSG },
+			{ "page 1 not starting at 0", b1, 2, 1, false, -EBADMSG },
+			{ "page 0 not starting at 0", b0, 2, 0x50, false, -EBADMSG },
+			{ "unknown cfa_type", ro + 0, 1, CFI_CFA_EXPR + 1, false, -EBADMSG },
+			{ "unknown rbp_type", ro + 16 + 2, 1, CFI_REG_VAL_EXPR + 1, false, -EBADMSG },
+			{ "unknown ra_type", ro + 32 + 3, 1, 0xff, false, -EBADMSG },
+			{ "truncated by 1", 0, 0, -1, true, -EBADMSG },
+			{ "shorter than the header", 0, 0, 40 - (int64_t)size, true, -EBADMSG },
+			{ "padded by 16", 0, 0, 16, true, -EBADMSG },
+		};
+
+		check_corruptions(good, size, cases, sizeof(cases) / sizeof(cases[0]));
+	}
+
+	/* The unmodified blob is accepted and owned. */
+	{
+		uint8_t *blob = malloc(size);
+		struct cfi_error err = { { 0 } };
+
+		memcpy(blob, good, size);
+		cr_assert_eq(cfi_table_open(&t, blob, size, &err), 0, "%s", err.msg);
+		cr_assert_eq(t.blob, blob);
+		cfi_table_free(&t);
+	}
+	free(good);
+}
+
+/* The sample table assembled by hand from the format description, with
+ * the arrays and blocks wherever the caller puts them. */
+static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, uint32_t b1,
+			  size_t *size_out)
+{
+	static const uint16_t addr0[4] = { 0, 0x100, 0x200, 0x5000 }, addr1[3] = { 0, 0x3000, 0x8000 };
+	static const uint8_t rule0[4] = { 0, 1, 2, 0 }, rule1[3] = { 0, 1, 2 };
+	static const uint16_t pal0[3] = { 0, 1, 2 }, pal1[3] = { 0, 3, 4 };
+	const struct cfi_rule *rules[5] = { &rA, &rB, &rC, &rD, &rE };
+	size_t size = b1 + 3 * 2 + 3 + 1 + 3 * 2;
+	uint8_t *blob;
+	uint32_t v;
+	uint64_t w;
+	int i;
+
+	pool_init();
+	rA = pool[10];
+	rB = pool[11];
+	rC = pool[12];
+	rD = pool[13];
+	rE = pool[14];
+	if (b0 + 4 * 2 + 4 + 3 * 2 > size)
+		size = b0 + 4 * 2 + 4 + 3 * 2;
+	blob = calloc(1, size);
+	cr_assert_not_null(blob);
+	memcpy(blob + H_MAGIC, "CFIT", 4);
+	v = 1, memcpy(blob + H_VERSION, &v, 4);
+	w = 0x10000, memcpy(blob + H_BASE, &w, 8);
+	w = 0x30000, memcpy(blob + H_END, &w, 8);
+	v = 16, memcpy(blob + H_SHIFT, &v, 4);
+	v = 2, memcpy(blob + H_NPAGES, &v, 4);
+	memcpy(blob + H_PAGES_OFF, &pages_off, 4);
+	v = 5, memcpy(blob + H_NRULES, &v, 4);
+	memcpy(blob + H_RULES_OFF, &rules_off, 4);
+	v = 7, memcpy(blob + H_NROWS, &v, 4);
+	v = (uint32_t)size, memcpy(blob + H_BLOB_SIZE, &v, 4);
+	/* pages: { block_off, nrows, npalette } */
+	memcpy(blob + pages_off, &b0, 4);
+	memcpy(blob + pages_off + 4, &(uint16_t){ 4 }, 2);
+	memcpy(blob + pages_off + 6, &(uint16_t){ 3 }, 2);
+	memcpy(blob + pages_off + 8, &b1, 4);
+	memcpy(blob + pages_off + 12, &(uint16_t){ 3 }, 2);
+	memcpy(blob + pages_off + 14, &(uint16_t){ 3 }, 2);
+	for (i = 0; i < 5; i++)
+		memcpy(blob + rules_off + 16 * i, rules[i], 16);
+	memcpy(blob + b0, addr0, 8);
+	memcpy(blob + b0 + 8, rule0, 4);
+	memcpy(blob + b0 + 12, pal0, 6);
+	memcpy(blob + b1, addr1, 6);
+	memcpy(blob + b1 + 6, rule1, 3);
+	memcpy(blob + b1 + 10, pal1, 6); /* after one pad byte: 3 rows is odd */
+	*size_out = size;
+	return blob;
+}
+
+static int open_hand(uint32_t pages_off, uint32_t rules_off, uint32_t b0, uint32_t b1,
+		     struct cfi_table *t, struct cfi_error *err)
+{
+	size_t size;
+	uint8_t *blob = hand_blob(pages_off, rules_off, b0, b1, &size);
+	int ret;
+
+	memset(err, 0, sizeof(*err));
+	ret = cfi_table_open(t, blob, size, err);
+	if (ret) {
+		cr_assert_null(t->blob);
+		cr_assert_neq(err->msg[0], 0);
+		free(blob);
+	}
+	return ret;
+}
+
+Test(validator, hand_assembled_blob)
+{
+	struct cfi_table t;
+	struct cfi_error err;
+	struct cfi_rule got;
+
+	/* Tightly packed, the blocks in reverse order, and a block ending
+	 * exactly at the end of chunk 0: all valid. */
+	cr_assert_eq(open_hand(64, 80, 160, 178, &t, &err), 0, "%s", err.msg);
+	cfi_table_free(&t);
+	cr_assert_eq(open_hand(64, 80, 200, 160, &t, &err), 0, "%s", err.msg);
+	cfi_table_free(&t);
+	cr_assert_eq(open_hand(64, 96, 200, CFI_CHUNK_SIZE - 16, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(lookup_rule(&t, 0x10200, &got), 2);
+	cr_assert_eq(memcmp(&got, &rC, 16), 0);
+	cr_assert_eq(lookup_rule(&t, 0x2ffff, &got), 4);
+	cr_assert_eq(memcmp(&got, &rE, 16), 0);
+	cr_assert_eq(lookup_rule(&t, 0x22fff, &got), 0);
+	cfi_table_free(&t);
+	cr_assert_eq(open_hand(64, 80, 160, CFI_CHUNK_SIZE, &t, &err), 0, "%s", err.msg);
+	cfi_table_free(&t);
+}
+
+Test(validator, hand_assembled_misplacements)
+{
+	struct cfi_table t;
+	struct cfi_error err;
+
+	/* Each blob is valid but for the one misplacement named. */
+	cr_assert_eq(open_hand(68, 96, 200, 230, &t, &err), -EBADMSG, "pages_off 68: %s", err.msg);
+	cr_assert_eq(open_hand(64, 88, 200, 230, &t, &err), -EBADMSG, "rules_off 88: %s", err.msg);
+	cr_assert_eq(open_hand(64, 80, 161, 200, &t, &err), -EBADMSG, "odd block: %s", err.msg);
+	/* Page 1's 16-byte block starting 14 bytes before a chunk boundary. */
+	cr_assert_eq(open_hand(64, 80, 160, CFI_CHUNK_SIZE - 14, &t, &err), -EBADMSG,
+		     "block across a chunk: %s", err.msg);
+	cr_assert_eq(open_hand(64, 80, CFI_CHUNK_SIZE - 8, CFI_CHUNK_SIZE + 64, &t, &err), -EBADMSG,
+		     "block across a chunk: %s", err.msg);
+}
