@@ -116,7 +116,8 @@ int sym_kallsyms_load(struct sym_kallsyms *k, const char *path, struct sym_arena
 		k->restricted = true;
 		goto out;
 	}
-	qsort(e, n, sizeof(*e), cmp_entry);
+	if (n)
+		qsort(e, n, sizeof(*e), cmp_entry);
 	k->syms = malloc((n ? n : 1) * sizeof(*k->syms));
 	if (!k->syms) {
 		rc = -ENOMEM;

@@ -45,16 +45,14 @@ static bool is_cplusplus(Dwarf_Die *die)
 }
 
 /* The symbol-table name for `addr`, or NULL.  `start` gets its value. */
-static const char *symtab_name(Dwfl_Module *mod, uint64_t addr, uint64_t *start)
+static const char *symtab_name(struct sym_symtab *st, Dwfl_Module *mod, uint64_t addr,
+			       uint64_t *start)
 {
-	GElf_Off off = 0;
-	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(mod, addr, &off, &sym, NULL, NULL, NULL);
+	uint64_t lo;
+	const char *name = sym_symtab_find(st, mod, addr, &lo);
 
-	if (!name || !*name)
-		return NULL;
-	if (start)
-		*start = addr - off;
+	if (name && start)
+		*start = lo;
 	return name;
 }
 
@@ -62,8 +60,8 @@ static const char *symtab_name(Dwfl_Module *mod, uint64_t addr, uint64_t *start)
  * name, else DW_AT_name.  For a C++ function whose DWARF has no linkage
  * name, DW_AT_name lacks the scope: the mangled symbol starting at the
  * function's entry is used if there is one. */
-static const char *die_function_name(Dwfl_Module *mod, Dwarf_Die *die, bool real,
-				     bool demangle, struct sym_intern *in)
+static const char *die_function_name(Dwfl_Module *mod, struct sym_symtab *st, Dwarf_Die *die,
+				     bool real, bool demangle, struct sym_intern *in)
 {
 	const char *s = die_linkage_name(die);
 
@@ -74,7 +72,7 @@ static const char *die_function_name(Dwfl_Module *mod, Dwarf_Die *die, bool real
 		const char *sym;
 
 		if (dwfl_module_getdwarf(mod, &bias) && dwarf_entrypc(die, &entry) == 0 &&
-		    (sym = symtab_name(mod, entry + bias, &start)) && start == entry + bias &&
+		    (sym = symtab_name(st, mod, entry + bias, &start)) && start == entry + bias &&
 		    strncmp(sym, "_Z", 2) == 0)
 			return show_name(in, sym, demangle);
 	}
@@ -157,7 +155,8 @@ static bool find_inlined(Dwarf_Die *scope, Dwarf_Addr pc, Dwarf_Die *chain, int 
 
 /* The chain from DWARF.  Returns frames written, 0 if no function DIE
  * contains the address, or -ENOMEM. */
-static int dwarf_chain(Dwfl_Module *mod, struct sym_fnindex *fx, Dwarf_Die *cudie, Dwarf_Addr pc,
+static int dwarf_chain(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st,
+		       Dwarf_Die *cudie, Dwarf_Addr pc,
 		       const char *file, int line, bool demangle, struct sym_intern *in,
 		       struct sym_frame *out)
 {
@@ -171,7 +170,7 @@ static int dwarf_chain(Dwfl_Module *mod, struct sym_fnindex *fx, Dwarf_Die *cudi
 	/* chain[]: the function, then the inlined calls, outermost first. */
 	for (int j = depth - 1; j >= 0; j--) {
 		Dwarf_Die *die = &chain[j];
-		const char *name = die_function_name(mod, die, j == 0, demangle, in);
+		const char *name = die_function_name(mod, st, die, j == 0, demangle, in);
 
 		if (!name && j > 0 && !(name = sym_intern(in, "??")))
 			return -ENOMEM;
@@ -204,8 +203,8 @@ static int unit_line(Dwarf_Die *cu, Dwarf_Addr pc, struct sym_intern *in, const 
 	return 0;
 }
 
-int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, uint64_t addr, bool demangle,
-		struct sym_intern *in, struct sym_frame *out)
+int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st, uint64_t addr,
+		bool demangle, struct sym_intern *in, struct sym_frame *out)
 {
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *found = dwfl_module_addrdie(mod, addr, &bias), unit, *cudie = NULL;
@@ -245,7 +244,7 @@ int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, uint64_t addr, bool de
 			return -ENOMEM;
 	}
 	if (cudie) {
-		n = dwarf_chain(mod, fx, cudie, addr - bias, file, line, demangle, in, out);
+		n = dwarf_chain(mod, fx, st, cudie, addr - bias, file, line, demangle, in, out);
 		if (n < 0)
 			return n;
 		if (n > 0 && out[n - 1].function)
@@ -254,7 +253,7 @@ int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, uint64_t addr, bool de
 	/* No function DIE (or an unnamed one): the symbol table names the
 	 * real function; the line table may still know where it is.  A name
 	 * left NULL is for the caller to fill in. */
-	sym = symtab_name(mod, addr, NULL);
+	sym = symtab_name(st, mod, addr, NULL);
 	if (n > 0) {
 		if (sym && !(out[n - 1].function = show_name(in, sym, demangle)))
 			return -ENOMEM;

@@ -12,6 +12,7 @@
 
 #include "funcindex.h"
 #include "intern.h"
+#include "symtab.h"
 #include "symbolize.h"
 
 /* Longest inline chain kept (the real function included): deeper
@@ -19,11 +20,12 @@
 #define SYM_MAX_CHAIN 64
 
 /* Fills `out` (SYM_MAX_CHAIN frames) innermost first, strings interned in
- * `in`, function DIEs found through `fx` (the module's index).  Returns
+ * `in`, function DIEs found through `fx` and symbols through `st` (the
+ * module's indexes).  Returns
  * the number of frames, 0 when neither DWARF nor a symbol table knows the
  * address, or -ENOMEM.  The last frame's function may be NULL: the caller
  * names it. */
-int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, uint64_t addr, bool demangle, struct sym_intern *in,
-		struct sym_frame *out);
+int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st, uint64_t addr,
+		bool demangle, struct sym_intern *in, struct sym_frame *out);
 
 #endif

@@ -35,15 +35,21 @@ struct module {
 	const char *path;        /* interned */
 	const char *base;        /* basename of path, for "base+0xOFF" */
 	const char *build_id;    /* interned lower-case hex, "" if none */
+	Dwfl *dwfl;              /* opened on first lookup */
+	Dwfl_Module *dmod;
+	struct sym_fnindex functions;   /* of its DWARF, per unit */
+	struct sym_symtab symbols;      /* of its symbol table */
+	bool dwfl_tried;
+	uint64_t start, end;     /* the module's address range */
+};
+
+/* A file registered, by identity: several may name one module. */
+struct file_id {
 	dev_t dev;
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
-	Dwfl *dwfl;              /* opened on first lookup */
-	Dwfl_Module *dmod;
-	struct sym_fnindex functions;   /* of its DWARF, per unit */
-	bool dwfl_tried;
-	uint64_t start, end;     /* the module's address range */
+	int32_t module;
 };
 
 struct cached {
@@ -63,7 +69,9 @@ struct symbolizer {
 	struct module *modules;
 	size_t nmodules, capmodules;
 	struct sym_table by_build_id;
-	struct sym_table by_file;
+	struct file_id *files;
+	size_t nfiles, capfiles;
+	struct sym_table by_file;   /* -> files[] */
 
 	struct cached *cache;
 	size_t ncache, capcache;
@@ -115,6 +123,10 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 	if (!s)
 		return NULL;
 	elf_version(EV_CURRENT);
+	/* libdwfl's standard debuginfo search asks debuginfod servers when
+	 * DEBUGINFOD_URLS is set: a profiler must not block on the network
+	 * while symbolizing, so debug files come from disk only. */
+	unsetenv("DEBUGINFOD_URLS");
 	sym_intern_init(&s->strings, &s->arena);
 	s->demangle = !opts->no_demangle;
 	s->callbacks.find_elf = dwfl_build_id_find_elf;   /* unused: reported by fd */
@@ -144,6 +156,7 @@ void symbolizer_free(struct symbolizer *s)
 		struct module *m = &s->modules[i];
 
 		sym_fnindex_free(&m->functions);
+		sym_symtab_free(&m->symbols);
 		if (m->dwfl)
 			dwfl_end(m->dwfl);
 		if (m->fd >= 0)
@@ -151,6 +164,7 @@ void symbolizer_free(struct symbolizer *s)
 	}
 	free(s->modules);
 	sym_table_free(&s->by_build_id);
+	free(s->files);
 	sym_table_free(&s->by_file);
 	free(s->cache);
 	sym_table_free(&s->cache_index);
@@ -181,14 +195,38 @@ static uint64_t file_hash(const struct stat *st)
 static bool file_eq(void *ctx, int32_t id)
 {
 	const struct file_key *k = ctx;
-	const struct module *m;
+	const struct file_id *f = &k->s->files[id];
 
-	if ((size_t)id >= k->s->nmodules)
-		return false;
-	m = &k->s->modules[id];
-	return m->dev == k->st->st_dev && m->ino == k->st->st_ino && m->size == k->st->st_size &&
-	       m->mtime.tv_sec == k->st->st_mtim.tv_sec &&
-	       m->mtime.tv_nsec == k->st->st_mtim.tv_nsec;
+	return f->dev == k->st->st_dev && f->ino == k->st->st_ino && f->size == k->st->st_size &&
+	       f->mtime.tv_sec == k->st->st_mtim.tv_sec &&
+	       f->mtime.tv_nsec == k->st->st_mtim.tv_nsec;
+}
+
+/* Remembers that the file `st` is module `module`.  0, or -ENOMEM. */
+static int add_file(struct symbolizer *s, const struct stat *st, uint64_t hash, int32_t module)
+{
+	struct file_id *f;
+
+	if (s->nfiles >= INT32_MAX)
+		return -ENOMEM;
+	if (s->nfiles == s->capfiles) {
+		size_t cap = s->capfiles ? s->capfiles * 2 : 16;
+		struct file_id *v = realloc(s->files, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->files = v;
+		s->capfiles = cap;
+	}
+	if (sym_table_insert(&s->by_file, hash, (int32_t)s->nfiles))
+		return -ENOMEM;
+	f = &s->files[s->nfiles++];
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->size = st->st_size;
+	f->mtime = st->st_mtim;
+	f->module = module;
+	return 0;
 }
 
 struct bid_key {
@@ -253,7 +291,7 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 	fh = file_hash(&st);
 	id = sym_table_find(&s->by_file, fh, file_eq, &fk);
 	if (id >= 0)
-		return id;
+		return s->files[id].module;
 
 	rc = read_build_id(fd, hex, sizeof(hex));
 	if (rc)
@@ -266,9 +304,8 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 		if (id >= 0) {
 			/* Another file, same object: remember it too, so that
 			 * the next registration of it skips the ELF read. */
-			if (sym_table_insert(&s->by_file, fh, id))
-				return -ENOMEM;
-			return id;
+			rc = add_file(s, &st, fh, id);
+			return rc ? rc : id;
 		}
 	}
 
@@ -293,20 +330,17 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 	slash = m->path ? strrchr(m->path, '/') : NULL;
 	m->base = slash ? sym_intern(&s->strings, slash + 1) : m->path;
 	m->build_id = bk.hex;
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->size = st.st_size;
-	m->mtime = st.st_mtim;
 	id = (int32_t)s->nmodules;
-	if (!m->path || !m->base || sym_table_insert(&s->by_file, fh, id) ||
-	    (hex[0] && sym_table_insert(&s->by_build_id, bh, id))) {
-		/* (a table entry already made for this id is harmless: the
-		 * eq callbacks ignore ids >= nmodules, and the module that
-		 * later takes the id is compared on its own key) */
+	if (!m->path || !m->base || (hex[0] && sym_table_insert(&s->by_build_id, bh, id))) {
+		/* (a build-id entry already made for this id is harmless:
+		 * bid_eq ignores ids >= nmodules, and the module that later
+		 * takes the id is compared on its own build-id) */
 		close(dupfd);
 		return -ENOMEM;
 	}
 	s->nmodules++;
+	/* (failing this only costs an ELF read at the next registration) */
+	(void)add_file(s, &st, fh, id);
 	return id;
 }
 
@@ -449,7 +483,8 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 			open_dwfl(s, m);
 		n = 0;
 		if (m->dmod && vaddr >= m->start && vaddr < m->end) {
-			n = sym_resolve(m->dmod, &m->functions, vaddr, s->demangle, &s->strings, frames);
+			n = sym_resolve(m->dmod, &m->functions, &m->symbols, vaddr, s->demangle,
+					&s->strings, frames);
 			if (n < 0)
 				return n;
 		}

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
-# Sets everything up and runs the main job on this machine: compiles the C
-# library's call frame information into a CFI table and shows it.
+# Sets everything up and runs the main job: profiles the bundled demo
+# workload (built without frame pointers) with DWARF stack walking in BPF,
+# shows its top functions and writes the profile.  Run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/setup.sh
 bash tools/build.sh
 
-libc=$(ldd /bin/true | awk '/libc.so/{print $3}')
-echo "== cfiprof cfi stats $libc"
-./build/cfiprof cfi stats "$libc"
+out=${1:-cfiprof-demo.pb.gz}
+echo "== cfiprof record -F 499 -o $out -- build/demo-workload 3"
+./build/cfiprof record -F 499 -o "$out" -- ./build/demo-workload 3
 echo
-echo "== cfiprof cfi dump $libc (first rows of the table, readelf -wF notation)"
-./build/cfiprof cfi dump "$libc" | head -n 25
+echo "== the same run as folded stacks (flame graph input), hottest first:"
+./build/cfiprof record -q -F 499 --format folded -o cfiprof-demo.folded -- ./build/demo-workload 2 >/dev/null
+sort -t' ' -k2 -nr cfiprof-demo.folded | head -n 5 | cut -c1-200
+echo
+echo "profile: $out (open with: pprof -top $out, or load it in Pyroscope/Parca)"
+echo "folded:  cfiprof-demo.folded (feed it to flamegraph.pl)"

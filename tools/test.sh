@@ -15,6 +15,7 @@ meson test -C build --print-errorlogs --num-processes 2 || status=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --print-errorlogs --num-processes 2 \
+  --wrapper "$PWD/tools/sanitizer_wrap.sh" \
   --suite unit --suite fuzz --suite cli || status=1
 
 python3 tools/test_summary.py build/meson-logs/testlog.json build-asan/meson-logs/testlog.json || status=1

@@ -808,6 +808,28 @@ static const struct cfi_rule *table_rule(struct oracle *o, uint64_t addr)
 	return idx < 0 ? NULL : &o->t.rules[idx];
 }
 
+/* The FDE list is decoded here, not by libdw: libdw's first row of the FDE
+ * must start at its start, and its last row end at its end. */
+static void confirm_fde(struct oracle *o, struct source *s, const struct range *g)
+{
+	uint64_t at[2] = { g->start, g->end - 1 };
+
+	for (int k = 0; k < 2; k++) {
+		Dwarf_Frame *f = NULL;
+		Dwarf_Addr start = 0, end = 0;
+
+		o->addrs++;
+		if (dwarf_cfi_addrframe(s->cfi, at[k], &f) || dwarf_frame_info(f, &start, &end, NULL) < 0)
+			mismatch(o, "%s FDE %" PRIx64 "..%" PRIx64 ": libdw has no frame at %" PRIx64 ": %s",
+				 s->name, g->start, g->end, at[k], dwarf_errmsg(-1));
+		else if (k == 0 ? start != g->start : end != g->end)
+			mismatch(o, "%s FDE %" PRIx64 "..%" PRIx64 ": libdw's row at %" PRIx64 " is %"
+				 PRIx64 "..%" PRIx64, s->name, g->start, g->end, at[k], (uint64_t)start,
+				 (uint64_t)end);
+		free(f);
+	}
+}
+
 /* Walks libdw's rows through each FDE; the lookup at each row start picks
  * the section exactly as the row sweep does. */
 static void check_fdes(struct oracle *o, struct source *s)
@@ -815,6 +837,8 @@ static void check_fdes(struct oracle *o, struct source *s)
 	for (size_t i = 0; i < s->fdes.n; i++) {
 		const struct range *g = &s->fdes.v[i];
 		uint64_t a = g->start;
+
+		confirm_fde(o, s, g);
 
 		while (a < g->end) {
 			const struct cfi_rule *r = table_rule(o, a);
