@@ -24,6 +24,51 @@ static void section_view(struct cfi_elf *e, struct cfi_section *sec, const GElf_
 	sec->name = name;
 }
 
+/* SHF_COMPRESSED sections (gcc -gz, objcopy --compress-debug-sections, as
+ * distributions ship debug files) start with an Elf64_Chdr.  Only zlib is
+ * decompressed; a section in another format is left out with a note. */
+static int inflate_section(struct cfi_elf *e, struct cfi_section *sec)
+{
+	Elf64_Chdr ch;
+	z_stream zs;
+	uint8_t *out;
+	int zret;
+
+	if (sec->size < sizeof(ch))
+		return -EBADMSG;
+	memcpy(&ch, sec->data, sizeof(ch));
+	if (ch.ch_type != ELFCOMPRESS_ZLIB) {
+		snprintf(e->note, sizeof(e->note), "%s: compression type %u not supported",
+			 sec->name, ch.ch_type);
+		return -ENOTSUP;
+	}
+	/* A compressed CFI section larger than 1 GiB is not a real one. */
+	if (ch.ch_size == 0 || ch.ch_size > (1u << 30))
+		return -EBADMSG;
+	out = malloc(ch.ch_size);
+	if (!out)
+		return -ENOMEM;
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK) {
+		free(out);
+		return -ENOMEM;
+	}
+	zs.next_in = (Bytef *)sec->data + sizeof(ch);
+	zs.avail_in = (uInt)(sec->size - sizeof(ch) > UINT32_MAX ? UINT32_MAX : sec->size - sizeof(ch));
+	zs.next_out = out;
+	zs.avail_out = (uInt)ch.ch_size;
+	zret = inflate(&zs, Z_FINISH);
+	inflateEnd(&zs);
+	if (zret != Z_STREAM_END || zs.total_out != ch.ch_size) {
+		free(out);
+		return -EBADMSG;
+	}
+	e->inflated = out;
+	sec->data = out;
+	sec->size = ch.ch_size;
+	return 0;
+}
+
 static void parse_notes(struct cfi_elf *e, const uint8_t *p, size_t size)
 {
 	/* Elf{32,64}_Nhdr are the same three 4-byte words. */
@@ -168,8 +213,19 @@ int cfi_elf_open_fd(struct cfi_elf *e, int fd, const char *name, struct cfi_erro
 				section_view(e, &e->eh_frame, &sh, ".eh_frame", true);
 			else if (!strcmp(sname, ".eh_frame_hdr"))
 				section_view(e, &e->eh_frame_hdr, &sh, ".eh_frame_hdr", true);
-			else if (!strcmp(sname, ".debug_frame"))
+			else if (!strcmp(sname, ".debug_frame")) {
 				section_view(e, &e->debug_frame, &sh, ".debug_frame", false);
+				if (e->debug_frame.size && (sh.sh_flags & SHF_COMPRESSED)) {
+					int zr = inflate_section(e, &e->debug_frame);
+
+					if (zr == -ENOTSUP) {
+						e->debug_frame.size = 0;
+					} else if (zr) {
+						return fail_elf(e, err, zr == -ENOMEM ? -ENOMEM : -EBADMSG,
+								"corrupt compressed .debug_frame");
+					}
+				}
+			}
 			else if (!strcmp(sname, ".text") && sh.sh_type != SHT_NOBITS) {
 				e->text_addr = sh.sh_addr;
 				e->has_text = true;
@@ -252,6 +308,8 @@ int cfi_elf_open_path(struct cfi_elf *e, const char *path, struct cfi_error *err
 
 void cfi_elf_close(struct cfi_elf *e)
 {
+	free(e->inflated);
+	e->inflated = NULL;
 	if (e->elf)
 		elf_end(e->elf);
 	if (e->map)

@@ -22,6 +22,7 @@ struct cfi_elf {
 	int fd;
 	void *map;
 	size_t size;
+	void *inflated;             /* decompressed .debug_frame (SHF_COMPRESSED), owned */
 	Elf *elf;
 	bool is64;
 	uint16_t type;              /* ET_EXEC / ET_DYN */
@@ -40,6 +41,7 @@ struct cfi_elf {
 	struct cfi_section eh_frame, eh_frame_hdr, debug_frame;
 	uint64_t text_addr, got_addr;
 	bool has_text, has_got;
+	char note[128];             /* why a section was left out, or "" */
 };
 
 /* Opens the ELF behind `fd` (which is duplicated, not taken).  `name` is

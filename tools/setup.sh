@@ -11,7 +11,7 @@ PKGS=(
   bpftool protobuf-c-compiler libprotobuf-c-dev libiberty-dev
   golang-go golang-github-google-pprof-dev
   libcriterion-dev libunwind-dev
-  binutils elfutils
+  binutils elfutils libllvm15
   libc6-dbg
   python3
 )
