@@ -339,7 +339,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	 * completely and this one symbolizes. */
 	if ((!p || (ev->end_reason == WALK_END_NO_MAPPING && ev->nuser &&
 		    !proc_find(p, ev->addrs[ev->nuser - 1]))) &&
-	    (!p || mono_ns() - p->last_scan_ns > 2000000ull) && ev->pid != 0) {
+	    (!p || mono_ns() - p->last_scan_ns > 2000000ull) && ev->pid != 0 &&
+	    ev->end_reason != WALK_END_NO_USER) {
 		r->rescans++;
 		procs_scan(&r->procs, (int)ev->pid);
 		p = procs_get(&r->procs, (int)ev->pid);

@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Address ranges beyond this many pages are refused rather than paged:
- * at 64 KiB pages it is 1 TiB of code, which no real object has. */
-#define CFI_PAGES_MAX (1u << 24)
+/* Tables with more pages are refused: at 64 KiB pages that is 64 GiB of
+ * code, which no real object has, and it bounds the memory a crafted
+ * object with far-apart FDEs can make the compiler spend. */
+#define CFI_PAGES_MAX (1u << 20)
 
 static inline const uint16_t *block_addr(const struct cfi_table *t, const struct cfi_page *pg)
 {
@@ -457,46 +458,61 @@ static int cmp_block_size(const void *a, const void *b)
 }
 
 /* Places every page block inside one chunk, first-fit by decreasing size,
- * so that chunk-end padding stays small.  Returns the blob size. */
+ * so that chunk-end padding stays small.  A max-tree over the chunks' free
+ * space finds the first chunk with room in O(log chunks), so packing stays
+ * O(pages log pages) even for a million tiny blocks.  Returns the blob
+ * size in *size. */
 static int pack_blocks(struct cfi_page *pg, uint32_t npages, uint64_t start, uint64_t *size)
 {
+	uint64_t first = start / CFI_CHUNK_SIZE, used_end = start;
+	/* Every block fits a chunk, so npages chunks past `first` suffice. */
+	uint64_t nchunks = (uint64_t)npages + 1, leaves = 1, i;
 	uint32_t *order = malloc((size_t)npages * sizeof(*order));
-	uint64_t nchunks_max = start / CFI_CHUNK_SIZE + npages + 1, first_open, used_end = start;
-	uint32_t *used = calloc(nchunks_max, sizeof(*used));
-	uint32_t i;
+	uint32_t *tree, *used;
 
-	if (!order || !used) {
+	while (leaves < nchunks)
+		leaves *= 2;
+	tree = malloc(2 * leaves * sizeof(*tree));
+	used = calloc(nchunks, sizeof(*used));
+	if (!order || !tree || !used) {
 		free(order);
+		free(tree);
 		free(used);
 		return -ENOMEM;
 	}
 	for (i = 0; i < npages; i++)
-		order[i] = i;
+		order[i] = (uint32_t)i;
 	sort_pages_base = pg;
 	qsort(order, npages, sizeof(*order), cmp_block_size);
-	first_open = start / CFI_CHUNK_SIZE;
-	used[first_open] = (uint32_t)(start % CFI_CHUNK_SIZE);
+
+	/* Leaf c holds the room left in chunk first + c (blocks 2-aligned). */
+	used[0] = (uint32_t)(start % CFI_CHUNK_SIZE);
+	for (i = 0; i < leaves; i++)
+		tree[leaves + i] = i < nchunks ? CFI_CHUNK_SIZE - ((used[i] + 1) & ~1u) : 0;
+	for (i = leaves - 1; i >= 1; i--)
+		tree[i] = tree[2 * i] > tree[2 * i + 1] ? tree[2 * i] : tree[2 * i + 1];
+
 	for (i = 0; i < npages; i++) {
 		struct cfi_page *p = &pg[order[i]];
-		uint32_t need = CFI_BLOCK_SIZE(p->nrows, p->npalette);
-		uint64_t c;
+		uint32_t need = CFI_BLOCK_SIZE(p->nrows, p->npalette), at;
+		uint64_t n = 1, c;
 
-		/* Chunks with less room than the smallest block are closed. */
-		while (CFI_CHUNK_SIZE - ((used[first_open] + 1) & ~1u) < 4)
-			first_open++;
-		for (c = first_open;; c++) {
-			uint32_t at = (used[c] + 1) & ~1u;
-
-			if (at + need <= CFI_CHUNK_SIZE) {
-				p->block_off = (uint32_t)(c * CFI_CHUNK_SIZE + at);
-				used[c] = at + need;
-				if (c * CFI_CHUNK_SIZE + used[c] > used_end)
-					used_end = c * CFI_CHUNK_SIZE + used[c];
-				break;
-			}
-		}
+		/* Descend to the leftmost chunk with room (the root always has:
+		 * untouched chunks are empty). */
+		while (n < leaves)
+			n = tree[2 * n] >= need ? 2 * n : 2 * n + 1;
+		c = n - leaves;
+		at = (used[c] + 1) & ~1u;
+		p->block_off = (uint32_t)((first + c) * CFI_CHUNK_SIZE + at);
+		used[c] = at + need;
+		if ((first + c) * CFI_CHUNK_SIZE + used[c] > used_end)
+			used_end = (first + c) * CFI_CHUNK_SIZE + used[c];
+		tree[n] = CFI_CHUNK_SIZE - ((used[c] + 1) & ~1u);
+		for (n /= 2; n >= 1; n /= 2)
+			tree[n] = tree[2 * n] > tree[2 * n + 1] ? tree[2 * n] : tree[2 * n + 1];
 	}
 	free(order);
+	free(tree);
 	free(used);
 	*size = (used_end + 15) & ~(uint64_t)15;
 	return 0;
