@@ -31,6 +31,7 @@ struct module {
 	ino_t ino;
 	off_t size;
 	int64_t mtime_ns;
+	bool is_main;              /* some process's executable (listed first in pprof) */
 };
 
 struct module_stats {

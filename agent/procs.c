@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -110,6 +111,24 @@ static int open_mapping(int pid, const struct procmap *m)
 	return open(path, O_RDONLY | O_CLOEXEC);
 }
 
+/* Marks the module that is the process's executable. */
+static void mark_main(struct proc_registry *r, int pid)
+{
+	char path[64];
+	struct stat st;
+	uint32_t i;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st))
+		return;
+	for (i = 0; i < r->mods->n; i++) {
+		struct module *m = r->mods->mods[i];
+
+		if (m->dev == st.st_dev && m->ino == st.st_ino)
+			m->is_main = true;
+	}
+}
+
 int procs_scan(struct proc_registry *r, int pid)
 {
 	struct procmap *maps = NULL;
@@ -182,6 +201,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	p->gone = false;
 	p->last_scan_ns = now_ns();
 	ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation);
+	mark_main(r, pid);
 out:
 	free(pm);
 	free(bm);

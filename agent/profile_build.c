@@ -147,19 +147,23 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	    !b->mappings || !pmap_to_mapping || !frame_start)
 		goto out;
 
-	for (i = 0; i < a->npmaps; i++) {
-		const struct pmap *pm = &a->pmaps[i];
-		struct prof_mapping *m;
+	/* pprof takes the first mapping for the main binary: executables
+	 * first, then the rest in the order they were met. */
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < a->npmaps; i++) {
+			const struct pmap *pm = &a->pmaps[i];
+			struct prof_mapping *m;
 
-		if (!pm->mod)
-			continue;
-		m = &b->mappings[nmappings++];
-		m->start = pm->start;
-		m->limit = pm->end;
-		m->file_offset = pm->offset;
-		m->path = pm->mod->path;
-		m->build_id = pm->mod->build_id;
-		pmap_to_mapping[i + 1] = nmappings;
+			if (!pm->mod || pm->mod->is_main != (k == 0))
+				continue;
+			m = &b->mappings[nmappings++];
+			m->start = pm->start;
+			m->limit = pm->end;
+			m->file_offset = pm->offset;
+			m->path = pm->mod->path;
+			m->build_id = pm->mod->build_id;
+			pmap_to_mapping[i + 1] = nmappings;
+		}
 	}
 
 	for (i = 0; i < a->cap; i++) {

@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -591,6 +593,70 @@ static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 	return 0;
 }
 
+/* The program's entry point, from its auxiliary vector. */
+static int entry_point(pid_t pid, unsigned long *entry)
+{
+	unsigned long av[2];
+	char path[64];
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fread(av, sizeof(av), 1, f) == 1 && av[0] != AT_NULL) {
+		if (av[0] == AT_ENTRY) {
+			*entry = av[1];
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* Lets a child stopped at exec run until its entry point (after the
+ * dynamic loader mapped its libraries) with a temporary breakpoint, and
+ * leaves it stopped there.  On any failure the child is left stopped at
+ * wherever it is, which is still safe to detach from. */
+static int run_to_entry(pid_t pid)
+{
+	struct user_regs_struct regs;
+	unsigned long entry;
+	long orig, patched;
+	int st, sig = 0;
+
+	if (entry_point(pid, &entry))
+		return -ENOENT;
+	errno = 0;
+	orig = ptrace(PTRACE_PEEKTEXT, pid, (void *)entry, NULL);
+	if (errno)
+		return -errno;
+	patched = (orig & ~0xffL) | 0xcc; /* int3 */
+	if (ptrace(PTRACE_POKETEXT, pid, (void *)entry, (void *)patched))
+		return -errno;
+	for (;;) {
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig))
+			return -errno;
+		if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
+			return -ECHILD;
+		if (WSTOPSIG(st) != SIGTRAP) {
+			sig = WSTOPSIG(st); /* not ours: deliver it and go on */
+			continue;
+		}
+		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
+			return -errno;
+		if (regs.rip == entry + 1)
+			break;
+		sig = 0;
+	}
+	if (ptrace(PTRACE_POKETEXT, pid, (void *)entry, (void *)orig))
+		return -errno;
+	regs.rip = entry;
+	return ptrace(PTRACE_SETREGS, pid, NULL, &regs) ? -errno : 0;
+}
+
 /* Lets the child exec and waits until it did (or failed to). */
 static int release_child(struct recorder *r, int go_fd, int exec_fd)
 {
@@ -609,8 +675,10 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 		return -e;
 	}
 	/* The exec stopped it (traced): the program and its loader are mapped
-	 * now; libraries come as it runs and are picked up by the first sample
-	 * that misses them. */
+	 * now.  Read them, then let the loader map the libraries and stop the
+	 * program again at its entry point, so that everything it links
+	 * against is known before its own code runs.  Later dlopen()s are
+	 * picked up by the first sample that misses them. */
 	{
 		int st;
 
@@ -621,6 +689,8 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 			return -ECHILD;
 		}
 		procs_scan(&r->procs, r->child);
+		if (run_to_entry(r->child) == 0)
+			procs_scan(&r->procs, r->child);
 		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {
 			fprintf(stderr, "cfiprof: releasing %s: %s\n", r->o->cmd[0], strerror(errno));
 			return -errno;

@@ -342,6 +342,10 @@ static __always_inline int step_fp(struct walk_state *st)
 {
 	__u64 ra, bp;
 
+	/* The x86-64 ABI has the outermost frame set rbp to 0 (ld.so's and
+	 * libc's _start do, without CFI for themselves). */
+	if (st->bp_valid && st->bp == 0)
+		return WALK_END_OUTERMOST;
 	if (!st->bp_valid || st->bp < st->sp || (st->bp & 7))
 		return WALK_END_FP_FAILED;
 	if (read_user_u64(st->bp + 8, &ra) || read_user_u64(st->bp, &bp))
