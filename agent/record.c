@@ -528,8 +528,10 @@ static int write_output(struct recorder *r, const struct profile *p)
 		ret = folded_write(p, 0, 1, r->o->output, err, sizeof(err));
 	else
 		ret = pprof_write(p, r->o->output, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "cfiprof: writing %s: %s\n", r->o->output, err[0] ? err : strerror(-ret));
+	if (ret && err[0])
+		fprintf(stderr, "cfiprof: %s\n", err);
+	else if (ret)
+		fprintf(stderr, "cfiprof: writing %s: %s\n", r->o->output, strerror(-ret));
 	return ret;
 }
 
@@ -755,6 +757,24 @@ int cmd_record(int argc, char **argv)
 			status = 2;
 			goto out;
 		}
+	}
+
+	/* Find out now, not after the recording, that the profile cannot be
+	 * written where asked. */
+	{
+		char *copy = strdup(o.output), *slash = copy ? strrchr(copy, '/') : NULL;
+		const char *dir = !copy ? "." : !slash ? "." : slash == copy ? "/" : copy;
+
+		if (slash && slash != copy)
+			*slash = 0;
+		if (access(dir, W_OK | X_OK)) {
+			fprintf(stderr, "cfiprof: cannot write %s: directory %s: %s\n", o.output, dir,
+				strerror(errno));
+			free(copy);
+			status = 1;
+			goto out;
+		}
+		free(copy);
 	}
 
 	memset(&sa, 0, sizeof(sa));

@@ -493,6 +493,11 @@ static long walk_one(__u32 i, void *ctx)
 			st->end = WALK_END_UNSUPPORTED;
 			return 1;
 		}
+		/* A signal trampoline is entered by "returning" to its first
+		 * instruction: ip - 1 found its FDE (which starts one byte early
+		 * for that reason), but the frame is the trampoline itself. */
+		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
+			ev->addrs[n] = st->ip;
 		ret = ret ? step_cfi(st, &rule) : step_fp(st);
 	}
 	if (ret >= 0) {

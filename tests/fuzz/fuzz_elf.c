@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,16 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* Section views must lie inside the mapped file. */
+static bool in_map(const struct cfi_elf *e, const struct cfi_section *sec)
+{
+	const uint8_t *map = e->map;
+
+	return sec->size == 0 ||
+	       (sec->data >= map && sec->data <= map + e->size &&
+		sec->size <= e->size - (size_t)(sec->data - map));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct cfi_compile_opts opts = { .debug_dir = "" };
@@ -61,12 +72,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(!strncmp(err.msg, NAME ": ", strlen(NAME) + 2));
 		return 0;
 	}
-	CHECK(e.eh_frame.size == 0 ||
-	      (e.eh_frame.data >= (const uint8_t *)e.map &&
-	       e.eh_frame.size <= e.size - (size_t)(e.eh_frame.data - (const uint8_t *)e.map)));
-	CHECK(e.debug_frame.size == 0 ||
-	      (e.debug_frame.data >= (const uint8_t *)e.map &&
-	       e.debug_frame.size <= e.size - (size_t)(e.debug_frame.data - (const uint8_t *)e.map)));
+	CHECK(in_map(&e, &e.eh_frame));
+	/* A compressed .debug_frame is read from its inflated copy. */
+	CHECK(in_map(&e, &e.debug_frame) ||
+	      (e.inflated && e.debug_frame.data == e.inflated));
 
 	cfi_cache_key(&e, &opts, key, sizeof(key));
 	CHECK(key[0]);

@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""Regenerates the seed inputs of the fuzz corpora (files named seed-*).
+"""Generates the seed inputs the fuzz corpora were grown from.
 
-usage: make_seeds.py CFIPROF [OUTDIR]
+usage: make_seeds.py CFIPROF OUTDIR
 
-CFIPROF is a built cfiprof (its cache files provide real table blobs);
-OUTDIR defaults to this directory, where corpus-ehframe/, corpus-elf/ and
-corpus-table/ live.  Needs gcc, objcopy and readelf.  Inputs found by
-fuzzing (merged with -merge=1, named by their SHA-1) are not touched.
+Writes OUTDIR/corpus-ehframe/, corpus-elf/ and corpus-table/, files named
+seed-*.  CFIPROF is a built cfiprof (its cache files provide real table
+blobs).  Needs gcc, objcopy and readelf.
 
-The seeds are small real inputs (sections and tables of a few system
-binaries and of fixtures assembled here, which use every DW_CFA opcode and
-pointer encoding cfi/ knows) plus hand-made malformed ones, one per
-rejection path, so that the fuzzer starts past the first checks.
+The seeds are small real inputs (sections and tables of /usr/bin/true and
+of fixtures assembled here, which use every DW_CFA opcode and pointer
+encoding cfi/ knows) plus hand-made malformed ones, one per rejection path,
+so that the fuzzer starts past the first checks.  The committed corpora are
+these seeds and fuzzer finds, minimised together; to add seeds after a
+change, merge rather than copy, e.g.
+
+    build-fuzz-asan/tests/fuzz/fuzz_ehframe -merge=1 tests/fuzz/corpus-ehframe OUTDIR/corpus-ehframe
 """
 import os
 import shutil
@@ -19,8 +22,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 # Every CFA instruction cfi/interp.c decodes, in one FDE, plus a signal
 # frame and a CIE with personality and LSDA.  Assembled with
@@ -387,6 +388,11 @@ def ehframe_seeds():
         "insn-advance-wrap": b"\x1d" + struct.pack("<Q", 0xFFFFFFFFFFFFFFF0),
         "insn-unknown-op": b"\x41\x2d\x41\x1c",
         "insn-rows-past-end": b"\x41\x0e\x10" * 40,
+        # Factored offsets that overflow int64 when multiplied by the data
+        # alignment, one per opcode that multiplies (once undefined behaviour).
+        "insn-mul-overflow": b"".join(op + b"\xff" * 9 + b"\x7f" for op in [
+            b"\x86", b"\x05\x06", b"\x11\x06", b"\x2f\x06", b"\x14\x06", b"\x15\x06",
+            b"\x12\x07", b"\x13"]) + b"\x41",
         "insn-big-offsets": b"\x0e\x80\x80\x80\x80\x80\x01\x41\x86\x80\x80\x04\x41\x90\xff\xff\x7f"
                             b"\x41\x0c\x80\x02\x08\x41\x09\x10\x80\x80\x02",
     }
@@ -620,13 +626,12 @@ def table_seeds():
 
 def main():
     global TMP, OUT
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) != 3:
         sys.exit(__doc__)
     cfiprof = os.path.abspath(sys.argv[1])
-    OUT = sys.argv[2] if len(sys.argv) == 3 else HERE
+    OUT = sys.argv[2]
     TMP = tempfile.mkdtemp(prefix="cfiprof-seeds-")
-    # Old seeds go: a seed of an older table format, say, would only test
-    # the version check.
+    # Old seeds go, so that OUTDIR holds one generation only.
     for corpus in ("ehframe", "elf", "table"):
         d = os.path.join(OUT, "corpus-" + corpus)
         for fn in os.listdir(d) if os.path.isdir(d) else []:
@@ -696,6 +701,20 @@ def main():
         b = bytearray(elf)
         b[0x28:0x30] = b"\0" * 8     # no section headers: found through PT_GNU_EH_FRAME
         put("elf", "fixture-no-shdrs", bytes(b))
+        # .debug_frame compressed (SHF_COMPRESSED, zlib), and with a
+        # compression type nobody knows.
+        zdbg = os.path.join(TMP, "fixture-dbg-zlib")
+        run("objcopy", "--compress-debug-sections=zlib", fx["dbg"], zdbg)
+        with open(zdbg, "rb") as f:
+            z = f.read()
+        put("elf", "dbg-zlib", z)
+        zoff = section_offset(zdbg, ".debug_frame")
+        b = bytearray(z)
+        b[zoff] = 9                   # Elf64_Chdr.ch_type
+        put("elf", "dbg-zlib-bad-type", bytes(b))
+        b = bytearray(z)
+        b[zoff + 8:zoff + 16] = struct.pack("<Q", 1 << 40)  # ch_size
+        put("elf", "dbg-zlib-huge-size", bytes(b))
         b = bytearray(elf)
         b[5] = 2                      # big-endian
         put("elf", "fixture-big-endian", bytes(b))

@@ -39,13 +39,11 @@ static volatile unsigned long fx_sink;
 } while (0)
 
 /* Spins for `secs` CPU seconds in a function of its own, outside every chain
- * the tests assert.  Fixtures call it first: `record -- CMD` reads a
- * program's mappings at exec, before the dynamic loader maps libc and the
- * fixtures' own libraries; walks that meet those objects stop short until
- * the agent has read the new mappings (it polls every 50 ms).  Keeping the
- * leaves out of that window is what lets the tests ask for exact stacks in
- * 99% of the leaves' samples; the record-cmd-startup test measures the
- * window itself, with no warm-up. */
+ * the tests assert.  Fixtures call it first, so that the leaves run clear
+ * of the program's start: whether `record -- CMD` knows libc and the
+ * fixture's libraries (mapped by ld.so after the exec) from the very first
+ * instruction of main is what the record-cmd-startup test checks, with no
+ * warm-up; the other tests then each check one thing. */
 FX_NOINLINE __attribute__((unused)) static void fx_warmup(double secs)
 {
 	if (secs > 0)
