@@ -38,6 +38,32 @@ struct proc *procs_get(const struct proc_registry *r, int pid)
 	return NULL;
 }
 
+void procs_forget(struct proc_registry *r, int pid)
+{
+	uint32_t i, j, k;
+
+	if (!r->cap)
+		return;
+	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		if (r->slots[i]->pid == pid)
+			break;
+	if (!r->slots[i])
+		return;
+	free(r->slots[i]->maps);
+	free(r->slots[i]);
+	r->slots[i] = NULL;
+	r->count--;
+	/* Backward-shift deletion keeps every probe chain unbroken. */
+	for (j = (i + 1) & (r->cap - 1); r->slots[j]; j = (j + 1) & (r->cap - 1)) {
+		k = slot_of((uint32_t)r->slots[j]->pid, r->cap);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			r->slots[i] = r->slots[j];
+			r->slots[j] = NULL;
+			i = j;
+		}
+	}
+}
+
 static int insert(struct proc_registry *r, struct proc *p)
 {
 	uint32_t i;

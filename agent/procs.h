@@ -40,6 +40,11 @@ int procs_scan(struct proc_registry *r, int pid);
 
 struct proc *procs_get(const struct proc_registry *r, int pid);
 
+/* Forgets `pid` (it exited or exec()ed): a later process with that pid, or
+ * the new program, is scanned afresh.  Samples already aggregated keep
+ * their resolved frames. */
+void procs_forget(struct proc_registry *r, int pid);
+
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr);
 

@@ -34,6 +34,7 @@
 
 #include "../bpf/abi.h"
 #include "../cfi/cache.h"
+#include "bpf_maps.h"
 #include "cfiprof.skel.h"
 #include "folded.h"
 #include "perf_events.h"
@@ -304,6 +305,7 @@ struct recorder {
 	uint64_t agg_errors;
 	uint64_t rescans;
 	struct frame_ref *frames;  /* scratch for one sample */
+	struct bpf_link *links[3]; /* fork, exec, exit tracepoints */
 };
 
 static uint64_t mono_ns(void)
@@ -322,6 +324,20 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct proc *p;
 	uint32_t n, i, k = 0;
 
+	if (size >= sizeof(struct cfiprof_proc_event) &&
+	    (ev->kind == EVENT_EXEC || ev->kind == EVENT_EXIT)) {
+		const struct cfiprof_proc_event *pe = data;
+
+		procs_forget(&r->procs, (int)pe->pid);
+		/* Read the new program's mappings before its first samples. */
+		if (pe->kind == EVENT_EXEC) {
+			r->rescans++;
+			procs_scan(&r->procs, (int)pe->pid);
+		} else {
+			bpf_proc_unload(r->procs.mappings_fd, r->procs.infos_fd, pe->pid);
+		}
+		return 0;
+	}
 	if (size < hdr || ev->kind != EVENT_SAMPLE) {
 		r->bad_records++;
 		return 0;
@@ -715,6 +731,10 @@ static void reap_child(struct recorder *r, bool wait)
 
 static void cleanup(struct recorder *r)
 {
+	int i;
+
+	for (i = 0; i < 3; i++)
+		bpf_link__destroy(r->links[i]);
 	if (r->rb)
 		ring_buffer__free(r->rb);
 	perf_sampler_close(&r->sampler);
@@ -808,6 +828,15 @@ int cmd_record(int argc, char **argv)
 	r.rb = ring_buffer__new(bpf_map__fd(r.skel->maps.events), on_event, &r, NULL);
 	if (!r.rb) {
 		fprintf(stderr, "cfiprof: ring buffer: %s\n", strerror(errno));
+		goto out;
+	}
+	/* Fork, exec and exit tracking: children of targets become targets,
+	 * and a process's mappings are dropped when they stop being valid. */
+	r.links[0] = bpf_program__attach(r.skel->progs.on_fork);
+	r.links[1] = bpf_program__attach(r.skel->progs.on_exec);
+	r.links[2] = bpf_program__attach(r.skel->progs.on_exit);
+	if (!r.links[0] || !r.links[1] || !r.links[2]) {
+		fprintf(stderr, "cfiprof: attaching the process tracepoints: %s\n", strerror(errno));
 		goto out;
 	}
 	ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));

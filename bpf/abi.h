@@ -149,6 +149,16 @@ struct proc_info {
 /* Record kinds on the events ring buffer. */
 enum cfiprof_event_kind {
 	EVENT_SAMPLE = 1,
+	EVENT_EXEC   = 2,   /* a process with published mappings exec()ed: they are gone */
+	EVENT_EXIT   = 3,   /* a process with published mappings exited */
+};
+
+/* EVENT_EXEC and EVENT_EXIT records.  The walker's view of the process
+ * was already dropped in BPF when the agent reads this; the agent drops
+ * its own (samples already taken keep their resolved frames). */
+struct cfiprof_proc_event {
+	__u32 kind;
+	__u32 pid;        /* tgid */
 };
 
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */

@@ -108,3 +108,54 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	emit(ctx, sc);
 	return 0;
 }
+
+/* Forget a process's mappings in BPF at once (no walk may use them any
+ * more: without its proc_infos entry a walk finds no mapping) and tell the
+ * agent, which removes the mapping array itself (BPF programs cannot
+ * delete from a map of maps). */
+static __always_inline void drop_proc(__u32 tgid, __u32 kind)
+{
+	struct cfiprof_proc_event ev = { .kind = kind, .pid = tgid };
+
+	if (!bpf_map_lookup_elem(&proc_infos, &tgid))
+		return;
+	bpf_map_delete_elem(&proc_infos, &tgid);
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		count(CNT_RINGBUF_DROPS);
+}
+
+/* Children of profiled processes are profiled too (perf's inherit). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid || !cfg.filter_pids)
+		return 0;
+	if (bpf_map_lookup_elem(&target_pids, &ptgid))
+		bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}
+
+/* After exec the old mappings describe nothing: walking with them would
+ * produce wrong frames, so they go before the new program runs. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	drop_proc(p->tgid, EVENT_EXEC);
+	return 0;
+}
+
+/* When the last thread exits, the pid may be reused by another process. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	drop_proc(tgid, EVENT_EXIT);
+	bpf_map_delete_elem(&target_pids, &tgid);
+	return 0;
+}

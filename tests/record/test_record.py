@@ -460,6 +460,24 @@ def t_deep_20(tmp):
     deep_folded(tmp, 20)
 
 
+@case("children-exec")
+def t_children_exec(tmp):
+    """`-- CMD` follows CMD's children (fork) and the programs they exec:
+    a shell runs the deep fixture at two depths, one after the other and
+    one in the background, and both get their exact stacks.  The shell's
+    own mappings are dropped at exec, so no walk of the new program can use
+    them."""
+    out = os.path.join(tmp, "children.folded")
+    deep = fx("deep")
+    run_record(["-F", "499", "--format", "folded", "-o", out, "--", "/bin/sh", "-c",
+                f"{deep} 12 2; {deep} 25 2 & wait"])
+    stacks = folded_stacks(out, "rec-deep")
+    check_chain([(f, n) for f, n in stacks if len(f) <= len(deep_chain(12))], "deep_leaf",
+                deep_chain(12), "child running deep 12")
+    check_chain([(f, n) for f, n in stacks if len(f) > len(deep_chain(12))], "deep_leaf",
+                deep_chain(25), "background child running deep 25")
+
+
 @case("deep-200")
 def t_deep_200(tmp):
     """200 frames of 8 bytes to 3 KiB: ~240 KiB of stack, far beyond
