@@ -658,7 +658,7 @@ def t_signal(tmp):
     samples, prof = read_pprof(out)
     mine = [s for s in samples if s.labels.get("comm") == "rec-signal"]
     k = len(SIG_MAIN_CHAIN)
-    stacks, unnamed = [], 0
+    stacks, unnamed, in_vdso = [], 0, 0
     for s in mine:
         frames = list(s.frames)
         # One location per frame here (no inlining): address i from the root.
@@ -666,7 +666,20 @@ def t_signal(tmp):
                 trampoline_address(prof, s.addrs[len(frames) - 1 - k])):
             frames[k] = "__restore_rt"
             unnamed += s.values[0]
+        # SIGPROF is delivered on the way back to user mode, mostly right
+        # after sig_c's clock_gettime(CLOCK_THREAD_CPUTIME_ID) syscall, so
+        # the interrupted point is often inside the vDSO clock_gettime that
+        # sig_c calls: a correct stack with two more frames.  Only exactly
+        # that pair, right below sig_c, is taken out before comparing.
+        if (len(frames) > k + 2 and frames[:k] == SIG_MAIN_CHAIN and
+                re.fullmatch(r"(__GI_)?_*clock_gettime", frames[k]) and
+                frames[k + 1] == "__vdso_clock_gettime"):
+            frames = frames[:k] + frames[k + 2:]
+            in_vdso += s.values[0]
         stacks.append((frames, s.values[0]))
+    if in_vdso:
+        log(f"({in_vdso} handler samples interrupted sig_c inside clock_gettime -> "
+            "__vdso_clock_gettime)")
     if unnamed:
         log(f"({unnamed} samples' trampoline frame is glibc's rt_sigreturn code but not "
             "named __restore_rt: see signal-trampoline-name)")
@@ -682,9 +695,11 @@ def t_signal_trampoline_name(tmp):
     k = len(SIG_MAIN_CHAIN)
     names = {}
     for frames, n in folded_stacks(out, "rec-signal"):
-        if frames and frames[-1] == "handler_leaf" and len(frames) > k:
-            names[frames[k]] = names.get(frames[k], 0) + n
-    log(f"frames between sig_c and on_prof: {names}")
+        # The frame right below the handler (the interrupted code may be
+        # sig_c or the clock_gettime it calls, see the signal case).
+        if len(frames) > k + 2 and frames[-1] == "handler_leaf" and frames[-2] == "on_prof":
+            names[frames[-3]] = names.get(frames[-3], 0) + n
+    log(f"frames below on_prof: {names}")
     total = sum(names.values())
     if total < MIN_LEAF // 3:
         raise Fail(f"only {total} samples in handler_leaf")
