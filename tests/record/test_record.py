@@ -460,6 +460,30 @@ def t_deep_20(tmp):
     deep_folded(tmp, 20)
 
 
+@case("realign")
+def t_realign(tmp):
+    """A frame whose CFA is *(rbp - 8) (GCC's realigned stack): the fixture
+    really has that rule at realign_outer's call site, and the walk steps
+    through it to the exact chain."""
+    exe = fx("realign")
+    nm = subprocess.run([os.environ.get("NM", "nm"), "-S", exe], stdout=subprocess.PIPE,
+                        text=True, check=True).stdout
+    m = re.search(r"^([0-9a-f]+) ([0-9a-f]+) T realign_outer$", nm, re.M)
+    if not m:
+        raise Fail("realign_outer not found by nm")
+    lo, size = int(m.group(1), 16), int(m.group(2), 16)
+    dump = subprocess.run([os.environ["CFIPROF"], "cfi", "dump", "--no-cache", exe],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout
+    rows = [l.split() for l in dump.splitlines() if not l.startswith("#")]
+    exp = [r for r in rows if len(r) > 1 and lo <= int(r[0], 16) < lo + size and r[1] == "exp"]
+    if not exp:
+        raise Fail("realign_outer has no expression CFA: the fixture does not test the deref rule")
+    out = os.path.join(tmp, "realign.folded")
+    run_record(["-F", "499", "--format", "folded", "-o", out, "--", exe, "2"])
+    check_chain(folded_stacks(out, "rec-realign"), "realign_leaf",
+                ROOT + ["realign_outer", "realign_mid", "realign_leaf"], "realigned stack")
+
+
 @case("children-exec")
 def t_children_exec(tmp):
     """`-- CMD` follows CMD's children (fork) and the programs they exec:
