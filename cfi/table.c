@@ -397,6 +397,16 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 	return 0;
 }
 
+/* The end of the page starting at ps.  A page at the very top of the
+ * address space ends at UINT64_MAX instead of wrapping to 0; every row is
+ * below the table's end, itself at most UINT64_MAX, so none is lost. */
+static inline uint64_t page_end(uint64_t ps, unsigned shift)
+{
+	uint64_t size = 1ull << shift;
+
+	return ps > UINT64_MAX - size ? UINT64_MAX : ps + size;
+}
+
 /* Per-page row and palette counts for a page shift; false if some page
  * would need more than CFI_PALETTE_MAX rules or a block over a chunk. */
 static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsigned shift,
@@ -415,7 +425,7 @@ static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsig
 		return false;
 	memset(stamp, 0, b->nrules * sizeof(*stamp));
 	for (p = 0; p < pages; p++) {
-		uint64_t ps = base + (p << shift), pe = ps + (1ull << shift);
+		uint64_t ps = base + (p << shift), pe = page_end(ps, shift);
 		uint32_t distinct = 0, n = 0, mark = (uint32_t)p + 1;
 
 		if (!(i < b->n && b->addr[i] == ps)) {
@@ -601,7 +611,7 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	i = 0;
 	for (p = 0; p < h.npages; p++) {
 		const struct cfi_page *pg = &pages[p];
-		uint64_t ps = h.base + ((uint64_t)p << shift), pe = ps + (1ull << shift);
+		uint64_t ps = h.base + ((uint64_t)p << shift), pe = page_end(ps, shift);
 		uint16_t *row_addr = (uint16_t *)(blob + pg->block_off);
 		uint8_t *row_rule = blob + pg->block_off + 2u * pg->nrows;
 		uint16_t *palette = (uint16_t *)(blob + pg->block_off + 3u * pg->nrows + (pg->nrows & 1u));
