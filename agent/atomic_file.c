@@ -1,4 +1,5 @@
 #include "atomic_file.h"
+#include "errbuf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,24 +12,6 @@
 #include <unistd.h>
 
 #define TMP_ATTEMPTS 100
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!errbuf || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-	/* keep it on one line even if a path has a newline in it */
-	for (char *c = errbuf; *c; c++)
-		if (*c == '\n' || *c == '\r')
-			*c = ' ';
-}
 
 static void release(struct atomic_file *af)
 {
@@ -72,14 +55,14 @@ int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, siz
 	af->path = NULL;
 	af->tmp_path = NULL;
 	if (!path || !*path) {
-		set_err(errbuf, errlen, "empty output path");
+		errbuf_set(errbuf, errlen, "empty output path");
 		return -EINVAL;
 	}
 	slash = strrchr(path, '/');
 	base = slash ? slash + 1 : path;
 	dirlen = (size_t)(base - path);
 	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
-		set_err(errbuf, errlen, "%s: is a directory", path);
+		errbuf_set(errbuf, errlen, "%s: is a directory", path);
 		return -EISDIR;
 	}
 	af->path = strdup(path);
@@ -88,7 +71,7 @@ int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, siz
 	af->tmp_path = malloc(tmplen);
 	if (!af->path || !af->tmp_path) {
 		release(af);
-		set_err(errbuf, errlen, "%s: out of memory", path);
+		errbuf_set(errbuf, errlen, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -110,7 +93,7 @@ int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, siz
 	{
 		char *dir = dir_of(path);
 
-		set_err(errbuf, errlen, "%s: cannot create a temporary file in %s: %s",
+		errbuf_set(errbuf, errlen, "%s: cannot create a temporary file in %s: %s",
 			path, dir ? dir : ".", strerror(err));
 		free(dir);
 	}
@@ -124,7 +107,7 @@ int atomic_file_write(struct atomic_file *af, const void *buf, size_t len,
 	const uint8_t *p = buf;
 
 	if (af->fd < 0) {
-		set_err(errbuf, errlen, "write to a closed output file");
+		errbuf_set(errbuf, errlen, "write to a closed output file");
 		return -EBADF;
 	}
 	while (len) {
@@ -135,11 +118,11 @@ int atomic_file_write(struct atomic_file *af, const void *buf, size_t len,
 
 			if (err == EINTR)
 				continue;
-			set_err(errbuf, errlen, "writing %s: %s", af->tmp_path, strerror(err));
+			errbuf_set(errbuf, errlen, "writing %s: %s", af->tmp_path, strerror(err));
 			return -err;
 		}
 		if (n == 0) {
-			set_err(errbuf, errlen, "writing %s: no progress", af->tmp_path);
+			errbuf_set(errbuf, errlen, "writing %s: no progress", af->tmp_path);
 			return -EIO;
 		}
 		p += n;
@@ -168,24 +151,24 @@ int atomic_file_commit(struct atomic_file *af, char *errbuf, size_t errlen)
 	int err;
 
 	if (af->fd < 0 || !af->tmp_path) {
-		set_err(errbuf, errlen, "commit of a closed output file");
+		errbuf_set(errbuf, errlen, "commit of a closed output file");
 		atomic_file_abort(af);
 		return -EBADF;
 	}
 	if (fsync(af->fd) < 0) {
 		err = errno;
-		set_err(errbuf, errlen, "fsync %s: %s", af->tmp_path, strerror(err));
+		errbuf_set(errbuf, errlen, "fsync %s: %s", af->tmp_path, strerror(err));
 		goto fail;
 	}
 	err = close(af->fd) < 0 ? errno : 0;
 	af->fd = -1;
 	if (err && err != EINTR) {
-		set_err(errbuf, errlen, "closing %s: %s", af->tmp_path, strerror(err));
+		errbuf_set(errbuf, errlen, "closing %s: %s", af->tmp_path, strerror(err));
 		goto fail;
 	}
 	if (rename(af->tmp_path, af->path) < 0) {
 		err = errno;
-		set_err(errbuf, errlen, "renaming %s to %s: %s", af->tmp_path, af->path,
+		errbuf_set(errbuf, errlen, "renaming %s to %s: %s", af->tmp_path, af->path,
 			strerror(err));
 		goto fail;
 	}

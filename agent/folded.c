@@ -20,20 +20,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!errbuf || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-}
+#include "errbuf.h"
 
 struct buf {
 	char *data;
@@ -203,20 +190,20 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (!p || !path) {
-		set_err(errbuf, errlen, "folded: no profile or no path");
+		errbuf_set(errbuf, errlen, "folded: no profile or no path");
 		return -EINVAL;
 	}
 	if (type_index >= p->ntypes || type_index >= PROF_MAX_VALUES) {
-		set_err(errbuf, errlen, "folded: sample type %u out of range (%u types)",
+		errbuf_set(errbuf, errlen, "folded: sample type %u out of range (%u types)",
 			type_index, p->ntypes);
 		return -EINVAL;
 	}
 	if (scale <= 0) {
-		set_err(errbuf, errlen, "folded: scale %lld must be positive", (long long)scale);
+		errbuf_set(errbuf, errlen, "folded: scale %lld must be positive", (long long)scale);
 		return -EINVAL;
 	}
 	if ((p->nsamples && !p->samples) || (p->nlocations && !p->locations)) {
-		set_err(errbuf, errlen, "folded: profile has a count without an array");
+		errbuf_set(errbuf, errlen, "folded: profile has a count without an array");
 		return -EINVAL;
 	}
 
@@ -225,7 +212,7 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		struct stack *stk;
 
 		if (s->nlocs && !s->locs) {
-			set_err(errbuf, errlen, "folded: sample %u has a count without an array", i);
+			errbuf_set(errbuf, errlen, "folded: sample %u has a count without an array", i);
 			ret = -EINVAL;
 			goto out;
 		}
@@ -236,7 +223,7 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 			const struct prof_location *l;
 
 			if (s->locs[j] >= p->nlocations) {
-				set_err(errbuf, errlen,
+				errbuf_set(errbuf, errlen,
 					"folded: sample %u: location %u out of range (%u locations)",
 					i, s->locs[j], p->nlocations);
 				ret = -EINVAL;
@@ -244,7 +231,7 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 			}
 			l = &p->locations[s->locs[j]];
 			if (l->nframes && !l->frames) {
-				set_err(errbuf, errlen, "folded: location %u has no frames array",
+				errbuf_set(errbuf, errlen, "folded: location %u has no frames array",
 					s->locs[j]);
 				ret = -EINVAL;
 				goto out;
@@ -261,7 +248,7 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		if (!stk)
 			goto oom;
 		if (__builtin_add_overflow(stk->total, s->values[type_index], &stk->total)) {
-			set_err(errbuf, errlen, "folded: value of stack %s overflows", key.data);
+			errbuf_set(errbuf, errlen, "folded: value of stack %s overflows", key.data);
 			ret = -EOVERFLOW;
 			goto out;
 		}
@@ -288,7 +275,7 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 	ret = atomic_file_write_all(path, out.data, out.len, errbuf, errlen);
 	goto out;
 oom:
-	set_err(errbuf, errlen, "folded: out of memory");
+	errbuf_set(errbuf, errlen, "folded: out of memory");
 	ret = -ENOMEM;
 out:
 	stacks_free(&st);

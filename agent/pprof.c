@@ -19,23 +19,10 @@
 #include <zlib.h>
 
 #include "atomic_file.h"
+#include "errbuf.h"
 #include "profile.pb-c.h"
 
 #define GZ_CHUNK (64 * 1024)
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *errbuf, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!errbuf || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(errbuf, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
 {
@@ -222,39 +209,39 @@ static int validate(const struct profile *p, size_t *nframes, size_t *nlocids,
 {
 	*nframes = *nlocids = *nlabels = 0;
 	if (p->ntypes > PROF_MAX_VALUES) {
-		set_err(errbuf, errlen, "pprof: %u sample types (at most %d)", p->ntypes,
+		errbuf_set(errbuf, errlen, "pprof: %u sample types (at most %d)", p->ntypes,
 			PROF_MAX_VALUES);
 		return -EINVAL;
 	}
 	if (p->ntypes && p->default_type >= p->ntypes) {
-		set_err(errbuf, errlen, "pprof: default sample type %u out of range (%u types)",
+		errbuf_set(errbuf, errlen, "pprof: default sample type %u out of range (%u types)",
 			p->default_type, p->ntypes);
 		return -EINVAL;
 	}
 	if ((p->nmappings && !p->mappings) || (p->nlocations && !p->locations) ||
 	    (p->nsamples && !p->samples) || (p->ncomments && !p->comments)) {
-		set_err(errbuf, errlen, "pprof: profile has a count without an array");
+		errbuf_set(errbuf, errlen, "pprof: profile has a count without an array");
 		return -EINVAL;
 	}
 	for (uint32_t i = 0; i < p->nlocations; i++) {
 		const struct prof_location *l = &p->locations[i];
 
 		if (l->mapping > p->nmappings) {
-			set_err(errbuf, errlen, "pprof: location %u: mapping %u out of range (%u mappings)",
+			errbuf_set(errbuf, errlen, "pprof: location %u: mapping %u out of range (%u mappings)",
 				i, l->mapping, p->nmappings);
 			return -EINVAL;
 		}
 		if (!l->nframes || !l->frames) {
-			set_err(errbuf, errlen, "pprof: location %u has no frames", i);
+			errbuf_set(errbuf, errlen, "pprof: location %u has no frames", i);
 			return -EINVAL;
 		}
 		if (l->nframes > UINT32_MAX - *nframes) {
-			set_err(errbuf, errlen, "pprof: too many frames");
+			errbuf_set(errbuf, errlen, "pprof: too many frames");
 			return -E2BIG;
 		}
 		for (uint32_t j = 0; j < l->nframes; j++) {
 			if (!l->frames[j].function) {
-				set_err(errbuf, errlen, "pprof: location %u frame %u has no function name",
+				errbuf_set(errbuf, errlen, "pprof: location %u frame %u has no function name",
 					i, j);
 				return -EINVAL;
 			}
@@ -265,12 +252,12 @@ static int validate(const struct profile *p, size_t *nframes, size_t *nlocids,
 		const struct prof_sample *s = &p->samples[i];
 
 		if ((s->nlocs && !s->locs) || (s->nlabels && !s->labels)) {
-			set_err(errbuf, errlen, "pprof: sample %u has a count without an array", i);
+			errbuf_set(errbuf, errlen, "pprof: sample %u has a count without an array", i);
 			return -EINVAL;
 		}
 		for (uint32_t j = 0; j < s->nlocs; j++) {
 			if (s->locs[j] >= p->nlocations) {
-				set_err(errbuf, errlen,
+				errbuf_set(errbuf, errlen,
 					"pprof: sample %u: location %u out of range (%u locations)",
 					i, s->locs[j], p->nlocations);
 				return -EINVAL;
@@ -278,7 +265,7 @@ static int validate(const struct profile *p, size_t *nframes, size_t *nlocids,
 		}
 		for (uint32_t j = 0; j < s->nlabels; j++) {
 			if (!s->labels[j].key || !*s->labels[j].key) {
-				set_err(errbuf, errlen, "pprof: sample %u: label %u has no key", i, j);
+				errbuf_set(errbuf, errlen, "pprof: sample %u: label %u has no key", i, j);
 				return -EINVAL;
 			}
 		}
@@ -453,7 +440,7 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->string_table = b->st.strs;
 	return 0;
 oom:
-	set_err(errbuf, errlen, "pprof: out of memory building the profile");
+	errbuf_set(errbuf, errlen, "pprof: out of memory building the profile");
 	return -ENOMEM;
 }
 
@@ -467,7 +454,7 @@ static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
 
 	out = malloc(GZ_CHUNK);
 	if (!out) {
-		set_err(errbuf, errlen, "pprof: out of memory");
+		errbuf_set(errbuf, errlen, "pprof: out of memory");
 		return -ENOMEM;
 	}
 	memset(&zs, 0, sizeof(zs));
@@ -476,7 +463,7 @@ static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
 			    Z_DEFAULT_STRATEGY);
 	if (zret != Z_OK) {
 		free(out);
-		set_err(errbuf, errlen, "pprof: deflateInit2 failed (%d)", zret);
+		errbuf_set(errbuf, errlen, "pprof: deflateInit2 failed (%d)", zret);
 		return zret == Z_MEM_ERROR ? -ENOMEM : -EIO;
 	}
 	zs.next_in = (Bytef *)buf;
@@ -491,7 +478,7 @@ static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
 			zs.avail_out = GZ_CHUNK;
 			zret = deflate(&zs, flush);
 			if (zret == Z_STREAM_ERROR) {
-				set_err(errbuf, errlen, "pprof: deflate failed");
+				errbuf_set(errbuf, errlen, "pprof: deflate failed");
 				ret = -EIO;
 				goto out;
 			}
@@ -501,7 +488,7 @@ static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
 		} while (zs.avail_out == 0);
 	} while (flush != Z_FINISH);
 	if (zret != Z_STREAM_END) {
-		set_err(errbuf, errlen, "pprof: deflate did not finish (%d)", zret);
+		errbuf_set(errbuf, errlen, "pprof: deflate did not finish (%d)", zret);
 		ret = -EIO;
 	}
 out:
@@ -521,7 +508,7 @@ int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
 	if (!p || !path) {
-		set_err(errbuf, errlen, "pprof: no profile or no path");
+		errbuf_set(errbuf, errlen, "pprof: no profile or no path");
 		return -EINVAL;
 	}
 	memset(&b, 0, sizeof(b));
@@ -531,12 +518,12 @@ int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t 
 	len = perftools__profiles__profile__get_packed_size(&b.prof);
 	buf = malloc(len ? len : 1);
 	if (!buf) {
-		set_err(errbuf, errlen, "pprof: out of memory (%zu bytes)", len);
+		errbuf_set(errbuf, errlen, "pprof: out of memory (%zu bytes)", len);
 		ret = -ENOMEM;
 		goto out;
 	}
 	if (perftools__profiles__profile__pack(&b.prof, buf) != len) {
-		set_err(errbuf, errlen, "pprof: protobuf packing size mismatch");
+		errbuf_set(errbuf, errlen, "pprof: protobuf packing size mismatch");
 		ret = -EIO;
 		goto out;
 	}

@@ -72,9 +72,10 @@ static inline void fuzz_check_lookup(const struct cfi_table *t, uint64_t addr)
 		return;
 	}
 	CHECK(idx >= 0 && (uint32_t)idx < h->nrules);
-	/* The BPF walker unrolls the search: a page holds at most
-	 * 2^page_shift rows, so the bound is page_shift comparisons. */
+	/* The BPF walker bounds the search: a page holds at most
+	 * 2^page_shift rows, and its block (3 bytes a row) fits one chunk. */
 	CHECK(cmp <= h->page_shift);
+	CHECK((1u << cmp) < 2u * CFI_CHUNK_SIZE / 3);
 }
 
 /* Runs every read a consumer of an opened table makes: lookups at and
