@@ -30,10 +30,15 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (!strcmp(argv[1], "record"))
+	/* getopt names the program after argv[0] in its messages. */
+	if (!strcmp(argv[1], "record")) {
+		argv[1] = (char *)"cfiprof record";
 		return cmd_record(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "cfi"))
+	}
+	if (!strcmp(argv[1], "cfi")) {
+		argv[1] = (char *)"cfiprof cfi";
 		return cmd_cfi(argc - 1, argv + 1);
+	}
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
 		printf("cfiprof %s (CFI table format %u)\n", CFIPROF_VERSION, 1u);
 		return 0;

@@ -641,7 +641,7 @@ static int entry_point(pid_t pid, unsigned long *entry)
 static int run_to_entry(pid_t pid)
 {
 	struct user_regs_struct regs;
-	unsigned long entry;
+	unsigned long entry = 0;
 	long orig, patched;
 	int st, sig = 0;
 

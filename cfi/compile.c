@@ -244,7 +244,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	if (!st->fdes) {
 		ret = cfi_fail(err, -ENODATA, "%s: no call frame information (%s)", e->name,
 			       e->eh_frame.size || debug_frame ? "no FDE describes any code"
-							       : "no .eh_frame or .debug_frame");
+			       : e->note[0] ? e->note : "no .eh_frame or .debug_frame");
 		goto out;
 	}
 

@@ -190,8 +190,14 @@ int cfi_elf_open_fd(struct cfi_elf *e, int fd, const char *name, struct cfi_erro
 	if (eh.e_shoff && elf_getshdrstrndx(e->elf, &shstrndx) == 0) {
 		size_t shnum = 0;
 
-		if (elf_getshdrnum(e->elf, &shnum) ||
-		    eh.e_shoff > e->size || (uint64_t)shnum * eh.e_shentsize > e->size - eh.e_shoff)
+		/* libelf clamps the count to the headers that fit in the file:
+		 * check the count the header claims (0 means it is in the first
+		 * section header, which libelf then read). */
+		if (eh.e_shnum)
+			shnum = eh.e_shnum;
+		else if (elf_getshdrnum(e->elf, &shnum))
+			shnum = SIZE_MAX;
+		if (eh.e_shoff > e->size || shnum > (e->size - eh.e_shoff) / (eh.e_shentsize ? eh.e_shentsize : 1))
 			return fail_elf(e, err, -ENOEXEC, "truncated: section headers past the end of the file");
 		while ((scn = elf_nextscn(e->elf, scn))) {
 			GElf_Shdr sh;

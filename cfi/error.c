@@ -8,9 +8,16 @@ int cfi_fail(struct cfi_error *err, int neg_errno, const char *fmt, ...)
 	if (err && !err->msg[0]) {
 		va_list ap;
 
+		char *c;
+
 		va_start(ap, fmt);
 		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
+		/* Messages quote bytes from the file (augmentation strings):
+		 * keep them one printable line whatever those bytes are. */
+		for (c = err->msg; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 	}
 	return neg_errno;
 }

@@ -154,7 +154,11 @@ static void state_to_rule(const struct frame_state *st, const struct cfi_cie *ci
 			  struct cfi_rule *rule)
 {
 	memset(rule, 0, sizeof(*rule));
-	if (st->cfa.is_expr) {
+	if (st->cfa.is_expr && !st->cfa.expr) {
+		/* No CFA rule at all yet (a CIE without def_cfa): nothing the
+		 * walker can follow. */
+		rule->cfa_type = CFI_CFA_EXPR;
+	} else if (st->cfa.is_expr) {
 		cfi_classify_cfa_expr(st->cfa.expr, st->cfa.expr_len, rule);
 	} else {
 		rule->cfa_type = CFI_CFA_REG;
