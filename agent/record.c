@@ -469,6 +469,11 @@ struct fn_count {
 	uint64_t count;
 };
 
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct fn_count *)a)->name, ((const struct fn_count *)b)->name);
+}
+
 static int cmp_fn(const void *a, const void *b)
 {
 	const struct fn_count *x = a, *y = b;
@@ -478,22 +483,27 @@ static int cmp_fn(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* Self samples per leaf function: sort by name, sum runs, sort by count
+ * (a profile can have many thousands of distinct stacks). */
 static void print_top(const struct profile *p, uint64_t total)
 {
 	struct fn_count *v = calloc(p->nsamples + 1, sizeof(*v));
-	uint32_t n = 0, i, j;
+	uint32_t n = 0, i;
 
 	if (!v)
 		return;
 	for (i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
-		const char *name = s->nlocs ? p->locations[s->locs[0]].frames[0].function : "[no stack]";
 
-		for (j = 0; j < n && strcmp(v[j].name, name); j++)
-			;
-		if (j == n)
-			v[n++].name = name;
-		v[j].count += (uint64_t)s->values[0];
+		v[i].name = s->nlocs ? p->locations[s->locs[0]].frames[0].function : "[no stack]";
+		v[i].count = (uint64_t)s->values[0];
+	}
+	qsort(v, p->nsamples, sizeof(*v), cmp_name);
+	for (i = 0; i < p->nsamples; i++) {
+		if (n && !strcmp(v[n - 1].name, v[i].name))
+			v[n - 1].count += v[i].count;
+		else
+			v[n++] = v[i];
 	}
 	qsort(v, n, sizeof(*v), cmp_fn);
 	fprintf(stderr, "top functions by self samples:\n");
