@@ -162,7 +162,6 @@ struct cfiprof_proc_event {
 };
 
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
-#define SAMPLE_FLAG_TRUNC_KSTACK 0x02
 
 /* A stack sample: nuser user addresses (leaf first), then nkernel kernel
  * addresses (leaf first), in addrs[].  User addresses are those the

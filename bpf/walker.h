@@ -86,7 +86,6 @@ struct walk_state {
 	__u64 ip, sp, bp;
 	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
 	struct cfi_mapping cur;
-	__u32 cur_idx;
 	__u32 nmappings;
 	__u32 n;              /* frames recorded */
 	__u32 tgid;
@@ -288,7 +287,6 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 		if (!m || addr >= m->end)
 			return -1;
 		st->cur = *m;
-		st->cur_idx = lo;
 		st->have_cur = 1;
 	}
 	return 0;
