@@ -52,39 +52,45 @@ int bpf_table_unload(int outer_fd, uint32_t id)
 	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
 }
 
-int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
-		  uint32_t n, uint32_t generation)
+/* Deletes entries [from, to) of one slot of `pid`'s mappings. */
+static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t from, uint32_t to)
 {
-	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
-	struct proc_info info = { .nmappings = n, .generation = generation };
+	struct mapping_key key = { .tgid = pid };
 	uint32_t i;
-	int fd, ret = 0;
 
-	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "proc_maps", sizeof(uint32_t),
-			    sizeof(struct cfi_mapping), n ? n : 1, &opts);
-	if (fd < 0)
-		return -errno;
-	for (i = 0; i < n; i++) {
-		if (bpf_map_update_elem(fd, &i, &m[i], BPF_ANY)) {
-			ret = -errno;
-			goto out;
-		}
+	for (i = from; i < to; i++) {
+		key.idx = slot | i;
+		bpf_map_delete_elem(mappings_fd, &key);
 	}
-	/* A walk between the two updates may pair the new array with the old
-	 * count; array lookups are bounds-checked, so at worst that one walk
-	 * misses a mapping. */
-	if (bpf_map_update_elem(mappings_fd, &pid, &fd, BPF_ANY) ||
-	    bpf_map_update_elem(infos_fd, &pid, &info, BPF_ANY))
-		ret = -errno;
-out:
-	close(fd);
-	return ret;
 }
 
-int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid)
+int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
+		  uint32_t n, uint32_t generation, struct bpf_proc_slots *slots)
 {
-	int a = bpf_map_delete_elem(infos_fd, &pid) ? -errno : 0;
-	int b = bpf_map_delete_elem(mappings_fd, &pid) ? -errno : 0;
+	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;
+	struct proc_info info = { .nmappings = n, .generation = generation, .slot = bit };
+	struct mapping_key key = { .tgid = pid };
 
-	return a && a != -ENOENT ? a : (b == -ENOENT ? 0 : b);
+	/* The walker reads the other slot until proc_info switches below. */
+	for (i = 0; i < n; i++) {
+		key.idx = bit | i;
+		if (bpf_map_update_elem(mappings_fd, &key, &m[i], BPF_ANY))
+			return -errno;
+	}
+	delete_range(mappings_fd, pid, bit, n, slots->n[slot]);
+	slots->n[slot] = n;
+	if (bpf_map_update_elem(infos_fd, &pid, &info, BPF_ANY))
+		return -errno;
+	slots->live = slot;
+	return 0;
+}
+
+int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc_slots *slots)
+{
+	int ret = bpf_map_delete_elem(infos_fd, &pid) ? -errno : 0;
+
+	delete_range(mappings_fd, pid, 0, 0, slots->n[0]);
+	delete_range(mappings_fd, pid, MAPPING_SLOT_BIT, 0, slots->n[1]);
+	slots->n[0] = slots->n[1] = 0;
+	return ret == -ENOENT ? 0 : ret;
 }

@@ -1,8 +1,8 @@
 /*
  * Moving CFI tables and process mappings into the walker's BPF maps
  * (bpf/walker.h): each table becomes an array map of CFI_CHUNK_SIZE chunks
- * inside cfi_tables; each process's sorted mappings an array map inside
- * proc_mappings, with its count in proc_infos.
+ * inside cfi_tables; each process's sorted mappings entries of the
+ * proc_mappings hash, with their count and live slot in proc_infos.
  */
 #ifndef AGENT_BPF_MAPS_H
 #define AGENT_BPF_MAPS_H
@@ -17,9 +17,21 @@
 int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes);
 int bpf_table_unload(int outer_fd, uint32_t id);
 
-/* Publishes the mappings of process `pid` (sorted by start). */
+/* Which of a process's two mapping slots is live, and how many entries
+ * each holds in the kernel. */
+struct bpf_proc_slots {
+	uint32_t live;
+	uint32_t n[2];
+};
+
+/* Publishes the mappings of process `pid` (sorted by start) into the slot
+ * not in use, then makes it the live one: walks in progress finish with
+ * the old array, and no walk ever sees half of an update.  No map-of-maps
+ * is touched, so this does not wait for an RCU grace period. */
 int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
-		  uint32_t n, uint32_t generation);
-int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid);
+		  uint32_t n, uint32_t generation, struct bpf_proc_slots *slots);
+
+/* Removes every entry of `pid` (its proc_info may already be gone). */
+int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc_slots *slots);
 
 #endif

@@ -1,14 +1,14 @@
 #include "modules.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../cfi/cache.h"
-#include "bpf_maps.h"
 
 static struct module *find_by_file(struct module_registry *r, const struct stat *st)
 {
@@ -38,62 +38,44 @@ static struct module *find_by_build_id(struct module_registry *r, const char *bi
 
 static int add(struct module_registry *r, struct module *m)
 {
+	int ret = 0;
+
+	/* The table worker walks the array to pick eviction victims. */
+	if (r->tables)
+		pthread_mutex_lock(&r->tables->lock);
 	if (r->n == r->cap) {
 		uint32_t ncap = r->cap ? r->cap * 2 : 64;
 		void *p = realloc(r->mods, ncap * sizeof(*r->mods));
 
-		if (!p)
-			return -ENOMEM;
+		if (!p) {
+			ret = -ENOMEM;
+			goto out;
+		}
 		r->mods = p;
 		r->cap = ncap;
 	}
-	r->mods[r->n++] = m;
-	m->id = r->n;
-	return 0;
+	r->mods[r->n] = m;
+	m->id = r->n + 1;
+	r->n++;
+out:
+	if (r->tables)
+		pthread_mutex_unlock(&r->tables->lock);
+	return ret;
 }
 
-static void load_table(struct module_registry *r, struct module *m, const struct cfi_elf *e)
+/* Whether compiling `e` could give a table at all: it, or its separate
+ * debug file, has call frame information.  Checked up front, so that the
+ * walker takes frame-pointer steps through such code without reporting
+ * misses nobody can satisfy. */
+static bool has_cfi(const struct cfi_elf *e, const struct cfi_compile_opts *opts)
 {
-	struct cfi_error err = { { 0 } };
-	struct cfi_get_info info;
-	struct cfi_table t;
-	uint32_t id;
-	int ret;
-
-	ret = cfi_table_get(e, &r->copts, r->cache_dir, &t, &info, &err);
-	if (ret) {
-		m->error = strdup(err.msg[0] ? err.msg : strerror(-ret));
-		r->stats.failed++;
-		return;
-	}
-	if (info.outcome == CFI_CACHE_HIT) {
-		r->stats.cache_hits++;
-	} else {
-		r->stats.compiled++;
-		r->stats.compile_ms += info.stats.compile_ms;
-	}
-	if (info.store_error[0] && r->verbose)
-		fprintf(stderr, "cfiprof: warning: table not cached: %s\n", info.store_error);
-	id = ++r->next_table_id;
-	ret = bpf_table_load(r->tables_fd, id, &t, &r->stats.kernel_bytes);
-	if (ret) {
-		char buf[256];
-
-		snprintf(buf, sizeof(buf), "loading its CFI table into BPF: %s", strerror(-ret));
-		m->error = strdup(buf);
-		r->stats.failed++;
-	} else {
-		m->table_id = id;
-		m->table_bytes = t.size;
-		r->stats.tables++;
-		r->stats.table_bytes += t.size;
-	}
-	cfi_table_free(&t);
+	return e->eh_frame.size || e->debug_frame.size || cfi_compile_uses_debug_file(e, opts);
 }
 
 struct module *modules_get(struct module_registry *r, int fd, const char *path)
 {
 	struct cfi_error err = { { 0 } };
+	struct cfi_compile_opts copts = { 0 };
 	struct module *m;
 	struct cfi_elf e;
 	struct stat st;
@@ -104,8 +86,10 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 	m = find_by_file(r, &st);
 	if (m)
 		return m;
-	if (cfi_elf_open_fd(&e, fd, path, &err))
+	if (cfi_elf_open_fd(&e, fd, path, &err)) {
+		r->open_errors++;
 		return NULL;
+	}
 	{
 		char bid[sizeof(m->build_id)];
 
@@ -117,13 +101,12 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 		}
 	}
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->path = strdup(path)) || add(r, m)) {
-		if (m)
-			free(m->path);
+	if (!m || !(m->path = strdup(path))) {
 		free(m);
 		cfi_elf_close(&e);
 		return NULL;
 	}
+	m->fd = -1;
 	cfi_elf_build_id_hex(&e, m->build_id, sizeof(m->build_id));
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
@@ -142,9 +125,33 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 			if (m->load[k].vaddr == e.exec[i].start)
 				m->load[k].exec = true;
 	}
-	m->sym = r->sym ? symbolizer_add_module(r->sym, fd, path) : -1;
-	load_table(r, m, &e);
+	if (r->tables)
+		copts = r->tables->copts;
+	copts.path = path;
+	if (r->unwind != UNWIND_FP && r->tables && has_cfi(&e, &copts)) {
+		/* The file can be gone from every namespace by the time a
+		 * miss asks for its table: keep it open. */
+		m->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (m->fd >= 0)
+			m->table_state = TABLE_IDLE;
+		else
+			m->error = strdup("no file descriptor left to keep it open");
+	} else if (r->unwind != UNWIND_FP) {
+		m->error = strdup("no call frame information (.eh_frame or .debug_frame)");
+	}
 	cfi_elf_close(&e);
+	if (add(r, m)) {
+		if (m->fd >= 0)
+			close(m->fd);
+		free(m->error);
+		free(m->path);
+		free(m);
+		return NULL;
+	}
+	/* Table ids are module ids: stable across evictions and reloads. */
+	if (m->table_state == TABLE_IDLE)
+		m->table_id = m->id;
+	m->sym = r->sym ? symbolizer_add_module(r->sym, fd, path) : -1;
 	return m;
 }
 
@@ -173,6 +180,8 @@ void modules_free(struct module_registry *r)
 	uint32_t i;
 
 	for (i = 0; i < r->n; i++) {
+		if (r->mods[i]->fd >= 0)
+			close(r->mods[i]->fd);
 		free(r->mods[i]->path);
 		free(r->mods[i]->error);
 		free(r->mods[i]);

@@ -38,6 +38,16 @@ struct proc *procs_get(const struct proc_registry *r, int pid)
 	return NULL;
 }
 
+/* Drops the table references a mapping array holds. */
+static void release_maps(struct proc_registry *r, const struct proc_mapping *maps, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (maps[i].mod && r->mods->tables)
+			tables_unref(r->mods->tables, maps[i].mod);
+}
+
 void procs_forget(struct proc_registry *r, int pid)
 {
 	uint32_t i, j, k;
@@ -49,6 +59,8 @@ void procs_forget(struct proc_registry *r, int pid)
 			break;
 	if (!r->slots[i])
 		return;
+	release_maps(r, r->slots[i]->maps, r->slots[i]->n);
+	bpf_proc_unload(r->mappings_fd, r->infos_fd, (uint32_t)pid, &r->slots[i]->slots);
 	free(r->slots[i]->maps);
 	free(r->slots[i]);
 	r->slots[i] = NULL;
@@ -138,7 +150,7 @@ static int open_mapping(int pid, const struct procmap *m)
 }
 
 /* Marks the module that is the process's executable. */
-static void mark_main(struct proc_registry *r, int pid)
+static bool mark_main(struct proc_registry *r, int pid)
 {
 	char path[64];
 	struct stat st;
@@ -146,13 +158,30 @@ static void mark_main(struct proc_registry *r, int pid)
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st))
-		return;
+		return false;
 	for (i = 0; i < r->mods->n; i++) {
 		struct module *m = r->mods->mods[i];
 
-		if (m->dev == st.st_dev && m->ino == st.st_ino)
+		if (m->dev == st.st_dev && m->ino == st.st_ino) {
 			m->is_main = true;
+			return true;
+		}
 	}
+	return false;
+}
+
+static bool same_maps(const struct proc_mapping *a, uint32_t na, const struct proc_mapping *b,
+		      uint32_t nb)
+{
+	uint32_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].bias != b[i].bias ||
+		    a[i].mod != b[i].mod)
+			return false;
+	return true;
 }
 
 int procs_scan(struct proc_registry *r, int pid)
@@ -163,6 +192,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	struct proc *p = procs_get(r, pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
+	bool unchanged;
 	int ret;
 
 	r->scans++;
@@ -202,12 +232,25 @@ int procs_scan(struct proc_registry *r, int pid)
 		}
 		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
 			o->mod = NULL;
-		bm[k].start = o->start;
-		bm[k].end = o->end;
-		bm[k].bias = o->bias;
-		bm[k].table_id = o->mod ? o->mod->table_id : 0;
-		bm[k].module_id = o->mod ? o->mod->id : 0;
 		k++;
+	}
+	/* Take the new references before dropping the old ones, so that a
+	 * table both arrays use is never unloaded in between. */
+	for (i = 0; i < k; i++) {
+		struct module *mod = pm[i].mod;
+
+		if (mod && r->mods->tables) {
+			tables_ref(r->mods->tables, mod);
+			if (r->mods->unwind == UNWIND_DWARF)
+				tables_load_now(r->mods->tables, mod);
+		}
+		bm[i].start = pm[i].start;
+		bm[i].end = pm[i].end;
+		bm[i].bias = pm[i].bias;
+		/* A table that cannot be built: frame-pointer steps, without
+		 * reporting misses nobody can satisfy. */
+		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
+		bm[i].module_id = mod ? mod->id : 0;
 	}
 	if (!p) {
 		p = calloc(1, sizeof(*p));
@@ -219,15 +262,25 @@ int procs_scan(struct proc_registry *r, int pid)
 			goto out;
 		}
 	}
+	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
+	release_maps(r, p->maps, p->n);
 	free(p->maps);
 	p->maps = pm;
 	pm = NULL;
 	p->n = k;
-	p->generation++;
 	p->gone = false;
 	p->last_scan_ns = now_ns();
-	ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation);
-	mark_main(r, pid);
+	/* Most rescans (an mmap of data near code, a thread's stack) change
+	 * nothing the walker sees: leave its maps alone. */
+	if (!unchanged || !p->published) {
+		p->generation++;
+		ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation,
+				    &p->slots);
+		p->published = !ret;
+		r->publishes++;
+	}
+	if (!p->main_marked)
+		p->main_marked = mark_main(r, pid);
 out:
 	free(pm);
 	free(bm);
@@ -258,6 +311,7 @@ void procs_free(struct proc_registry *r)
 
 	for (i = 0; i < r->cap; i++) {
 		if (r->slots[i]) {
+			release_maps(r, r->slots[i]->maps, r->slots[i]->n);
 			free(r->slots[i]->maps);
 			free(r->slots[i]);
 		}

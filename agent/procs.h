@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bpf_maps.h"
 #include "modules.h"
 
 struct proc_mapping {
@@ -21,7 +22,13 @@ struct proc {
 	uint32_t n;
 	uint32_t generation;
 	uint64_t last_scan_ns;
+	uint64_t dirty_ns;         /* an mmap/munmap/fork/exec to catch up with, or 0 */
+	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
+	uint64_t first_complete_ns;/* bpf time of its first complete stack */
 	bool gone;
+	bool published;            /* its mappings are in BPF */
+	struct bpf_proc_slots slots;
+	bool main_marked;
 };
 
 struct proc_registry {
@@ -30,7 +37,7 @@ struct proc_registry {
 	struct module_registry *mods;
 	int mappings_fd, infos_fd; /* BPF proc_mappings / proc_infos */
 	struct module *vdso;
-	uint64_t scans, scan_errors;
+	uint64_t scans, scan_errors, publishes;
 };
 
 /* Reads /proc/PID/maps, opens every executable mapping's file through
@@ -40,9 +47,9 @@ int procs_scan(struct proc_registry *r, int pid);
 
 struct proc *procs_get(const struct proc_registry *r, int pid);
 
-/* Forgets `pid` (it exited or exec()ed): a later process with that pid, or
- * the new program, is scanned afresh.  Samples already aggregated keep
- * their resolved frames. */
+/* Forgets `pid` (it exited, or its pid was reused) and removes what is
+ * left of it in BPF: a later process with that pid is scanned afresh.
+ * Samples already aggregated keep their resolved frames. */
 void procs_forget(struct proc_registry *r, int pid);
 
 /* The mapping of `p` holding `addr`, or NULL. */

@@ -27,7 +27,9 @@
 #include <elf.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
+#include <linux/magic.h>
 #include <sys/resource.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,7 +65,17 @@ struct record_opts {
 	const char *cache_dir;
 	const char *debug_dir;
 	bool quiet;
+	enum unwind_mode unwind;
+	uint64_t max_table_memory;   /* bytes */
+	const char *cgroup;
 };
+
+/* The default kernel memory budget for CFI tables.  libc's table takes
+ * 0.2 MiB and the largest common object (libLLVM) 3 MiB; every object
+ * mapped by every process on a typical host fits in well under this
+ * (see README), and BPF maps are charged to the agent's memory cgroup,
+ * so the default must not be unbounded. */
+#define MAX_TABLE_MEMORY_DEFAULT (256ull << 20)
 
 static volatile sig_atomic_t stop_requested;
 
@@ -84,6 +96,8 @@ static void usage(FILE *f)
 		"targets:\n"
 		"  -p, --pid PID[,PID...]  profile these processes and all their threads\n"
 		"  -a, --all-cpus          profile the whole system\n"
+		"      --cgroup PATH       only tasks in this cgroup (v2) or below it; alone,\n"
+		"                          every such process on the system\n"
 		"  -- CMD [ARGS...]        run CMD and profile it until it exits\n"
 		"\n"
 		"options:\n"
@@ -99,8 +113,15 @@ static void usage(FILE *f)
 		"      --cache-dir DIR     CFI table cache (default %s)\n"
 		"      --no-cache          do not read or write the table cache\n"
 		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
+		"      --unwind MODE       auto (default): CFI tables compiled when a walk first\n"
+		"                          needs them; dwarf: compiled up front; fp: frame\n"
+		"                          pointers only\n"
+		"      --max-table-memory SIZE\n"
+		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
+		"                          least recently used tables are evicted beyond it\n"
 		"  -q, --quiet             print no summary\n",
-		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR);
+		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR,
+		MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
 
 static int parse_int(const char *s, long lo, long hi, long *out)
@@ -144,11 +165,39 @@ static int parse_pids(const char *arg, struct record_opts *o)
 	return ret;
 }
 
+/* "64M", "1G", "4096K", "123456" (bytes). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 0: break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'b' || *end == 'B') && shift)
+		end++;
+	if (*end || v == 0 || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 /* Returns 0, 1 for --help, or -EINVAL (message printed). */
 static int parse_args(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	       OPT_DEBUG };
+	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -164,6 +213,9 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "cache-dir", required_argument, NULL, OPT_CACHE },
 		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -175,6 +227,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->freq = 99;
 	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	o->max_table_memory = MAX_TABLE_MEMORY_DEFAULT;
 	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
 	if (!o->cache_dir)
 		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
@@ -265,6 +318,28 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case OPT_DEBUG:
 			o->debug_dir = optarg;
 			break;
+		case OPT_UNWIND:
+			if (!strcmp(optarg, "auto")) {
+				o->unwind = UNWIND_AUTO;
+			} else if (!strcmp(optarg, "dwarf")) {
+				o->unwind = UNWIND_DWARF;
+			} else if (!strcmp(optarg, "fp")) {
+				o->unwind = UNWIND_FP;
+			} else {
+				fprintf(stderr, "cfiprof record: --unwind: '%s' is not auto, dwarf or fp\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_TABLE_MEM:
+			if (parse_size(optarg, &o->max_table_memory)) {
+				fprintf(stderr, "cfiprof record: --max-table-memory: '%s' is not a size such as 64M or 1G\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_CGROUP:
+			o->cgroup = optarg;
+			break;
 		case 'q':
 			o->quiet = true;
 			break;
@@ -278,8 +353,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	}
 	if (optind < argc)
 		o->cmd = &argv[optind];
+	/* --cgroup alone means the whole system, filtered to that cgroup. */
+	if (o->cgroup && !o->npids && !o->cmd)
+		o->all = true;
 	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1) {
-		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, or -- CMD\n");
+		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
 		return -EINVAL;
 	}
 	if (!o->output)
@@ -293,6 +371,7 @@ struct recorder {
 	struct symbolizer *sym;
 	struct module_registry mods;
 	struct proc_registry procs;
+	struct table_manager tables;
 	struct stack_agg agg;
 	struct perf_sampler sampler;
 	struct ring_buffer *rb;
@@ -304,9 +383,24 @@ struct recorder {
 	uint64_t bad_records;
 	uint64_t agg_errors;
 	uint64_t rescans;
+	uint64_t proc_events[EVENT_MUNMAP + 1];
+	uint64_t missed_samples;   /* walked partly by frame pointer: a table was missing */
+	uint64_t scan_lost;        /* processes gone before their mappings were read */
+	/* processes with mapping changes to catch up with, and when */
+	struct dirty { int pid; uint64_t due_ns; } *dirty;
+	uint32_t ndirty, cap_dirty;
+	/* time from a new process's exec to its first complete stack */
+	uint64_t *first_complete_ns;
+	uint32_t nfirst, cap_first;
 	struct frame_ref *frames;  /* scratch for one sample */
-	struct bpf_link *links[3]; /* fork, exec, exit tracepoints */
+	struct bpf_link *links[8]; /* fork, exec, exit, mmap, mprotect, munmap hooks */
 };
+
+/* How long the agent waits after a process's first mapping change before
+ * reading its mappings: the dynamic loader maps a program's libraries in a
+ * burst, and one read after the burst is enough.  Short, so that a process
+ * living 20 ms is still read while it exists. */
+#define DIRTY_DELAY_NS (2ull * 1000 * 1000)
 
 static uint64_t mono_ns(void)
 {
@@ -316,6 +410,141 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+static void mark_dirty(struct recorder *r, int pid, uint64_t now)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->ndirty; i++)
+		if (r->dirty[i].pid == pid)
+			return;
+	if (r->ndirty == r->cap_dirty) {
+		uint32_t ncap = r->cap_dirty ? r->cap_dirty * 2 : 64;
+		struct dirty *d = realloc(r->dirty, ncap * sizeof(*d));
+
+		if (!d)
+			return;
+		r->dirty = d;
+		r->cap_dirty = ncap;
+	}
+	r->dirty[r->ndirty].pid = pid;
+	r->dirty[r->ndirty].due_ns = now + DIRTY_DELAY_NS;
+	r->ndirty++;
+}
+
+static bool is_dirty(const struct recorder *r, int pid)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->ndirty; i++)
+		if (r->dirty[i].pid == pid)
+			return true;
+	return false;
+}
+
+static void clear_dirty(struct recorder *r, int pid)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->ndirty; i++) {
+		if (r->dirty[i].pid == pid) {
+			r->dirty[i] = r->dirty[--r->ndirty];
+			return;
+		}
+	}
+}
+
+static void scan_proc(struct recorder *r, int pid)
+{
+	r->rescans++;
+	clear_dirty(r, pid);
+	if (procs_scan(&r->procs, pid) == -ESRCH)
+		r->scan_lost++;
+}
+
+/* Reads the mappings of the processes whose delay has passed.  Returns
+ * the ms until the next one is due (for the poll timeout), at most 50. */
+static int scan_due(struct recorder *r)
+{
+	uint64_t now = mono_ns(), next = now + 50000000ull;
+	uint32_t i = 0;
+
+	while (i < r->ndirty) {
+		if (r->dirty[i].due_ns <= now) {
+			scan_proc(r, r->dirty[i].pid);  /* removes entry i */
+			continue;
+		}
+		if (r->dirty[i].due_ns < next)
+			next = r->dirty[i].due_ns;
+		i++;
+	}
+	return (int)((next - now + 999999) / 1000000);
+}
+
+static void note_first_complete(struct recorder *r, struct proc *p, const struct sample_event *ev)
+{
+	if (!p || p->first_complete_ns || !p->born_ns || ev->end_reason != WALK_END_OUTERMOST ||
+	    (ev->flags & SAMPLE_FLAG_MISSED) || ev->time_ns < p->born_ns)
+		return;
+	p->first_complete_ns = ev->time_ns;
+	if (r->nfirst == r->cap_first) {
+		uint32_t ncap = r->cap_first ? r->cap_first * 2 : 64;
+		uint64_t *v = realloc(r->first_complete_ns, ncap * sizeof(*v));
+
+		if (!v)
+			return;
+		r->first_complete_ns = v;
+		r->cap_first = ncap;
+	}
+	r->first_complete_ns[r->nfirst++] = ev->time_ns - p->born_ns;
+}
+
+static void on_proc_event(struct recorder *r, const struct cfiprof_proc_event *pe)
+{
+	int pid = (int)pe->pid;
+	struct proc *p;
+
+	r->proc_events[pe->kind]++;
+	switch (pe->kind) {
+	case EVENT_EXIT:
+		/* Its samples are all before this record: they already hold
+		 * their resolved frames. */
+		clear_dirty(r, pid);
+		procs_forget(&r->procs, pid);
+		break;
+	case EVENT_EXEC:
+		p = procs_get(&r->procs, pid);
+		/* Already read after the exec (record -- CMD reads the program
+		 * before releasing it): that view is the new program's. */
+		if (p && p->last_scan_ns > pe->time_ns)
+			break;
+		/* BPF dropped the old program's mappings: publish the new
+		 * ones.  Scanning over the old entry, rather than forgetting it
+		 * first, keeps the tables both programs map (libc) loaded. */
+		if (p)
+			p->published = false;
+		scan_proc(r, pid);
+		p = procs_get(&r->procs, pid);
+		if (p)
+			p->born_ns = pe->time_ns;
+		/* The libraries follow as mmap records; read them once ld.so
+		 * is done. */
+		mark_dirty(r, pid, mono_ns());
+		break;
+	case EVENT_FORK:
+		/* A pid we hold, read before this fork, is a reused one whose
+		 * exit we missed. */
+		p = procs_get(&r->procs, pid);
+		if (p && p->last_scan_ns < pe->time_ns)
+			procs_forget(&r->procs, pid);
+		mark_dirty(r, pid, mono_ns());
+		break;
+	case EVENT_MMAP:
+	case EVENT_MUNMAP:
+		mark_dirty(r, pid, mono_ns());
+		break;
+	}
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct recorder *r = ctx;
@@ -323,18 +552,22 @@ static int on_event(void *ctx, void *data, size_t size)
 	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
 	struct proc *p;
 	uint32_t n, i, k = 0;
+	uint64_t now;
 
-	if (size >= sizeof(struct cfiprof_proc_event) &&
-	    (ev->kind == EVENT_EXEC || ev->kind == EVENT_EXIT)) {
+	if (size >= sizeof(uint32_t) && ev->kind != EVENT_SAMPLE) {
 		const struct cfiprof_proc_event *pe = data;
+		const struct cfiprof_miss_event *me = data;
 
-		procs_forget(&r->procs, (int)pe->pid);
-		/* Read the new program's mappings before its first samples. */
-		if (pe->kind == EVENT_EXEC) {
-			r->rescans++;
-			procs_scan(&r->procs, (int)pe->pid);
+		if (ev->kind == EVENT_MISS && size >= sizeof(*me)) {
+			if (me->table_id && me->table_id <= r->mods.n)
+				tables_request(&r->tables, r->mods.mods[me->table_id - 1], me->time_ns);
+			else
+				r->bad_records++;
+		} else if (ev->kind >= EVENT_EXEC && ev->kind <= EVENT_MUNMAP &&
+			   ev->kind != EVENT_MISS && size >= sizeof(*pe)) {
+			on_proc_event(r, pe);
 		} else {
-			bpf_proc_unload(r->procs.mappings_fd, r->procs.infos_fd, pe->pid);
+			r->bad_records++;
 		}
 		return 0;
 	}
@@ -355,14 +588,18 @@ static int on_event(void *ctx, void *data, size_t size)
 	 * looked (the walk met an address outside its known mappings): read
 	 * its mappings now, at most every 2 ms, so its next samples walk
 	 * completely and this one symbolizes. */
+	now = mono_ns();
+	/* (A process with mapping changes pending is read at once.) */
 	if ((!p || (ev->end_reason == WALK_END_NO_MAPPING && ev->nuser &&
 		    !proc_find(p, ev->addrs[ev->nuser - 1]))) &&
-	    (!p || mono_ns() - p->last_scan_ns > 2000000ull) && ev->pid != 0 &&
+	    (!p || now - p->last_scan_ns > 2000000ull || is_dirty(r, (int)ev->pid)) && ev->pid != 0 &&
 	    ev->end_reason != WALK_END_NO_USER) {
-		r->rescans++;
-		procs_scan(&r->procs, (int)ev->pid);
+		scan_proc(r, (int)ev->pid);
 		p = procs_get(&r->procs, (int)ev->pid);
 	}
+	if (ev->flags & SAMPLE_FLAG_MISSED)
+		r->missed_samples++;
+	note_first_complete(r, p, ev);
 
 	/* Kernel frames first: pprof and folded both want the leaf first. */
 	for (i = 0; i < ev->nkernel; i++) {
@@ -375,6 +612,8 @@ static int on_event(void *ctx, void *data, size_t size)
 
 		r->frames[k].addr = ev->addrs[i];
 		r->frames[k].pmap = m ? stack_agg_pmap(&r->agg, m) : 0;
+		if (m && m->mod)
+			tables_touch(m->mod, now);
 		k++;
 	}
 	{
@@ -425,6 +664,61 @@ static int spawn_child(struct recorder *r, int *go_fd, int *exec_fd)
 	*go_fd = go[1];
 	*exec_fd = ex[0];
 	return 0;
+}
+
+/* Every mapped object is kept open (for lazy compilation and for
+ * symbolization after its process exits): a whole machine maps more
+ * objects than the default 1024 descriptors. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* The processes of the --cgroup directory and of every cgroup below it. */
+static int scan_cgroup_dir(struct recorder *r, int dirfd)
+{
+	int fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC), n = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd >= 0) {
+		FILE *f = fdopen(fd, "re");
+		int pid;
+
+		if (f) {
+			while (fscanf(f, "%d", &pid) == 1)
+				if (pid != getpid() && !procs_scan(&r->procs, pid))
+					n++;
+			fclose(f);
+		} else {
+			close(fd);
+		}
+	}
+	fd = dup(dirfd);
+	d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return n;
+	}
+	while ((de = readdir(d))) {
+		int sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (sub >= 0) {
+			n += scan_cgroup_dir(r, sub);
+			close(sub);
+		}
+	}
+	closedir(d);
+	return n;
 }
 
 static int scan_all(struct recorder *r)
@@ -513,36 +807,123 @@ static void print_top(const struct profile *p, uint64_t total)
 	free(v);
 }
 
-static void print_stats(struct recorder *r)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Kernel memory of one of our BPF maps, as the kernel accounts it. */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static uint64_t current_rss_kb(void)
+{
+	unsigned long long size = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return rss * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static void print_prog_cost(struct recorder *r, struct bpf_program *prog, const char *what)
 {
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
-	struct rusage ru;
 
 	memset(&info, 0, sizeof(info));
-	if (r->stats_fd >= 0 &&
-	    !bpf_obj_get_info_by_fd(bpf_program__fd(r->skel->progs.on_cpu_sample), &info, &len) &&
+	if (r->stats_fd >= 0 && !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) &&
 	    info.run_cnt)
-		fprintf(stderr, "bpf_ns_per_sample: %llu\n",
+		fprintf(stderr, "bpf_ns_per_%s: %llu\n", what,
 			(unsigned long long)(info.run_time_ns / info.run_cnt));
 	else
-		fprintf(stderr, "bpf_ns_per_sample: unavailable\n");
-	fprintf(stderr, "bpf_run_count: %llu\n", (unsigned long long)info.run_cnt);
-	fprintf(stderr, "tables: %llu\n", (unsigned long long)r->mods.stats.tables);
-	fprintf(stderr, "table_bytes: %llu\n", (unsigned long long)r->mods.stats.table_bytes);
-	fprintf(stderr, "kernel_table_bytes: %llu\n", (unsigned long long)r->mods.stats.kernel_bytes);
-	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)r->mods.stats.cache_hits);
-	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)r->mods.stats.compiled);
-	fprintf(stderr, "tables_failed: %llu\n", (unsigned long long)r->mods.stats.failed);
-	fprintf(stderr, "compile_ms: %.1f\n", r->mods.stats.compile_ms);
+		fprintf(stderr, "bpf_ns_per_%s: unavailable\n", what);
+	fprintf(stderr, "bpf_runs_%s: %llu\n", what, (unsigned long long)info.run_cnt);
+}
+
+static void print_stats(struct recorder *r)
+{
+	struct table_stats ts;
+	struct rusage ru;
+	struct bpf_map *map;
+	uint64_t fixed = 0, p50, p99;
+	uint32_t nlat;
+	static const char *const unwind_names[] = { "auto", "dwarf", "fp" };
+
+	print_prog_cost(r, r->skel->progs.on_cpu_sample, "sample");
+	print_prog_cost(r, r->skel->progs.on_mmap, "mmap_syscall");
+	tables_stats(&r->tables, &ts);
+	fprintf(stderr, "unwind: %s\n", unwind_names[r->o->unwind]);
+	fprintf(stderr, "misses: %llu (%llu for tables loaded, queued or failed meanwhile)\n",
+		(unsigned long long)ts.misses, (unsigned long long)ts.misses_ignored);
+	fprintf(stderr, "miss_notifications_dropped: %llu\n",
+		(unsigned long long)counter_sum(r, CNT_MISS_DROPS));
+	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n", (unsigned long long)r->missed_samples);
+	fprintf(stderr, "tables_loaded: %llu (now %llu, %llu preloaded for CMD)\n",
+		(unsigned long long)ts.loads, (unsigned long long)ts.loaded,
+		(unsigned long long)ts.preloads);
+	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts.cache_hits);
+	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts.compiled);
+	fprintf(stderr, "tables_failed: %llu\n", (unsigned long long)ts.failed);
+	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts.evictions);
+	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts.unloads);
+	fprintf(stderr, "compile_ms: %.1f\n", ts.compile_ms);
+	p50 = tables_latency_pct(&r->tables, 50, &nlat);
+	p99 = tables_latency_pct(&r->tables, 99, &nlat);
+	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n", p50 / 1e6, p99 / 1e6, nlat);
+	if (r->nfirst) {
+		qsort(r->first_complete_ns, r->nfirst, sizeof(uint64_t), cmp_u64);
+		fprintf(stderr, "exec_to_first_complete_stack_ms: p50 %.2f p99 %.2f (%u processes)\n",
+			r->first_complete_ns[r->nfirst / 2] / 1e6,
+			r->first_complete_ns[(uint32_t)(r->nfirst * 0.99 + 0.999) - 1] / 1e6, r->nfirst);
+	}
+	fprintf(stderr, "table_memory_budget: %llu\n", (unsigned long long)r->tables.budget);
+	fprintf(stderr, "kernel_table_bytes: %llu (peak %llu)\n", (unsigned long long)ts.kernel_bytes,
+		(unsigned long long)ts.kernel_bytes_peak);
+	bpf_object__for_each_map(map, r->skel->obj)
+		fixed += map_memlock(bpf_map__fd(map));
+	fprintf(stderr, "kernel_map_bytes: %llu (fixed maps, incl. the ring buffer)\n",
+		(unsigned long long)fixed);
 	fprintf(stderr, "modules: %u\n", r->mods.n);
 	fprintf(stderr, "processes: %u\n", r->procs.count);
-	fprintf(stderr, "mapping_rescans: %llu\n", (unsigned long long)r->rescans);
-	fprintf(stderr, "fp_steps: %llu\n", (unsigned long long)counter_sum(r, CNT_FP_STEPS));
+	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
+		(unsigned long long)r->rescans, (unsigned long long)r->procs.publishes,
+		(unsigned long long)r->scan_lost);
+	fprintf(stderr, "process_events: exec %llu exit %llu fork %llu mmap %llu munmap %llu (lost %llu)\n",
+		(unsigned long long)r->proc_events[EVENT_EXEC], (unsigned long long)r->proc_events[EVENT_EXIT],
+		(unsigned long long)r->proc_events[EVENT_FORK], (unsigned long long)r->proc_events[EVENT_MMAP],
+		(unsigned long long)r->proc_events[EVENT_MUNMAP],
+		(unsigned long long)counter_sum(r, CNT_PROC_EVENT_DROPS));
+	fprintf(stderr, "fp_steps: %llu (%llu while a table was missing)\n",
+		(unsigned long long)counter_sum(r, CNT_FP_STEPS),
+		(unsigned long long)counter_sum(r, CNT_MISS_FP_STEPS));
 	fprintf(stderr, "cfi_steps: %llu\n", (unsigned long long)counter_sum(r, CNT_CFI_STEPS));
 	fprintf(stderr, "signal_frames: %llu\n", (unsigned long long)counter_sum(r, CNT_SIGNAL_FRAMES));
-	if (!getrusage(RUSAGE_SELF, &ru))
+	fprintf(stderr, "agent_rss_kb: %llu\n", (unsigned long long)current_rss_kb());
+	if (!getrusage(RUSAGE_SELF, &ru)) {
 		fprintf(stderr, "agent_peak_rss_kb: %ld\n", ru.ru_maxrss);
+		fprintf(stderr, "agent_cpu_s: %.3f\n", ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	}
 }
 
 static int write_output(struct recorder *r, const struct profile *p)
@@ -561,6 +942,56 @@ static int write_output(struct recorder *r, const struct profile *p)
 	return ret;
 }
 
+/* Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on unified
+ * hosts, /sys/fs/cgroup/unified on hybrid ones. */
+static int cgroup2_mount(char *buf, size_t len)
+{
+	char line[4096], dev[256], dir[4096], type[64];
+	FILE *f = fopen("/proc/self/mounts", "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 && !strcmp(type, "cgroup2")) {
+			snprintf(buf, len, "%s", dir);
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* A cgroup v2 directory, given as a path or relative to the cgroup v2
+ * mount. */
+static int cgroup_open(const char *path, char *why, size_t len)
+{
+	char buf[4096], mnt[2048];
+	struct statfs sfs;
+	int fd;
+
+	if (path[0] != '/') {
+		if (cgroup2_mount(mnt, sizeof(mnt))) {
+			snprintf(why, len, "no cgroup v2 hierarchy is mounted");
+			return -ENOENT;
+		}
+		snprintf(buf, sizeof(buf), "%s/%s", mnt, path);
+		path = buf;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "%s", strerror(errno));
+		return -errno;
+	}
+	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
+		snprintf(why, len, "not a cgroup v2 directory");
+		close(fd);
+		return -ENOTDIR;
+	}
+	return fd;
+}
+
 static int load_bpf(struct recorder *r)
 {
 	int err;
@@ -574,11 +1005,28 @@ static int load_bpf(struct recorder *r)
 	r->skel->rodata->cfg.want_kernel = r->o->kernel;
 	r->skel->rodata->cfg.filter_pids = !r->o->all;
 	r->skel->rodata->cfg.self_pid = (__u32)getpid();
+	r->skel->rodata->cfg.filter_cgroup = r->o->cgroup != NULL;
 	err = cfiprof_bpf__load(r->skel);
 	if (err) {
 		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
 			err == -EPERM || err == -EACCES ? " (cfiprof record needs root)" : "");
 		return err;
+	}
+	if (r->o->cgroup) {
+		char why[256];
+		int fd = cgroup_open(r->o->cgroup, why, sizeof(why));
+		__u32 zero = 0;
+
+		if (fd < 0) {
+			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", r->o->cgroup, why);
+			return fd;
+		}
+		err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.cgroup_filter), &zero, &fd, BPF_ANY);
+		close(fd);
+		if (err) {
+			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", r->o->cgroup, strerror(errno));
+			return -errno;
+		}
 	}
 	return 0;
 }
@@ -604,8 +1052,17 @@ static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 			return ret;
 		}
 	}
-	if (r->o->all)
+	if (r->o->all && r->o->cgroup) {
+		char why[256];
+		int fd = cgroup_open(r->o->cgroup, why, sizeof(why));
+
+		if (fd >= 0) {
+			scan_cgroup_dir(r, fd);
+			close(fd);
+		}
+	} else if (r->o->all) {
 		scan_all(r);
+	}
 	if (r->o->cmd) {
 		__u32 pid;
 
@@ -685,6 +1142,25 @@ static int run_to_entry(pid_t pid)
 	return ptrace(PTRACE_SETREGS, pid, NULL, &regs) ? -errno : 0;
 }
 
+/* The command is the one thing `record -- CMD` profiles, and it is held
+ * at its entry point: load the tables of what it maps now (from the cache
+ * or compiled on the worker), so that its stacks are complete from its
+ * first instruction, not from its first miss.  Libraries it dlopen()s
+ * later load on their first miss, as in -a and -p. */
+static void preload_tables(struct recorder *r, int pid)
+{
+	struct proc *p = procs_get(&r->procs, pid);
+	uint32_t i;
+
+	if (!p || r->o->unwind != UNWIND_AUTO)
+		return;
+	for (i = 0; i < p->n; i++)
+		if (p->maps[i].mod)
+			tables_request(&r->tables, p->maps[i].mod, 0);
+	if (tables_wait(&r->tables, 5000))
+		fprintf(stderr, "cfiprof: warning: %s: CFI tables still loading after 5 s\n", r->o->cmd[0]);
+}
+
 /* Lets the child exec and waits until it did (or failed to). */
 static int release_child(struct recorder *r, int go_fd, int exec_fd)
 {
@@ -719,6 +1195,7 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 		procs_scan(&r->procs, r->child);
 		if (run_to_entry(r->child) == 0)
 			procs_scan(&r->procs, r->child);
+		preload_tables(r, r->child);
 		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {
 			fprintf(stderr, "cfiprof: releasing %s: %s\n", r->o->cmd[0], strerror(errno));
 			return -errno;
@@ -743,15 +1220,19 @@ static void cleanup(struct recorder *r)
 {
 	int i;
 
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < (int)(sizeof(r->links) / sizeof(r->links[0])); i++)
 		bpf_link__destroy(r->links[i]);
 	if (r->rb)
 		ring_buffer__free(r->rb);
 	perf_sampler_close(&r->sampler);
 	if (r->stats_fd >= 0)
 		close(r->stats_fd);
+	tables_stop(&r->tables);
 	procs_free(&r->procs);
 	modules_free(&r->mods);
+	tables_free(&r->tables);
+	free(r->dirty);
+	free(r->first_complete_ns);
 	stack_agg_free(&r->agg);
 	if (r->sym)
 		symbolizer_free(r->sym);
@@ -767,7 +1248,7 @@ int cmd_record(int argc, char **argv)
 	char err[512] = "";
 	bool *cpus = NULL;
 	int ncpus = cpu_count_possible(), ret, go_fd = -1, exec_fd = -1, status = 1;
-	uint64_t t0, t_end = 0;
+	uint64_t t0, t_end = 0, last_sweep = 0;
 	struct timespec wall0;
 	struct sigaction sa;
 
@@ -817,12 +1298,22 @@ int cmd_record(int argc, char **argv)
 		libbpf_set_print(NULL);
 	if (load_bpf(&r))
 		goto out;
+	raise_fd_limit();
 	sopts.debug_dir = o.debug_dir;
 	r.sym = symbolizer_new(&sopts);
 	r.mods.sym = r.sym;
-	r.mods.cache_dir = o.cache_dir;
-	r.mods.copts.debug_dir = o.debug_dir;
-	r.mods.tables_fd = bpf_map__fd(r.skel->maps.cfi_tables);
+	r.mods.unwind = o.unwind;
+	r.mods.tables = &r.tables;
+	r.tables.reg = &r.mods;
+	r.tables.cache_dir = o.cache_dir;
+	r.tables.copts.debug_dir = o.debug_dir;
+	r.tables.budget = o.max_table_memory;
+	r.tables.tables_fd = bpf_map__fd(r.skel->maps.cfi_tables);
+	ret = tables_start(&r.tables);
+	if (ret) {
+		fprintf(stderr, "cfiprof: starting the table worker: %s\n", strerror(-ret));
+		goto out;
+	}
 	r.procs.mods = &r.mods;
 	r.procs.mappings_fd = bpf_map__fd(r.skel->maps.proc_mappings);
 	r.procs.infos_fd = bpf_map__fd(r.skel->maps.proc_infos);
@@ -840,14 +1331,24 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: ring buffer: %s\n", strerror(errno));
 		goto out;
 	}
-	/* Fork, exec and exit tracking: children of targets become targets,
-	 * and a process's mappings are dropped when they stop being valid. */
-	r.links[0] = bpf_program__attach(r.skel->progs.on_fork);
-	r.links[1] = bpf_program__attach(r.skel->progs.on_exec);
-	r.links[2] = bpf_program__attach(r.skel->progs.on_exit);
-	if (!r.links[0] || !r.links[1] || !r.links[2]) {
-		fprintf(stderr, "cfiprof: attaching the process tracepoints: %s\n", strerror(errno));
-		goto out;
+	/* Process tracking: children of targets become targets, a process's
+	 * mappings are dropped when they stop being valid, and new or removed
+	 * code is read as it appears. */
+	{
+		struct bpf_program *progs[] = {
+			r.skel->progs.on_fork, r.skel->progs.on_exec, r.skel->progs.on_exit,
+			r.skel->progs.on_mmap, r.skel->progs.on_mprotect, r.skel->progs.on_munmap,
+		};
+		unsigned i;
+
+		for (i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+			r.links[i] = bpf_program__attach(progs[i]);
+			if (!r.links[i]) {
+				fprintf(stderr, "cfiprof: attaching %s: %s\n", bpf_program__name(progs[i]),
+					strerror(errno));
+				goto out;
+			}
+		}
 	}
 	ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
 	if (!ret)
@@ -873,7 +1374,13 @@ int cmd_record(int argc, char **argv)
 	while (!stop_requested) {
 		/* The BPF side wakes us only when its buffer fills up: take
 		 * what is there every 50 ms. */
-		int n = ring_buffer__poll(r.rb, 50);
+		int n = ring_buffer__poll(r.rb, scan_due(&r));
+		uint64_t now = mono_ns();
+
+		if (now - last_sweep > 250000000ull) {
+			tables_sweep(&r.tables, now);
+			last_sweep = now;
+		}
 
 		if (n >= 0)
 			n = ring_buffer__consume(r.rb);
@@ -892,6 +1399,10 @@ int cmd_record(int argc, char **argv)
 	/* Stop sampling, then take what is still in the ring buffer. */
 	perf_sampler_close(&r.sampler);
 	ring_buffer__consume(r.rb);
+	/* Let queued loads and unloads finish, so --stats tells the state
+	 * the last events left. */
+	tables_wait(&r.tables, 2000);
+	tables_stop(&r.tables);
 	if (o.cmd && !r.child_exited) {
 		kill(r.child, SIGTERM);
 		reap_child(&r, true);

@@ -115,11 +115,17 @@ struct cfi_table_header {
 #define CFIPROF_MAX_KSTACK        127   /* the kernel's perf_event_max_stack default */
 #define CFIPROF_COMM_LEN          16
 
+/* The events ring buffer.  The agent drains it every 50 ms and BPF wakes
+ * it when half full, so 4 MiB (about 4,000 samples of 120 frames) absorbs
+ * bursts; it is mapped twice into the agent, so every MiB here is two of
+ * the agent's resident memory. */
+#define CFIPROF_RINGBUF_SIZE      (4u << 20)
+
 /* Why a user-stack walk ended.  Every sample carries one. */
 enum cfiprof_walk_end {
 	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined / 0) */
 	WALK_END_NO_MAPPING  = 1, /* an address outside every known executable mapping */
-	WALK_END_NO_TABLE    = 2, /* the mapping's CFI table is not loaded */
+	WALK_END_NO_TABLE    = 2, /* the mapping's CFI table is not loaded (and no FP fallback) */
 	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
 	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
 	WALK_END_DEPTH       = 5, /* --max-depth reached */
@@ -130,38 +136,75 @@ enum cfiprof_walk_end {
 };
 
 /* One executable mapping of a process, as the walker sees it.  A
- * process's mappings are an array sorted by start, in an inner map of
- * proc_mappings keyed by tgid. */
+ * process's mappings are an array sorted by start, stored as entries of
+ * the proc_mappings hash keyed by (tgid, slot | index).  Each process has
+ * two slots: the agent writes a new array into the slot not in use, then
+ * switches proc_info.slot, so a walk never sees half an update (and no
+ * map-of-maps update, which waits for an RCU grace period, is needed). */
 struct cfi_mapping {
 	__u64 start;      /* [start, end) in the process's address space */
 	__u64 end;
 	__u64 bias;       /* address - bias = the ELF file's virtual address */
-	__u32 table_id;   /* 0: no table (the walker takes a frame-pointer step) */
+	__u32 table_id;   /* 0: no table (the walker takes a frame-pointer step).  An id
+			   * absent from cfi_tables is a miss: the walker tells the
+			   * agent and takes a frame-pointer step meanwhile. */
 	__u32 module_id;  /* the agent's id for symbolization */
+};
+
+#define MAPPING_SLOT_BIT 0x80000000u
+
+struct mapping_key {
+	__u32 tgid;
+	__u32 idx;        /* index in the sorted array, | MAPPING_SLOT_BIT in slot 1 */
 };
 
 /* Per-process facts the walker needs before searching the mappings. */
 struct proc_info {
 	__u32 nmappings;
 	__u32 generation; /* bumped by the agent at every mapping update */
+	__u32 slot;       /* 0 or MAPPING_SLOT_BIT: which array is current */
+	__u32 pad;
 };
 
 /* Record kinds on the events ring buffer. */
 enum cfiprof_event_kind {
 	EVENT_SAMPLE = 1,
-	EVENT_EXEC   = 2,   /* a process with published mappings exec()ed: they are gone */
-	EVENT_EXIT   = 3,   /* a process with published mappings exited */
+	EVENT_EXEC   = 2,   /* a profiled process exec()ed: its old mappings are gone */
+	EVENT_EXIT   = 3,   /* a profiled process exited */
+	EVENT_MISS   = 4,   /* a walk met a mapping whose table is not loaded */
+	EVENT_FORK   = 5,   /* a profiled process forked a new process */
+	EVENT_MMAP   = 6,   /* a profiled process mapped executable memory */
+	EVENT_MUNMAP = 7,   /* a profiled process unmapped some of its code */
 };
 
-/* EVENT_EXEC and EVENT_EXIT records.  The walker's view of the process
- * was already dropped in BPF when the agent reads this; the agent drops
- * its own (samples already taken keep their resolved frames). */
+/* EVENT_EXEC, EVENT_EXIT, EVENT_FORK, EVENT_MMAP and EVENT_MUNMAP records.
+ * They share the ring buffer with the samples, so the agent sees them in
+ * the order they happened relative to every sample.  At EXEC and EXIT the
+ * walker's view of the process was already dropped in BPF. */
 struct cfiprof_proc_event {
 	__u32 kind;
 	__u32 pid;        /* tgid */
+	__u32 ppid;       /* EVENT_FORK: the parent's tgid */
+	__u32 pad;
+	__u64 time_ns;    /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
+	__u64 start, end; /* EVENT_MMAP / EVENT_MUNMAP: the address range */
 };
 
+/* EVENT_MISS: sent at most once per CFIPROF_MISS_INTERVAL_NS for each
+ * (process, table), so a table the agent is still compiling does not
+ * flood the ring buffer. */
+struct cfiprof_miss_event {
+	__u32 kind;
+	__u32 pid;        /* tgid */
+	__u32 table_id;
+	__u32 module_id;
+	__u64 time_ns;
+};
+
+#define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
+
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
+#define SAMPLE_FLAG_MISSED      0x02  /* some frame stepped by frame pointer: its table was not loaded */
 
 /* A stack sample: nuser user addresses (leaf first), then nkernel kernel
  * addresses (leaf first), in addrs[].  User addresses are those the
@@ -193,6 +236,10 @@ enum cfiprof_counter {
 	CNT_FP_STEPS,          /* frames stepped by frame pointer (no CFI) */
 	CNT_CFI_STEPS,
 	CNT_SIGNAL_FRAMES,
+	CNT_MISSES_SENT,       /* miss notifications sent */
+	CNT_MISS_DROPS,        /* miss notifications lost: ring buffer full */
+	CNT_MISS_FP_STEPS,     /* frames stepped by frame pointer because of a miss */
+	CNT_PROC_EVENT_DROPS,  /* exec/exit/fork/mmap/munmap records lost: ring buffer full */
 	CNT_NR
 };
 
@@ -202,6 +249,8 @@ struct cfiprof_config {
 	__u32 want_kernel;
 	__u32 filter_pids;   /* 1: only tgids present in target_pids */
 	__u32 self_pid;      /* never sample the agent itself */
+	__u32 filter_cgroup; /* 1: only tasks under the cgroup in cgroup_filter[0] */
+	__u32 pad;
 };
 
 #endif /* CFIPROF_BPF_ABI_H */

@@ -16,14 +16,39 @@ static __always_inline struct sample_scratch *scratch_get(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
-/* Whether the sample is for a process we profile. */
+/* --cgroup: the one cgroup (v2) whose tasks, and its descendants', are
+ * profiled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+/* Whether the current task belongs to a process we profile. */
 static __always_inline int wanted(__u32 tgid)
 {
 	if (tgid == 0 || tgid == cfg.self_pid)
 		return 0;
 	if (cfg.filter_pids && !bpf_map_lookup_elem(&target_pids, &tgid))
 		return 0;
+	if (cfg.filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
+		return 0;
 	return 1;
+}
+
+static __always_inline void send_proc_event(__u32 kind, __u32 tgid, __u32 ppid, __u64 start,
+					    __u64 end)
+{
+	struct cfiprof_proc_event ev = {
+		.kind = kind, .pid = tgid, .ppid = ppid, .start = start, .end = end,
+	};
+
+	ev.time_ns = bpf_ktime_get_ns();
+	/* The agent acts on these at once (reads the process's mappings
+	 * while it still exists), so they wake it. */
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+		count(CNT_PROC_EVENT_DROPS);
 }
 
 static __always_inline void emit(void *ctx, struct sample_scratch *sc)
@@ -42,7 +67,7 @@ static __always_inline void emit(void *ctx, struct sample_scratch *sc)
 	 * code it has not mapped yet (it reacts by reading the mappings), and
 	 * when the buffer is half full. */
 	flags = ev->end_reason == WALK_END_NO_MAPPING ||
-		bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (16 << 20) / 2 ?
+		bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > CFIPROF_RINGBUF_SIZE / 2 ?
 		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 	if (bpf_ringbuf_output(&events, ev, size, flags))
 		count(CNT_RINGBUF_DROPS);
@@ -115,26 +140,28 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
  * delete from a map of maps). */
 static __always_inline void drop_proc(__u32 tgid, __u32 kind)
 {
-	struct cfiprof_proc_event ev = { .kind = kind, .pid = tgid };
-
-	if (!bpf_map_lookup_elem(&proc_infos, &tgid))
-		return;
 	bpf_map_delete_elem(&proc_infos, &tgid);
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
-		count(CNT_RINGBUF_DROPS);
+	send_proc_event(kind, tgid, 0, 0, 0);
 }
 
-/* Children of profiled processes are profiled too (perf's inherit). */
+/* Children of profiled processes are profiled too (perf's inherit).  The
+ * agent reads a new process's mappings at once, so that a process that
+ * lives a few milliseconds still has its stacks symbolized. */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
 	__u8 one = 1;
 
-	if (ptgid == ctgid || !cfg.filter_pids)
+	if (ptgid == ctgid)
 		return 0;
-	if (bpf_map_lookup_elem(&target_pids, &ptgid))
+	if (cfg.filter_pids) {
+		if (!bpf_map_lookup_elem(&target_pids, &ptgid))
+			return 0;
 		bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
+	}
+	if (wanted(ptgid))
+		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0);
 	return 0;
 }
 
@@ -143,7 +170,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	drop_proc(p->tgid, EVENT_EXEC);
+	__u32 tgid = p->tgid;
+
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
+		drop_proc(tgid, EVENT_EXEC);
 	return 0;
 }
 
@@ -155,7 +185,82 @@ int BPF_PROG(on_exit, struct task_struct *p)
 
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	drop_proc(tgid, EVENT_EXIT);
+	if (bpf_map_lookup_elem(&proc_infos, &tgid))
+		drop_proc(tgid, EVENT_EXIT);
 	bpf_map_delete_elem(&target_pids, &tgid);
+	return 0;
+}
+
+#define PROT_EXEC 0x4
+
+/* New code: mmap() or mprotect() with PROT_EXEC (ld.so and dlopen map
+ * each library's text segment so).  The mapping does not exist yet at
+ * syscall entry; the agent reads the process's mappings a moment later.
+ * Syscall tracepoints, because this kernel has neither kprobes nor
+ * fentry, and perf_event_mmap, where perf's own records come from, is
+ * not traceable. */
+static __always_inline int on_prot_exec(__u64 prot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if ((prot & PROT_EXEC) && wanted(tgid))
+		send_proc_event(EVENT_MMAP, tgid, 0, 0, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_prot_exec(ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int on_mprotect(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_prot_exec(ctx->args[2]);
+}
+
+/* Whether [lo, hi) overlaps one of the process's executable mappings:
+ * most munmap() calls free heap memory and are none of our business. */
+static __always_inline int overlaps_code(__u32 tgid, __u64 lo, __u64 hi)
+{
+	struct proc_info *pi = bpf_map_lookup_elem(&proc_infos, &tgid);
+	struct mapping_key key = { .tgid = tgid };
+	__u32 l = 0, h, i, slot;
+	struct cfi_mapping *m;
+
+	if (!pi)
+		return 0;
+	h = pi->nmappings;
+	slot = pi->slot & MAPPING_SLOT_BIT;
+	/* The last mapping starting below hi. */
+	for (i = 0; i < 24 && l < h; i++) {
+		__u32 mid = l + (h - l) / 2;
+
+		key.idx = slot | mid;
+		m = bpf_map_lookup_elem(&proc_mappings, &key);
+		if (!m)
+			return 1;
+		if (m->start < hi)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	if (l == 0)
+		return 0;
+	key.idx = slot | (l - 1);
+	m = bpf_map_lookup_elem(&proc_mappings, &key);
+	return !m || m->end > lo;
+}
+
+SEC("tracepoint/syscalls/sys_enter_munmap")
+int on_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 addr = ctx->args[0], len = ctx->args[1];
+
+	if (!len || !wanted(tgid) || !overlaps_code(tgid, addr, addr + len))
+		return 0;
+	send_proc_event(EVENT_MUNMAP, tgid, 0, addr, addr + len);
 	return 0;
 }

@@ -39,19 +39,14 @@ struct {
 	__array(values, struct cfi_chunk_map);
 } cfi_tables SEC(".maps");
 
-struct cfi_mapping_map {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__uint(map_flags, BPF_F_INNER_MAP);
-	__type(key, __u32);
-	__type(value, struct cfi_mapping);
-};
-
+/* Every profiled process's mappings (see struct mapping_key): 4M in all,
+ * allocated as used, with no limit per process. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
-	__uint(max_entries, 32768);
-	__type(key, __u32);                 /* tgid */
-	__array(values, struct cfi_mapping_map);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 22);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct mapping_key);
+	__type(value, struct cfi_mapping);
 } proc_mappings SEC(".maps");
 
 struct {
@@ -77,8 +72,22 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20);
+	__uint(max_entries, CFIPROF_RINGBUF_SIZE);
 } events SEC(".maps");
+
+/* When each (process, table) miss was last reported.  LRU: a busy host
+ * has more pairs than fit, and a forgotten pair merely reports again. */
+struct miss_key {
+	__u32 tgid;
+	__u32 table_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct miss_key);
+	__type(value, __u64);
+} miss_last SEC(".maps");
 
 /* Everything a walk keeps between frames.  Per CPU: too big for the
  * 512-byte BPF stack, and a sample never migrates mid-program. */
@@ -87,6 +96,7 @@ struct walk_state {
 	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
 	struct cfi_mapping cur;
 	__u32 nmappings;
+	__u32 slot;           /* the process's current mapping slot */
 	__u32 n;              /* frames recorded */
 	__u32 tgid;
 	__u8 bp_valid;
@@ -95,6 +105,8 @@ struct walk_state {
 	__u8 have_cur;
 	__u8 end;             /* enum cfiprof_walk_end */
 	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
+	__u32 miss_steps;     /* frame-pointer steps taken because a table was missing */
+	__u32 missed_id;      /* the last table found missing (reported once per walk) */
 	/* the current table's header fields, cached while frames stay in it */
 	__u32 tbl_id;
 	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
@@ -117,7 +129,6 @@ struct {
 struct loop_ctx {
 	struct walk_state *st;
 	struct sample_event *ev;
-	void *mappings;       /* inner map of the process's mappings */
 	void *table;          /* inner map of st->tbl_id */
 };
 
@@ -262,14 +273,17 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	__u32 lo = 0, hi = st->nmappings;
 	int i;
 
+	struct mapping_key key = { .tgid = st->tgid };
+
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
 		return 0;
-	if (!lc->mappings)
-		return -1;
 	/* Sorted by start: the last mapping starting at or below addr. */
 	for (i = 0; i < 24 && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
-		struct cfi_mapping *m = bpf_map_lookup_elem(lc->mappings, &mid);
+		struct cfi_mapping *m;
+
+		key.idx = st->slot | mid;
+		m = bpf_map_lookup_elem(&proc_mappings, &key);
 
 		if (!m)
 			return -1;
@@ -281,8 +295,9 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	if (lo == 0)
 		return -1;
 	lo -= 1;
+	key.idx = st->slot | lo;
 	{
-		struct cfi_mapping *m = bpf_map_lookup_elem(lc->mappings, &lo);
+		struct cfi_mapping *m = bpf_map_lookup_elem(&proc_mappings, &key);
 
 		if (!m || addr >= m->end)
 			return -1;
@@ -450,6 +465,38 @@ step:
 	return -1;
 }
 
+/* Tells the agent that table `id` is needed, unless this process
+ * reported it within CFIPROF_MISS_INTERVAL_NS.  The agent compiles it
+ * (or reads it from the disk cache) and loads it; until then the walker
+ * steps through that code by frame pointer. */
+static __always_inline void report_miss(struct walk_state *st, __u32 id, __u32 module_id)
+{
+	struct miss_key key = { .tgid = st->tgid, .table_id = id };
+	struct cfiprof_miss_event ev;
+	__u64 now, *last;
+
+	if (st->missed_id == id)
+		return;
+	st->missed_id = id;
+	now = bpf_ktime_get_ns();
+	last = bpf_map_lookup_elem(&miss_last, &key);
+	if (last && now - *last < CFIPROF_MISS_INTERVAL_NS)
+		return;
+	bpf_map_update_elem(&miss_last, &key, &now, BPF_ANY);
+	ev.kind = EVENT_MISS;
+	ev.pid = st->tgid;
+	ev.table_id = id;
+	ev.module_id = module_id;
+	ev.time_ns = now;
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP)) {
+		count(CNT_MISS_DROPS);
+		/* Let the next walk try again rather than wait out the interval. */
+		bpf_map_delete_elem(&miss_last, &key);
+	} else {
+		count(CNT_MISSES_SENT);
+	}
+}
+
 static long walk_one(__u32 i, void *ctx)
 {
 	struct loop_ctx *lc = ctx;
@@ -483,8 +530,10 @@ static long walk_one(__u32 i, void *ctx)
 		ret = step_fp(st);
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
-			st->end = WALK_END_NO_TABLE;
-			return 1;
+			report_miss(st, st->cur.table_id, st->cur.module_id);
+			st->miss_steps++;
+			ret = step_fp(st);
+			goto stepped;
 		}
 		ret = table_lookup(lc, pc - st->cur.bias, &rule);
 		if (ret < 0) {
@@ -498,6 +547,7 @@ static long walk_one(__u32 i, void *ctx)
 			ev->addrs[n] = st->ip;
 		ret = ret ? step_cfi(st, &rule) : step_fp(st);
 	}
+stepped:
 	if (ret >= 0) {
 		st->end = ret;
 		return 1;
@@ -541,7 +591,8 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	struct proc_info *pi;
 
 	st->n = 0;
-	st->fp_steps = st->cfi_steps = st->signal_frames = 0;
+	st->fp_steps = st->cfi_steps = st->signal_frames = st->miss_steps = 0;
+	st->missed_id = 0;
 	st->have_cur = 0;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
@@ -549,11 +600,14 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	walk_init_regs(st, regs);
 
 	pi = bpf_map_lookup_elem(&proc_infos, &tgid);
-	lc.mappings = bpf_map_lookup_elem(&proc_mappings, &tgid);
 	st->nmappings = pi ? pi->nmappings : 0;
+	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
 	bpf_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, &lc, 0);
 	sc->ev.nuser = st->n;
 	sc->ev.end_reason = st->end;
+	if (st->miss_steps)
+		sc->ev.flags |= SAMPLE_FLAG_MISSED;
+	add_count(CNT_MISS_FP_STEPS, st->miss_steps);
 	add_count(CNT_FP_STEPS, st->fp_steps);
 	add_count(CNT_CFI_STEPS, st->cfi_steps);
 	add_count(CNT_SIGNAL_FRAMES, st->signal_frames);

@@ -852,7 +852,10 @@ def t_pid(tmp):
     try:
         wait_started(p, 0.6)   # past the fixture's warm-up
         out = os.path.join(tmp, "pid.folded")
-        run_record(["-p", str(p.pid), "-d", "2", "-F", "499", "--format", "folded", "-o", out])
+        # Eager tables: this case checks -p walks from the first sample;
+        # lazy loading has cases of its own (lazy-*).
+        run_record(["-p", str(p.pid), "-d", "2", "-F", "499", "--format", "folded",
+                    "--unwind", "dwarf", "-o", out])
         check_chain(folded_stacks(out), "main_leaf", MAIN_THREAD_CHAIN, "-p, main thread",
                     min_samples=MIN_WALL)
         check_chain(folded_stacks(out), "thread_leaf", WORKER_CHAIN, "-p, second thread",
@@ -1172,11 +1175,204 @@ def t_stats(tmp):
     m = re.search(r"^bpf_ns_per_sample: (\d+)$", err, re.M)
     if not m or int(m.group(1)) <= 0:
         raise Fail(f"--stats: no line 'bpf_ns_per_sample: N' with N > 0:\n{err}")
-    m = re.search(r"^bpf_run_count: (\d+)$", err, re.M)
+    m = re.search(r"^bpf_runs_sample: (\d+)$", err, re.M)
     if not m or int(m.group(1)) < 100:
-        raise Fail("--stats: bpf_run_count missing or below 100")
+        raise Fail("--stats: bpf_runs_sample missing or below 100")
     if after != before:
         raise Fail(f"kernel.bpf_stats_enabled was {before} before the run, {after} after it")
+
+
+# ---- lazy tables, process tracking, eviction (issue 4) ------------------
+
+DLOPEN_CHAIN = ROOT + ["dl_run", "late_entry", "late_mid", "late_leaf"]
+SHORT_CHAIN = ROOT + ["short_run", "short_leaf"]
+
+
+def stat_value(err, key):
+    """The first integer after 'key:' in --stats output."""
+    m = re.search(r"^" + re.escape(key) + r": (\d+)", err, re.M)
+    if not m:
+        raise Fail(f"--stats: no '{key}:' line in:\n{err}")
+    return int(m.group(1))
+
+
+def start_record(extra):
+    """cfiprof record in the background; returns once it samples."""
+    args = record_args(extra)
+    log("$ " + " ".join(args) + " &")
+    rec = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    line = rec.stderr.readline()
+    log(line.rstrip())
+    if "sampling" not in line:
+        rec.kill()
+        raise Fail(f"no 'sampling' line from cfiprof: {line!r}{rec.communicate()[1]}")
+    return rec
+
+
+def finish_record(rec, sigint=False):
+    if sigint:
+        rec.send_signal(signal.SIGINT)
+    err = rec.communicate(timeout=120)[1]
+    log(err.rstrip())
+    if rec.returncode != 0:
+        raise Fail(f"cfiprof record exited with {rec.returncode}")
+    return err
+
+
+@case("lazy-all")
+def t_lazy_all(tmp):
+    """-a with lazy tables: a program started after the recording has no
+    table loaded; its first walk reports misses, and once its warm-up is
+    over (0.3 s of CPU) every stack of its leaf is complete."""
+    out = os.path.join(tmp, "lazy.pb.gz")
+    rec = start_record(["-a", "-d", "3", "-F", "499", "--stats", "-o", out])
+    p = start_bg([fx("deep"), "20", "1.2"])
+    p.wait(timeout=60)
+    err = finish_record(rec)
+    samples, _ = read_pprof(out)
+    check_chain(pprof_stacks(samples, lambda s: s.labels.get("pid") == p.pid), "deep_leaf",
+                deep_chain(20), "-a, lazy tables, after the warm-up", min_samples=MIN_WALL)
+    misses = stat_value(err, "misses")
+    loaded = stat_value(err, "tables_loaded")
+    log(f"misses {misses}, tables loaded {loaded}")
+    if misses < 2 or loaded < 2:
+        raise Fail(f"want misses and loads for the program and libc: {misses} misses, "
+                   f"{loaded} tables loaded")
+    if not re.search(r"^miss_to_loaded_ms: p50 [\d.]+ p99 [\d.]+ \(\d+ tables\)$", err, re.M):
+        raise Fail("--stats: no miss_to_loaded_ms line")
+
+
+@case("lazy-dlopen")
+def t_lazy_dlopen(tmp):
+    """A library dlopen()ed while recording: the agent learns of it from the
+    mmap, its table loads on the first miss, and its leaf's stacks are
+    complete."""
+    out = os.path.join(tmp, "dlopen.pb.gz")
+    run_record(["-F", "499", "--stats", "-o", out, "--", fx("dlopen"),
+                os.environ["REC_LATELIB"], "1.5"])
+    samples, _ = read_pprof(out)
+    check_chain(pprof_stacks(samples), "late_leaf", DLOPEN_CHAIN, "dlopen()ed library")
+
+
+def cgroup2_mount():
+    """/sys/fs/cgroup, or /sys/fs/cgroup/unified on hybrid hosts (this VM)."""
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            dev, mnt, typ = line.split()[:3]
+            if typ == "cgroup2":
+                return mnt
+    raise Fail("no cgroup2 hierarchy mounted")
+
+
+@case("lazy-short-lived")
+def t_lazy_short_lived(tmp):
+    """200 processes of 20 ms each, four at a time, in a cgroup of their own
+    (--cgroup): every one shows up with its symbolized chain, and once
+    they are gone no table stays loaded (the kernel's table memory is back
+    at its baseline, 0, a second after the last one exited)."""
+    cg = f"{cgroup2_mount()}/cfiprof-test-{os.getpid()}"
+    os.mkdir(cg)
+    try:
+        out = os.path.join(tmp, "short.pb.gz")
+        rec = start_record(["--cgroup", cg, "-F", "999", "--stats", "-o", out])
+        pids, running = [], []
+        script = f'echo $$ > {cg}/cgroup.procs && exec "$0" run 20'
+        for _ in range(200):
+            while len(running) >= 4:
+                running = [q for q in running if q.poll() is None]
+                time.sleep(0.001)
+            q = subprocess.Popen(["sh", "-c", script, fx("short")], stdin=subprocess.DEVNULL)
+            pids.append(q.pid)
+            running.append(q)
+        for q in running:
+            q.wait(timeout=60)
+        # Unused tables stay loaded for a second (the same program often
+        # starts again): wait that out.
+        time.sleep(2)
+        err = finish_record(rec, sigint=True)
+    finally:
+        os.rmdir(cg)
+    samples, _ = read_pprof(out)
+    seen = {}
+    for s in samples:
+        if s.frames and s.frames[-1] == "short_leaf":
+            seen.setdefault(s.labels.get("pid"), []).append(s)
+    missing = [pid for pid in pids if pid not in seen]
+    log(f"{len(pids) - len(missing)} of {len(pids)} short-lived processes have short_leaf samples")
+    if missing:
+        raise Fail(f"{len(missing)} of 200 short-lived processes have no symbolized sample: "
+                   f"{missing[:10]}")
+    stacks = [(s.frames, s.values[0]) for v in seen.values() for s in v]
+    check_chain(stacks, "short_leaf", SHORT_CHAIN, "short-lived processes", min_samples=200,
+                share=0.90)
+    now = stat_value(err, "kernel_table_bytes")
+    m = re.search(r"^kernel_table_bytes: \d+ \(peak (\d+)\)", err, re.M)
+    log(f"kernel table memory at the end: {now}, peak {m.group(1) if m else '?'}")
+    if now != 0:
+        raise Fail(f"{now} bytes of tables still loaded after every process exited")
+    if not m or int(m.group(1)) == 0:
+        raise Fail("no table was ever loaded")
+    if stat_value(err, "tables_unloaded_unmapped") < 1:
+        raise Fail("no table was unloaded when its processes exited")
+
+
+@case("unwind-modes")
+def t_unwind_modes(tmp):
+    """--unwind dwarf compiles up front (no misses, complete from the start);
+    --unwind fp loads no table, and on code without frame pointers stops
+    at the leaf's caller it cannot find (fp_fallback_failed), never
+    inventing frames."""
+    out = os.path.join(tmp, "dwarf.pb.gz")
+    _, err = run_record(["-F", "499", "--stats", "--unwind", "dwarf", "-o", out, "--",
+                         fx("deep"), "20", "1"], env={"FX_WARMUP": "0"})
+    samples, _ = read_pprof(out)
+    check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "--unwind dwarf")
+    if stat_value(err, "misses") != 0:
+        raise Fail("--unwind dwarf: misses reported")
+    out = os.path.join(tmp, "fp.pb.gz")
+    _, err = run_record(["-F", "499", "--stats", "--unwind", "fp", "-o", out, "--",
+                         fx("deep"), "20", "1"])
+    samples, _ = read_pprof(out)
+    leaf = [s for s in samples if s.frames and s.frames[-1] == "deep_leaf"]
+    total = sum(s.values[0] for s in leaf)
+    wrong = [s.frames for s in leaf if not deep_chain(20)[-len(s.frames):] == s.frames]
+    log(f"--unwind fp: {total} deep_leaf samples, {len(wrong)} stacks that are not a suffix "
+        f"of the true chain")
+    if total < MIN_LEAF:
+        raise Fail(f"--unwind fp: only {total} deep_leaf samples")
+    if wrong:
+        raise Fail(f"--unwind fp: frames that are not on the true chain: {wrong[:3]}")
+    if stat_value(err, "tables_loaded") != 0:
+        raise Fail("--unwind fp loaded tables")
+
+
+@case("table-budget")
+def t_table_budget(tmp):
+    """--max-table-memory: with room for libc's table (96 KiB) plus one
+    16 KiB table, the program's and its library's tables evict each other
+    (least recently used first) and are loaded again by later misses;
+    the kernel never holds more than the budget.  A budget below libc's
+    table size makes that table fail, said so in --stats."""
+    out = os.path.join(tmp, "budget.pb.gz")
+    _, err = run_record(["-F", "499", "--stats", "--max-table-memory", "112K", "-o", out,
+                         "--", fx("shlib"), "1"])
+    m = re.search(r"^kernel_table_bytes: \d+ \(peak (\d+)\)", err, re.M)
+    peak = int(m.group(1)) if m else -1
+    ev = stat_value(err, "tables_evicted")
+    loads = stat_value(err, "tables_loaded")
+    log(f"budget 112K: peak {peak}, evictions {ev}, loads {loads}")
+    if not 0 < peak <= 112 * 1024:
+        raise Fail(f"kernel table memory peaked at {peak}, budget 114688")
+    if ev < 1 or loads < 4:
+        raise Fail(f"want evictions and reloads: {ev} evictions, {loads} loads")
+    samples, _ = read_pprof(out)
+    if not any(s.frames and s.frames[-1] == "shlib_leaf" for s in samples):
+        raise Fail("no shlib_leaf samples")
+    _, err = run_record(["-F", "99", "--stats", "--max-table-memory", "64K", "-o", out,
+                         "--", fx("deep"), "5", "0.3"])
+    if stat_value(err, "tables_failed") < 1:
+        raise Fail("a budget below libc's table: no failed table reported")
 
 
 def main():

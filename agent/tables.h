@@ -1,0 +1,110 @@
+/*
+ * The CFI tables in the kernel: which modules' tables are loaded into the
+ * walker's cfi_tables map, and when.
+ *
+ * With lazy loading a table is compiled (or read from the disk cache) on
+ * a worker thread the first time a walk reports a miss for it, so that an
+ * agent watching a whole machine only pays for code that is actually
+ * running.  Tables are reference-counted by the process mappings that use
+ * them: a second after the last process unmapped an object, its table
+ * is unloaded.  Kernel
+ * memory stays under a budget: when a new table would exceed it, the
+ * least recently used tables are evicted (a later miss loads them again).
+ */
+#ifndef AGENT_TABLES_H
+#define AGENT_TABLES_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../cfi/compile.h"
+
+struct module;
+struct module_registry;
+
+enum table_state {
+	TABLE_NONE = 0,    /* no CFI in the object: the walker steps by frame pointer */
+	TABLE_IDLE,        /* not loaded; a miss will queue it */
+	TABLE_QUEUED,      /* waiting for, or on, the worker */
+	TABLE_LOADED,
+	TABLE_UNLOADING,   /* loaded, unused: queued for the worker to unload */
+	TABLE_FAILED,      /* compiling or loading failed (module->error says why) */
+};
+
+struct table_stats {
+	uint64_t misses;           /* miss notifications received */
+	uint64_t misses_ignored;   /* for tables already loaded, queued or failed */
+	uint64_t preloads;         /* requested without a miss (record -- CMD) */
+	uint64_t loads;            /* tables loaded into the kernel */
+	uint64_t cache_hits, compiled, failed;
+	uint64_t evictions;        /* unloaded to stay under the budget */
+	uint64_t unloads;          /* unloaded because no process maps them any more */
+	uint64_t loaded;           /* tables in the kernel now */
+	uint64_t kernel_bytes;     /* their map memory now (chunks rounded up) */
+	uint64_t kernel_bytes_peak;
+	uint64_t table_bytes_loaded; /* blob bytes loaded, summed over all loads */
+	double compile_ms;         /* compiling only (cache hits excluded) */
+};
+
+struct table_manager {
+	struct module_registry *reg; /* its array grows under our lock */
+	int tables_fd;             /* the cfi_tables outer map */
+	uint64_t budget;           /* bytes of kernel memory for tables */
+	const char *cache_dir;     /* NULL: no disk cache */
+	struct cfi_compile_opts copts;
+
+	pthread_mutex_t lock;      /* everything below, and modules' table fields */
+	pthread_cond_t wake;       /* work for the worker */
+	pthread_cond_t idle;       /* the worker ran out of work */
+	bool busy;
+	pthread_t worker;
+	bool worker_running, stopping;
+	struct module **queue;
+	uint32_t qhead, qlen, qcap;
+	struct table_stats stats;
+	uint64_t *latency_ns;      /* miss to loaded, one per lazily loaded table */
+	uint32_t nlatency, cap_latency;
+};
+
+/* Starts the worker.  Returns 0 or a negative errno. */
+int tables_start(struct table_manager *tm);
+
+/* Stops the worker (a compile in progress finishes first). */
+void tables_stop(struct table_manager *tm);
+
+/* A walk needed `m`'s table at `miss_ns` (CLOCK_MONOTONIC): queue it.
+ * miss_ns 0: a preload, not a miss. */
+void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns);
+
+/* Waits until every queued table is loaded (or failed), at most
+ * `timeout_ms`.  Returns 0, or -ETIMEDOUT. */
+int tables_wait(struct table_manager *tm, int timeout_ms);
+
+/* Eager loading: compile and load `m`'s table now, on this thread, if it
+ * is not loaded.  Returns 0 or a negative errno (reason in m->error). */
+int tables_load_now(struct table_manager *tm, struct module *m);
+
+/* A process mapping starts or stops using `m`'s table.  The last unref
+ * unloads it. */
+void tables_ref(struct table_manager *tm, struct module *m);
+void tables_unref(struct table_manager *tm, struct module *m);
+
+/* How long a table no process maps any more stays loaded. */
+#define TABLES_UNUSED_GRACE_NS (1000ull * 1000 * 1000)
+
+/* Queues the unloading of tables unused for TABLES_UNUSED_GRACE_NS. */
+void tables_sweep(struct table_manager *tm, uint64_t now_ns);
+
+/* A sample walked through `m` at `now_ns`: it is recently used. */
+void tables_touch(struct module *m, uint64_t now_ns);
+
+/* A consistent copy of the counters. */
+void tables_stats(struct table_manager *tm, struct table_stats *out);
+
+/* Percentile p (0..100) of the miss-to-loaded latency in ns; 0 if none. */
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint32_t *count);
+
+void tables_free(struct table_manager *tm);
+
+#endif
