@@ -115,6 +115,61 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	return 1;
 }
 
+struct sym_addr {
+	int module;
+	uint64_t vaddr;
+};
+
+static int cmp_sym_addr(const void *x, const void *y)
+{
+	const struct sym_addr *a = x, *b = y;
+
+	if (a->module != b->module)
+		return a->module < b->module ? -1 : 1;
+	return a->vaddr < b->vaddr ? -1 : a->vaddr > b->vaddr;
+}
+
+/* Symbolizes every user address one module at a time, releasing each
+ * module's DWARF once its addresses are done: the agent then holds one
+ * module's debug information at a time (libc's alone is tens of MiB),
+ * not all of them.  The lookups below are answered from the
+ * symbolizer's cache.  Without memory for the list, they are simply
+ * done below, all modules held. */
+static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sym,
+				uint64_t total_frames)
+{
+	struct sym_addr *v = malloc((total_frames + 1) * sizeof(*v));
+	struct sym_frame sf[MAX_INLINE];
+	uint64_t n = 0, i;
+	uint32_t k, j;
+
+	if (!v)
+		return;
+	for (k = 0; k < a->cap; k++) {
+		const struct stack *s = a->slots[k];
+
+		for (j = 0; s && j < s->nframes; j++) {
+			const struct frame_ref *f = &s->frames[j];
+			const struct pmap *pm;
+
+			if (f->pmap == FRAME_KERNEL || !f->pmap || f->pmap > a->npmaps)
+				continue;
+			pm = &a->pmaps[f->pmap - 1];
+			if (pm->mod && pm->mod->sym >= 0)
+				v[n++] = (struct sym_addr){ pm->mod->sym, f->addr - pm->bias };
+		}
+	}
+	qsort(v, n, sizeof(*v), cmp_sym_addr);
+	for (i = 0; i < n; i++) {
+		if (i && v[i].module == v[i - 1].module && v[i].vaddr == v[i - 1].vaddr)
+			continue;
+		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
+		if (i + 1 == n || v[i + 1].module != v[i].module)
+			symbolizer_release(sym, v[i].module);
+	}
+	free(v);
+}
+
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {
@@ -132,6 +187,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			total_frames += a->slots[i]->nframes;
 	while (lcap < 2 * total_frames + 2)
 		lcap *= 2;
+	if (sym)
+		symbolize_by_module(a, sym, total_frames);
 	lk = calloc(lcap, sizeof(*lk));
 	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
 	frames_cap = 4096;

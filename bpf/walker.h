@@ -39,11 +39,13 @@ struct {
 	__array(values, struct cfi_chunk_map);
 } cfi_tables SEC(".maps");
 
-/* Every profiled process's mappings (see struct mapping_key): 4M in all,
- * allocated as used, with no limit per process. */
+/* Every profiled process's mappings (see struct mapping_key): 512K in all
+ * (32768 processes of 8 executable mappings, in both slots), allocated as
+ * used, with no limit per process.  The bucket array is allocated up front
+ * whatever the flags: 16 bytes an entry, 8 MiB. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, 1 << 19);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct mapping_key);
 	__type(value, struct cfi_mapping);

@@ -537,3 +537,22 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 	out->inlined = false;
 	return 1;
 }
+
+void symbolizer_release(struct symbolizer *s, int module)
+{
+	struct module *m;
+
+	if (!get_module(s, module))
+		return;
+	m = &s->modules[module];
+	sym_fnindex_free(&m->functions);
+	sym_symtab_free(&m->symbols);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->dmod = NULL;
+	m->dwfl_tried = true;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+}

@@ -50,6 +50,12 @@ const char *symbolizer_module_build_id(const struct symbolizer *s, int module);
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max);
 
+/* Frees what symbolizing `module` took (its DWARF and symbol indexes):
+ * call it once every address of the module was looked up.  Results
+ * already looked up stay cached; an address not looked up before gives
+ * "module+0xOFFSET" afterwards. */
+void symbolizer_release(struct symbolizer *s, int module);
+
 /* Symbolizes a kernel address from /proc/kallsyms (read once): "func"
  * or "[kernel]+0xADDR". */
 int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out);

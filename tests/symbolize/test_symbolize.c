@@ -920,3 +920,28 @@ Test(symbolize, intern_and_arena)
 	sym_arena_free(&arena);
 	free(big);
 }
+
+/* After symbolizer_release, addresses looked up before still give their
+ * names (from the cache), and new ones the module+offset fallback: never
+ * a crash or a stale DWARF read. */
+Test(symbolize, release_keeps_cached_results)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t a = nm_symbol(fx, "outer_work", false, NULL), b = nm_symbol(fx, "other", false, NULL);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f;
+
+	cr_assert_geq(mod, 0);
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_str_eq(f.function, "outer_work");
+	symbolizer_release(s, mod);
+	symbolizer_release(s, mod);   /* twice: harmless */
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_str_eq(f.function, "outer_work");
+	cr_assert_eq(symbolizer_lookup(s, mod, b, &f, 1), 1);
+	cr_assert(strstr(f.function, "+0x") != NULL, "after release: %s", f.function);
+	cr_assert_eq(symbolizer_lookup(s, mod + 1000, a, &f, 1), -EINVAL);
+	symbolizer_release(s, mod + 1000);   /* a bad id: ignored */
+	symbolizer_free(s);
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; needs root): system-wide profiling of a changing
+# machine, lazy CFI tables (--unwind auto, the default) against eager ones
+# (--unwind dwarf), side by side.
+#
+#   bench/lazy.sh
+#   env BUILD=DIR      build directory holding cfiprof (default build)
+#   env DURATION=20    seconds per recording
+#   env N=2            recordings per mode, alternating auto, dwarf
+#   env F=99           sampling frequency, Hz
+#
+# The workload: two slots, each running one program after another for the
+# whole recording: python3, gzip, xz, sort, sha256sum, gcc (cc1, whose CFI
+# table is among the largest on the system) and bench's deep-nofp: Debian
+# binaries and a fixture, all built without frame pointers, each living
+# 0.1 to 2 s.  cfiprof records `-a` (every process on the machine, the
+# workload's and everything else's) with --no-cache, so compiling is
+# really done and counted, and --stats.  Reported per mode (the median
+# over its N runs):
+#   agent CPU s/s    the agent's user+system CPU time over the recording
+#   peak RSS         the agent's peak resident set (getrusage)
+#   tables built     CFI tables compiled (lazy: on a miss; eager: for every
+#                    executable mapping of every process, at start and as
+#                    processes appear), and the compile time they took
+#   kernel memory    peak kernel memory of the loaded tables, and of the
+#                    fixed maps (ring buffer, hashes)
+#   first stack      from a process's exec to its first sample whose walk
+#                    reached the outermost frame with no frame-pointer step
+#                    taken for a missing table (p50 / p99 over the
+#                    processes that started during the recording)
+#   miss to loaded   lazy only: from the BPF miss notification to the
+#                    table being in the kernel (p50 / p99)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+DURATION=${DURATION:-20}
+N=${N:-2}
+F=${F:-99}
+CFIPROF=$BUILD/cfiprof
+DEEP=$BUILD/bench/deep-nofp
+[ "$(id -u)" -eq 0 ] || { echo "lazy.sh: needs root" >&2; exit 1; }
+[ -x "$CFIPROF" ] && [ -x "$DEEP" ] || { echo "lazy.sh: build first (bash tools/build.sh)" >&2; exit 1; }
+command -v gcc python3 gzip xz >/dev/null || { echo "lazy.sh: needs gcc python3 gzip xz" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+head -c 8000000 /usr/lib/x86_64-linux-gnu/libLLVM-15.so.1 > "$tmp/data" 2>/dev/null ||
+  head -c 8000000 /dev/urandom > "$tmp/data"
+seq 400000 | shuf --random-source=<(yes) > "$tmp/lines"
+
+# One slot of the workload: programs one after another until $1 (epoch s).
+slot() {
+  local until=$1 k=$2
+  while [ "$(date +%s)" -lt "$until" ]; do
+    case $((k % 7)) in
+      0) python3 -c 'sum(i * i for i in range(1500000))' ;;
+      1) gzip -6 -c "$tmp/data" > /dev/null ;;
+      2) xz -1 -T1 -c "$tmp/data" > /dev/null ;;
+      3) sort -n "$tmp/lines" > /dev/null ;;
+      4) sha256sum "$tmp/data" > /dev/null ;;
+      5) gcc -O2 -c tools/demo/workload.c -o "$tmp/w.o" ;;
+      6) "$DEEP" -f 30 spin 0.5 > /dev/null ;;
+    esac
+    k=$((k + 1))
+  done
+}
+
+run() {
+  local mode=$1 i=$2 out=$tmp/$1.$2
+  "$CFIPROF" record -a -d "$DURATION" -F "$F" --unwind "$mode" --no-cache --stats -q \
+    -o "$out.pb.gz" 2> "$out.stats" &
+  local rec=$!
+  sleep 1   # past the agent's start-up scan
+  local until=$(( $(date +%s) + DURATION - 2 ))
+  slot "$until" 0 & local a=$!
+  slot "$until" 3 & local b=$!
+  wait "$a" "$b"
+  wait "$rec"
+}
+
+for i in $(seq "$N"); do
+  run auto "$i"
+  run dwarf "$i"
+done
+
+python3 - "$tmp" "$N" "$DURATION" <<'EOF'
+import re, statistics, sys
+tmp, n, dur = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+
+def stats(path):
+    t = open(path).read()
+    g = lambda pat, k=1: float(re.search(pat, t, re.M).group(k)) if re.search(pat, t, re.M) else float("nan")
+    return {
+        "cpu": g(r"^agent_cpu_s: ([\d.]+)") / dur,
+        "rss": g(r"^agent_peak_rss_kb: (\d+)") / 1024,
+        "built": g(r"^tables_loaded: (\d+)") + g(r"^tables_failed: (\d+)"),
+        "compile": g(r"^compile_ms: ([\d.]+)"),
+        "ktab": g(r"^kernel_table_bytes: \d+ \(peak (\d+)\)") / 2**20,
+        "kfixed": g(r"^kernel_map_bytes: (\d+)") / 2**20,
+        "first50": g(r"^exec_to_first_complete_stack_ms: p50 ([\d.]+)"),
+        "first99": g(r"^exec_to_first_complete_stack_ms: p50 [\d.]+ p99 ([\d.]+)"),
+        "nfirst": g(r"^exec_to_first_complete_stack_ms: .*\((\d+) processes\)"),
+        "miss50": g(r"^miss_to_loaded_ms: p50 ([\d.]+)"),
+        "miss99": g(r"^miss_to_loaded_ms: p50 [\d.]+ p99 ([\d.]+)"),
+        "samples": g(r"^cfiprof: (\d+) samples") ,
+    }
+
+rows = {}
+for mode in ("auto", "dwarf"):
+    runs = [stats(f"{tmp}/{mode}.{i}.stats") for i in range(1, n + 1)]
+    rows[mode] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+
+a, d = rows["auto"], rows["dwarf"]
+fmt = "{:<34} {:>16} {:>16}"
+print(fmt.format("(median of %d runs, %g s each)" % (n, dur), "lazy (auto)", "eager (dwarf)"))
+print(fmt.format("agent CPU, s per s", "%.4f" % a["cpu"], "%.4f" % d["cpu"]))
+print(fmt.format("agent peak RSS, MiB", "%.1f" % a["rss"], "%.1f" % d["rss"]))
+print(fmt.format("tables built", "%d" % a["built"], "%d" % d["built"]))
+print(fmt.format("compile time, ms", "%.0f" % a["compile"], "%.0f" % d["compile"]))
+print(fmt.format("kernel table memory peak, MiB", "%.2f" % a["ktab"], "%.2f" % d["ktab"]))
+print(fmt.format("kernel fixed map memory, MiB", "%.2f" % a["kfixed"], "%.2f" % d["kfixed"]))
+print(fmt.format("exec to first full stack p50, ms", "%.1f" % a["first50"], "%.1f" % d["first50"]))
+print(fmt.format("exec to first full stack p99, ms", "%.1f" % a["first99"], "%.1f" % d["first99"]))
+print(fmt.format("processes measured", "%d" % a["nfirst"], "%d" % d["nfirst"]))
+print(fmt.format("miss to loaded p50 / p99, ms", "%.1f / %.1f" % (a["miss50"], a["miss99"]), "-"))
+if a["compile"] > 0:
+    print("eager / lazy compile time: %.1fx; tables built: %.1fx" %
+          (d["compile"] / a["compile"], d["built"] / max(a["built"], 1)))
+EOF
