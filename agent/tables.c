@@ -85,18 +85,20 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 	return n;
 }
 
-static void record_latency_locked(struct table_manager *tm, uint64_t ns)
+static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size)
 {
 	if (tm->nlatency == tm->cap_latency) {
 		uint32_t ncap = tm->cap_latency ? tm->cap_latency * 2 : 256;
-		uint64_t *p = realloc(tm->latency_ns, ncap * sizeof(*p));
+		struct table_latency *p = realloc(tm->latency, ncap * sizeof(*p));
 
 		if (!p)
 			return;
-		tm->latency_ns = p;
+		tm->latency = p;
 		tm->cap_latency = ncap;
 	}
-	tm->latency_ns[tm->nlatency++] = ns;
+	tm->latency[tm->nlatency].ns = ns;
+	tm->latency[tm->nlatency].object_size = object_size;
+	tm->nlatency++;
 }
 
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
@@ -128,11 +130,15 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 		pthread_mutex_unlock(&tm->lock);
 		return ret;
 	}
+	if (getenv("CFIPROF_DEBUG_TABLES"))
+		fprintf(stderr, "table %s: %s %.1f ms cpu\n", m->path,
+			info.outcome == CFI_CACHE_HIT ? "cache" : "compiled", info.stats.compile_cpu_ms);
 	if (info.outcome == CFI_CACHE_HIT) {
 		tm->stats.cache_hits++;
 	} else {
 		tm->stats.compiled++;
 		tm->stats.compile_ms += info.stats.compile_ms;
+		tm->stats.compile_cpu_ms += info.stats.compile_cpu_ms;
 	}
 	kbytes = kernel_size(t.size);
 	m->table_bytes = t.size;
@@ -181,7 +187,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 		if (tm->stats.kernel_bytes > tm->stats.kernel_bytes_peak)
 			tm->stats.kernel_bytes_peak = tm->stats.kernel_bytes;
 		if (m->miss_ns)
-			record_latency_locked(tm, now > m->miss_ns ? now - m->miss_ns : 0);
+			record_latency_locked(tm, now > m->miss_ns ? now - m->miss_ns : 0, (uint64_t)m->size);
 		m->miss_ns = 0;
 		/* Its last process went away while it loaded. */
 		if (m->refs == 0) {
@@ -230,7 +236,7 @@ static void *worker_main(void *arg)
 		struct module *m;
 		bool unload;
 
-		while (!tm->qlen && !tm->stopping) {
+		while (!tm->qlen && !tm->nunloads && !tm->stopping) {
 			tm->busy = false;
 			pthread_cond_broadcast(&tm->idle);
 			pthread_cond_wait(&tm->wake, &tm->lock);
@@ -238,9 +244,14 @@ static void *worker_main(void *arg)
 		if (tm->stopping)
 			break;
 		tm->busy = true;
-		m = tm->queue[tm->qhead];
-		tm->qhead = (tm->qhead + 1) % tm->qcap;
-		tm->qlen--;
+		/* A load is waited for by walks; an unload only frees memory. */
+		if (tm->qlen) {
+			m = tm->queue[tm->qhead];
+			tm->qhead = (tm->qhead + 1) % tm->qcap;
+			tm->qlen--;
+		} else {
+			m = tm->unloads[--tm->nunloads];
+		}
 		unload = m->table_state == TABLE_UNLOADING;
 		pthread_mutex_unlock(&tm->lock);
 		if (unload)
@@ -300,6 +311,22 @@ static int enqueue_locked(struct table_manager *tm, struct module *m)
 	return 0;
 }
 
+static int push_unload_locked(struct table_manager *tm, struct module *m)
+{
+	if (tm->nunloads == tm->cap_unloads) {
+		uint32_t ncap = tm->cap_unloads ? tm->cap_unloads * 2 : 64;
+		struct module **u = realloc(tm->unloads, ncap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		tm->unloads = u;
+		tm->cap_unloads = ncap;
+	}
+	tm->unloads[tm->nunloads++] = m;
+	pthread_cond_signal(&tm->wake);
+	return 0;
+}
+
 void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns)
 {
 	pthread_mutex_lock(&tm->lock);
@@ -331,7 +358,7 @@ int tables_wait(struct table_manager *tm, int timeout_ms)
 		deadline.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&tm->lock);
-	while ((tm->qlen || tm->busy) && tm->worker_running && !ret)
+	while ((tm->qlen || tm->nunloads || tm->busy) && tm->worker_running && !ret)
 		ret = pthread_cond_timedwait(&tm->idle, &tm->lock, &deadline);
 	pthread_mutex_unlock(&tm->lock);
 	return ret ? -ETIMEDOUT : 0;
@@ -384,7 +411,7 @@ void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 		 * grace period, which the main thread must not. */
 		if (m->table_state == TABLE_LOADED && m->refs == 0 && m->unref_ns &&
 		    now_ns - m->unref_ns >= TABLES_UNUSED_GRACE_NS && tm->worker_running &&
-		    !enqueue_locked(tm, m))
+		    !push_unload_locked(tm, m))
 			m->table_state = TABLE_UNLOADING;
 	}
 	pthread_mutex_unlock(&tm->lock);
@@ -409,31 +436,37 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-uint64_t tables_latency_pct(struct table_manager *tm, double p, uint32_t *count)
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
 {
-	uint64_t v = 0;
-	uint32_t idx;
+	uint64_t *v, r = 0;
+	uint32_t i, n = 0, idx;
 
 	pthread_mutex_lock(&tm->lock);
-	*count = tm->nlatency;
-	if (tm->nlatency) {
-		qsort(tm->latency_ns, tm->nlatency, sizeof(*tm->latency_ns), cmp_u64);
-		/* Nearest rank: the smallest value with at least p% at or below. */
-		idx = (uint32_t)((p / 100.0) * tm->nlatency + 0.999999);
-		idx = idx ? idx - 1 : 0;
-		if (idx >= tm->nlatency)
-			idx = tm->nlatency - 1;
-		v = tm->latency_ns[idx];
-	}
+	v = malloc((tm->nlatency + 1) * sizeof(*v));
+	for (i = 0; v && i < tm->nlatency; i++)
+		if (tm->latency[i].object_size <= max_size)
+			v[n++] = tm->latency[i].ns;
 	pthread_mutex_unlock(&tm->lock);
-	return v;
+	*count = n;
+	if (!v || !n) {
+		free(v);
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	/* Nearest rank: the smallest value with at least p% at or below. */
+	idx = (uint32_t)((p / 100.0) * n + 0.999999);
+	idx = idx ? idx - 1 : 0;
+	r = v[idx < n ? idx : n - 1];
+	free(v);
+	return r;
 }
 
 void tables_free(struct table_manager *tm)
 {
 	tables_stop(tm);
 	free(tm->queue);
-	free(tm->latency_ns);
+	free(tm->unloads);
+	free(tm->latency);
 	tm->queue = NULL;
-	tm->latency_ns = NULL;
+	tm->latency = NULL;
 }

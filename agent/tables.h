@@ -44,7 +44,8 @@ struct table_stats {
 	uint64_t kernel_bytes;     /* their map memory now (chunks rounded up) */
 	uint64_t kernel_bytes_peak;
 	uint64_t table_bytes_loaded; /* blob bytes loaded, summed over all loads */
-	double compile_ms;         /* compiling only (cache hits excluded) */
+	double compile_ms;         /* compiling only (cache hits excluded), wall time */
+	double compile_cpu_ms;     /* the same in CPU time: the work done */
 };
 
 struct table_manager {
@@ -60,11 +61,13 @@ struct table_manager {
 	bool busy;
 	pthread_t worker;
 	bool worker_running, stopping;
-	struct module **queue;
+	struct module **queue;     /* loads: before any unload */
 	uint32_t qhead, qlen, qcap;
+	struct module **unloads;   /* tables whose processes are gone */
+	uint32_t nunloads, cap_unloads;
 	struct table_stats stats;
-	uint64_t *latency_ns;      /* miss to loaded, one per lazily loaded table */
-	uint32_t nlatency, cap_latency;
+	struct table_latency { uint64_t ns, object_size; } *latency;
+	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table */
 };
 
 /* Starts the worker.  Returns 0 or a negative errno. */
@@ -102,8 +105,9 @@ void tables_touch(struct module *m, uint64_t now_ns);
 /* A consistent copy of the counters. */
 void tables_stats(struct table_manager *tm, struct table_stats *out);
 
-/* Percentile p (0..100) of the miss-to-loaded latency in ns; 0 if none. */
-uint64_t tables_latency_pct(struct table_manager *tm, double p, uint32_t *count);
+/* Percentile p (0..100) of the miss-to-loaded latency in ns, over the
+ * tables of objects of at most `max_size` bytes; 0 if none. */
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
 
 void tables_free(struct table_manager *tm);
 

@@ -32,7 +32,8 @@ struct cfi_compile_stats {
 	uint32_t page_shift;
 	uint64_t table_bytes;
 	uint64_t covered_bytes;     /* code bytes with unwind information */
-	double compile_ms;
+	double compile_ms;          /* wall time */
+	double compile_cpu_ms;      /* the compiling thread's CPU time: the work itself */
 	char debug_file[512];       /* separate debug file used, or "" */
 };
 
