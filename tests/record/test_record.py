@@ -1375,6 +1375,46 @@ def t_table_budget(tmp):
         raise Fail("a budget below libc's table: no failed table reported")
 
 
+@case("pid-reuse")
+def t_pid_reuse(tmp):
+    """A pid reused while recording (-a) never mixes two processes: the
+    kernel is made to hand a finished program's pid to a second, different
+    program (ns_last_pid), and every sample of that pid carries one of the
+    two programs' exact chains, symbolized in its own binary."""
+    out = os.path.join(tmp, "reuse.pb.gz")
+    rec = start_record(["-a", "-F", "499", "-o", out])
+    try:
+        a = start_bg([fx("deep"), "20", "0.8"])
+        a.wait(timeout=60)
+        pid, b = a.pid, None
+        for _ in range(50):
+            with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                f.write(str(pid - 1))
+            b = subprocess.Popen([fx("alloca"), "0.8"], stdin=subprocess.DEVNULL)
+            if b.pid == pid:
+                break
+            b.kill()
+            b.wait()
+            b = None
+        if b is None:
+            raise Fail(f"could not get pid {pid} again (other processes kept taking it)")
+        log(f"pid {pid}: rec-deep, then rec-alloca")
+        b.wait(timeout=60)
+    finally:
+        err = finish_record(rec, sigint=True)
+    samples, _ = read_pprof(out)
+    mine = [s for s in samples if s.labels.get("pid") == pid]
+    stacks = pprof_stacks(mine)
+    check_chain(stacks, "deep_leaf", deep_chain(20), f"pid {pid}, first program",
+                min_samples=MIN_WALL)
+    check_chain(stacks, "alloca_leaf", ALLOCA_CHAIN, f"pid {pid}, second program",
+                min_samples=MIN_WALL)
+    for s in mine:
+        names = set(s.frames)
+        if names & {"deep_run", "deep_leaf"} and names & {"alloca_outer", "alloca_leaf"}:
+            raise Fail(f"a sample of pid {pid} mixes both programs: {fmt_chain(s.frames)}")
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--list":
         print("\n".join(CASES))
