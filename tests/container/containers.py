@@ -174,11 +174,13 @@ class PodmanContainer:
         self.id = p.stdout.strip().splitlines()[-1]
         if not re.fullmatch(r"[0-9a-f]{64}", self.id):
             raise ContainerError(f"podman run printed no container id: {p.stdout!r}")
-        fmt = "{{.State.Pid}} {{.State.ConmonPid}} {{.State.Status}}"
+        fmt = "{{.Id}} {{.State.Pid}} {{.State.ConmonPid}} {{.State.Status}}"
         deadline = time.monotonic() + 30
         while True:
             out = self.podman("inspect", "--format", fmt, self.id).stdout.split()
-            pid, conmon, status = int(out[0]), int(out[1]), out[2]
+            if out[0] != self.id:
+                raise ContainerError(f"podman inspect: Id {out[0]}, podman run said {self.id}")
+            pid, conmon, status = int(out[1]), int(out[2]), out[3]
             if pid > 0 and status == "running":
                 break
             if status not in ("created", "configured", "initialized", "running") or \
