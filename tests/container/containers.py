@@ -12,12 +12,12 @@ Two ways to put a fixture where the host cannot see its files:
                    path does not exist.
 
 Both are context managers that clean up (podman rm -f, kill) on exit, on
-exceptions and on SIGTERM (meson's timeout), and whose .pid is the host
-pid of the fixture process.
+exceptions and on SIGTERM (meson's timeout, once install_sigterm_cleanup()
+ran), and whose .pid is the host pid of the fixture process.
 
 Podman needs no configuration beyond its command line here: everything
 that differs from the packaged defaults is passed on every call (see
-PodmanContainer.GLOBAL), so a freshly installed podman (tools/setup.sh)
+podman_cmd()), so a freshly installed podman (tools/setup.sh)
 works as is.  The one thing the defaults get wrong on these machines:
 podman raises RLIMIT_NOFILE and RLIMIT_NPROC for rootful containers,
 which needs CAP_SYS_RESOURCE; without it runc fails with "error setting
@@ -66,6 +66,25 @@ def _on_sigterm(signum, frame):
 
 def install_sigterm_cleanup():
     signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+class _Managed:
+    """A context manager around start() and stop(), whose stop() also runs
+    on SIGTERM (install_sigterm_cleanup) and from cleanup_all()."""
+
+    def __enter__(self):
+        _cleanups.append(self.stop)
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc):
+        self.stop()
+        if self.stop in _cleanups:
+            _cleanups.remove(self.stop)
+        return False
 
 
 # ---- root filesystems ----------------------------------------------------
@@ -121,7 +140,7 @@ def podman_version():
     return p.stdout.strip()
 
 
-class PodmanContainer:
+class PodmanContainer(_Managed):
     """One detached container running ROOTFS/prog ARGS.
 
         with PodmanContainer(rootfs, ["20", "30"]) as c:
@@ -137,24 +156,18 @@ class PodmanContainer:
         self.rootfs = os.path.abspath(rootfs)
         self.args = list(args)
         self.prog = prog
+        sweep_stale_stores()
         # Not under workdir: podman refuses a runroot path over 50 bytes.
-        self.base = tempfile.mkdtemp(prefix="cfiprof-pm-", dir="/tmp")
+        self.base = tempfile.mkdtemp(prefix=STORE_PREFIX, dir="/tmp")
+        with open(os.path.join(self.base, "owner"), "w") as f:
+            f.write(str(os.getpid()))
         self.id = None
         self.pid = None
         self.conmon_pid = None
         self.cgroup_path = None
 
-    def global_args(self):
-        return [PODMAN,
-                "--root", os.path.join(self.base, "root"),
-                "--runroot", os.path.join(self.base, "run"),
-                "--tmpdir", os.path.join(self.base, "tmp"),
-                "--runtime", "runc",
-                "--cgroup-manager=cgroupfs",
-                "--events-backend=file"]
-
     def podman(self, *args, timeout=60, check=True):
-        return run(self.global_args() + list(args), timeout=timeout, check=check)
+        return run(podman_cmd(self.base) + list(args), timeout=timeout, check=check)
 
     @staticmethod
     def ulimits():
@@ -198,31 +211,81 @@ class PodmanContainer:
     def running(self):
         return self.pid is not None and os.path.exists(f"/proc/{self.pid}")
 
-    def remove(self):
+    def stop(self):
         if self.id:
             self.podman("rm", "-f", "-t", "0", self.id, check=False)
             self.id = None
-        if self.pid:
-            # podman rm waits for the process; make sure of it anyway.
-            deadline = time.monotonic() + 10
-            while os.path.exists(f"/proc/{self.pid}") and time.monotonic() < deadline:
-                time.sleep(0.05)
+            # SIGKILLed meanwhile, a sweep by a later run removes it all.
+        # conmon runs `podman container cleanup` with this store once
+        # the container is gone, after `podman rm` returned: removed
+        # before that, the store would be made again.
+        _wait_for_no_process_naming(self.base)
         _unmount_below(self.base)
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def __enter__(self):
-        _cleanups.append(self.remove)
-        try:
-            return self.start()
-        except BaseException:
-            self.remove()
-            raise
 
-    def __exit__(self, *exc):
-        self.remove()
-        if self.remove in _cleanups:
-            _cleanups.remove(self.remove)
-        return False
+STORE_PREFIX = "cfiprof-pm-"
+
+
+def podman_cmd(base):
+    """podman with the store in `base` and every setting the tests need
+    that is not the packaged default."""
+    return [PODMAN,
+            "--root", os.path.join(base, "root"),
+            "--runroot", os.path.join(base, "run"),
+            "--tmpdir", os.path.join(base, "tmp"),
+            "--runtime", "runc",
+            "--cgroup-manager=cgroupfs",
+            "--events-backend=file"]
+
+
+def sweep_stale_stores(max_age=600):
+    """Removes the podman stores (and their containers) of test runs that
+    died without cleaning up (SIGKILL): those whose owner process is gone,
+    or that name none and are older than max_age seconds."""
+    for name in os.listdir("/tmp"):
+        base = os.path.join("/tmp", name)
+        if not name.startswith(STORE_PREFIX) or not os.path.isdir(base):
+            continue
+        try:
+            with open(os.path.join(base, "owner")) as f:
+                owner = int(f.read())
+            stale = not os.path.exists(f"/proc/{owner}")
+        except (OSError, ValueError):
+            try:
+                stale = time.time() - os.stat(base).st_mtime > max_age
+            except OSError:
+                continue
+        if not stale:
+            continue
+        log(f"removing the stale podman store {base}")
+        subprocess.run(podman_cmd(base) + ["rm", "-a", "-f", "-t", "0"],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=60)
+        _unmount_below(base)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _wait_for_no_process_naming(text, timeout=15):
+    """Waits until no live process has `text` in its command line."""
+    deadline = time.monotonic() + timeout
+    needle = text.encode()
+    while time.monotonic() < deadline:
+        busy = False
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if needle in f.read():
+                        with open(f"/proc/{pid}/stat") as st:
+                            busy = st.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:
+                continue
+            if busy:
+                break
+        if not busy:
+            return
+        time.sleep(0.05)
+    log(f"processes still name {text} after {timeout} s")
 
 
 def _unmount_below(path):
@@ -251,7 +314,7 @@ exec "$mnt/prog" "$@"
 '''
 
 
-class UnshareFixture:
+class UnshareFixture(_Managed):
     """`binary ARGS` run in new pid and mount namespaces from a tmpfs
     that only its mount namespace has:
 
@@ -317,20 +380,6 @@ class UnshareFixture:
             os.rmdir(self.mnt)
         except OSError:
             pass
-
-    def __enter__(self):
-        _cleanups.append(self.stop)
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc):
-        self.stop()
-        if self.stop in _cleanups:
-            _cleanups.remove(self.stop)
-        return False
 
 
 def _die_with_parent():

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "agent/container.h"
+#include "../unit/cgroup_fixture.h"
 
 static int bpf(int cmd, union bpf_attr *attr)
 {
@@ -89,21 +90,16 @@ static uint64_t bpf_id(int helper, int level)
 	return id;
 }
 
-static char mnt[PATH_MAX], mroot[PATH_MAX], top[PATH_MAX], leaf[PATH_MAX + 16];
+static struct cg_fixture cgf;
 
 static void setup(void)
 {
-	cr_assert_eq(cgroup2_mount(mnt, sizeof(mnt), mroot, sizeof(mroot)), 0, "no cgroup2 mount");
-	snprintf(top, sizeof(top), "%s/cfiprof-bpfid-XXXXXX", mnt);
-	cr_assert_not_null(mkdtemp(top), "%s: %s", top, strerror(errno));
-	snprintf(leaf, sizeof(leaf), "%s/leaf", top);
-	cr_assert_eq(mkdir(leaf, 0755), 0, "%s: %s", leaf, strerror(errno));
+	cg_fixture_make(&cgf, "cfiprof-bpfid");
 }
 
 static void teardown(void)
 {
-	rmdir(leaf);
-	rmdir(top);
+	cg_fixture_remove(&cgf);
 }
 
 TestSuite(cgroup_id, .init = setup, .fini = teardown);
@@ -116,10 +112,11 @@ Test(cgroup_id, agrees_with_bpf)
 {
 	struct cgroup_target t_top, t_leaf;
 	struct cgroup_info info;
-	char errbuf[256], procs[PATH_MAX + 32];
+	const char *top = cgf.top, *leaf = cgf.sub;
+	char errbuf[256];
 	struct seen seen;
 	struct stat st;
-	int pfd[2], go[2], status, fd;
+	int pfd[2], go[2], status;
 	pid_t pid;
 	char c = 0;
 
@@ -143,16 +140,7 @@ Test(cgroup_id, agrees_with_bpf)
 	}
 	close(pfd[1]);
 	close(go[0]);
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", leaf);
-	fd = open(procs, O_WRONLY);
-	cr_assert_geq(fd, 0, "%s: %s", procs, strerror(errno));
-	{
-		char num[32];
-		int n = snprintf(num, sizeof(num), "%d", pid);
-
-		cr_assert_eq(write(fd, num, (size_t)n), n, "%s: %s", procs, strerror(errno));
-	}
-	close(fd);
+	cg_move(leaf, pid);
 	cr_assert_eq(cgroup_read(pid, &info), 0);
 	cr_expect_str_eq(info.path, t_leaf.path);
 	cr_assert_eq(write(go[1], "g", 1), 1);

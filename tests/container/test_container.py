@@ -21,7 +21,9 @@ Cases in PENDING wait for `cfiprof record` to use agent/container.c (the
 lead's part of issue 4).  They run in full: a failure that is exactly the
 missing feature (a label absent, --cgroup unknown) shows as XFAIL and
 passes; any other failure fails; and once they pass, XPASS fails the test
-so that the entry gets removed.  Exit status: 0 pass (or XFAIL), 1 fail.
+so that the entry gets removed.  The runner is test_record.py's (PENDING
+takes the place of its KNOWN_BUGS).  Exit status: 0 pass (or XFAIL),
+1 fail, 77 skip (not root).
 """
 import os
 import re
@@ -36,7 +38,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "record"))
 
 import containers as C          # noqa: E402
 import test_record as rec       # noqa: E402
-from test_record import Fail    # noqa: E402
+from test_record import Fail, KnownBug    # noqa: E402
 
 PROBE = os.environ.get("CONTAINER_PROBE", "")
 
@@ -51,7 +53,7 @@ PENDING = {
 DEPTH = 20
 
 
-class Pending(Fail):
+class Pending(KnownBug):
     """The symptom of the missing feature a PENDING case waits for."""
 
 
@@ -103,7 +105,12 @@ CASES = {}
 
 def case(name):
     def reg(f):
-        CASES[name] = f
+        def run(tmp):
+            try:
+                f(tmp)
+            except (C.ContainerError, OSError) as e:
+                raise Fail(f"{type(e).__name__}: {e}") from e
+        CASES[name] = run
         return f
     return reg
 
@@ -381,38 +388,14 @@ def t_record_cgroup_errors(tmp):
 
 
 def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(__doc__, file=sys.stderr)
-        return 2
-    name = sys.argv[1]
-    if os.geteuid() != 0:
-        print(f"FAIL {name}: needs root (containers, namespaces, BPF)")
-        return 1
+    # test_record.py's runner: its KNOWN_BUGS mechanism is PENDING's.
+    rec.CASES = CASES
+    rec.KNOWN_BUGS = PENDING
     C.install_sigterm_cleanup()
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="ctr-" + name + "-") as tmp:
-        try:
-            CASES[name](tmp)
-        except Pending as e:
-            if name in PENDING:
-                print(f"XFAIL {name}: {e}\n  waiting for: {PENDING[name]}")
-                return 0
-            print(f"FAIL {name}: {e}")
-            return 1
-        except (Fail, C.ContainerError, subprocess.CalledProcessError,
-                subprocess.TimeoutExpired, OSError) as e:
-            print(f"FAIL {name}: {type(e).__name__}: {e}")
-            return 1
-        finally:
-            C.cleanup_all()
-    if name in PENDING:
-        print(f"XPASS {name}: it works now: remove it from PENDING ({PENDING[name]})")
-        return 1
-    print(f"PASS {name} ({time.monotonic() - t0:.1f} s)")
-    return 0
+    try:
+        return rec.main()
+    finally:
+        C.cleanup_all()
 
 
 if __name__ == "__main__":

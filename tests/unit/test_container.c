@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "agent/container.h"
+#include "cgroup_fixture.h"
 
 #define ID_A "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"
 #define ID_B "9ec39b91f3d70e1beff50a308f77067065ea6be0d91a3378375056cd4422cf3d"
@@ -451,28 +452,17 @@ Test(cgroup_read, missing_process)
 
 /* ---- --cgroup --------------------------------------------------------- */
 
-static char mnt[PATH_MAX], mroot[PATH_MAX], cg[PATH_MAX], cgsub[PATH_MAX + 8];
-static char cgname[64];
+static struct cg_fixture cgf;
 static char errbuf[512];
 
 static void cg_setup(void)
 {
-	char tmpl[PATH_MAX];
-
-	cr_assert_eq(cgroup2_mount(mnt, sizeof(mnt), mroot, sizeof(mroot)), 0,
-		     "no cgroup2 mount (the agent needs one for --cgroup)");
-	snprintf(tmpl, sizeof(tmpl), "%s/cfiprof-unit-XXXXXX", mnt);
-	cr_assert_not_null(mkdtemp(tmpl), "mkdtemp in %s: %s", mnt, strerror(errno));
-	snprintf(cg, sizeof(cg), "%s", tmpl);
-	snprintf(cgname, sizeof(cgname), "%s", strrchr(cg, '/') + 1);
-	snprintf(cgsub, sizeof(cgsub), "%s/sub", cg);
-	cr_assert_eq(mkdir(cgsub, 0755), 0, "%s: %s", cgsub, strerror(errno));
+	cg_fixture_make(&cgf, "cfiprof-unit");
 }
 
 static void cg_teardown(void)
 {
-	rmdir(cgsub);
-	rmdir(cg);
+	cg_fixture_remove(&cgf);
 }
 
 TestSuite(cgroup_resolve, .init = cg_setup, .fini = cg_teardown);
@@ -492,29 +482,31 @@ Test(cgroup_resolve, absolute_relative_and_dotted)
 	char f0[PATH_MAX + 64], f1[128], f2[PATH_MAX + 64], f3[128];
 	size_t i;
 
-	snprintf(want_path, sizeof(want_path), "%s/%s/sub", strcmp(mroot, "/") ? mroot : "", cgname);
-	cr_assert_eq(stat(cgsub, &st), 0);
-	snprintf(f0, sizeof(f0), "%s", cgsub);
-	snprintf(f1, sizeof(f1), "%s/sub", cgname);
-	snprintf(f2, sizeof(f2), "%s/sub/../sub/", cg);
-	snprintf(f3, sizeof(f3), "./%s//sub", cgname);
+	snprintf(want_path, sizeof(want_path), "%s/%s/sub", strcmp(cgf.mroot, "/") ? cgf.mroot : "",
+		 cgf.name);
+	cr_assert_eq(stat(cgf.sub, &st), 0);
+	snprintf(f0, sizeof(f0), "%s", cgf.sub);
+	snprintf(f1, sizeof(f1), "%s/sub", cgf.name);
+	snprintf(f2, sizeof(f2), "%s/sub/../sub/", cgf.top);
+	snprintf(f3, sizeof(f3), "./%s//sub", cgf.name);
 	forms[0] = f0, forms[1] = f1, forms[2] = f2, forms[3] = f3;
 	for (i = 0; i < 4; i++) {
 		snprintf(arg, sizeof(arg), "%s", forms[i]);
 		cr_assert_eq(cgroup_resolve(arg, &t, errbuf, sizeof(errbuf)), 0, "%s: %s", arg,
 			     errbuf);
-		cr_expect_str_eq(t.dir, cgsub, "%s", arg);
+		cr_expect_str_eq(t.dir, cgf.sub, "%s", arg);
 		cr_expect_str_eq(t.path, want_path, "%s", arg);
 		cr_expect_eq(t.id, (uint64_t)st.st_ino, "%s: id %llu, inode %llu", arg,
 			     (unsigned long long)t.id, (unsigned long long)st.st_ino);
-		cr_expect_eq(t.level, 2 + (strcmp(mroot, "/") ? 1 : 0), "%s: level %d", arg, t.level);
+		cr_expect_eq(t.level, 2 + (strcmp(cgf.mroot, "/") ? 1 : 0), "%s: level %d", arg,
+			     t.level);
 	}
 	/* Relative to /sys/fs/cgroup, on a hybrid host where v2 is below it. */
-	if (!strncmp(mnt, "/sys/fs/cgroup/", 15)) {
-		snprintf(arg, sizeof(arg), "%s/%s/sub", mnt + 15, cgname);
+	if (!strncmp(cgf.mnt, "/sys/fs/cgroup/", 15)) {
+		snprintf(arg, sizeof(arg), "%s/%s/sub", cgf.mnt + 15, cgf.name);
 		cr_assert_eq(cgroup_resolve(arg, &t, errbuf, sizeof(errbuf)), 0, "%s: %s", arg,
 			     errbuf);
-		cr_expect_str_eq(t.dir, cgsub);
+		cr_expect_str_eq(t.dir, cgf.sub);
 	}
 }
 
@@ -523,9 +515,9 @@ Test(cgroup_resolve, root_of_the_hierarchy)
 	struct cgroup_target t;
 	struct stat st;
 
-	cr_assert_eq(cgroup_resolve(mnt, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
-	cr_assert_eq(stat(mnt, &st), 0);
-	cr_expect_str_eq(t.path, mroot);
+	cr_assert_eq(cgroup_resolve(cgf.mnt, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
+	cr_assert_eq(stat(cgf.mnt, &st), 0);
+	cr_expect_str_eq(t.path, cgf.mroot);
 	cr_expect_eq(t.level, 0);
 	cr_expect_eq(t.id, (uint64_t)st.st_ino);
 	cr_expect(cgroup_path_within(&t, "/"));
@@ -537,7 +529,7 @@ Test(cgroup_resolve, errors)
 	struct cgroup_target t;
 	char arg[PATH_MAX + 64];
 
-	snprintf(arg, sizeof(arg), "%s/no-such-cgroup", cgname);
+	snprintf(arg, sizeof(arg), "%s/no-such-cgroup", cgf.name);
 	cr_expect_eq(cgroup_resolve(arg, &t, errbuf, sizeof(errbuf)), -ENOENT);
 	cr_expect(strstr(errbuf, arg) && strstr(errbuf, "no such cgroup"), "%s", errbuf);
 	one_line(errbuf);
@@ -547,7 +539,7 @@ Test(cgroup_resolve, errors)
 		  errbuf);
 	one_line(errbuf);
 
-	snprintf(arg, sizeof(arg), "%s/cgroup.procs", cg);
+	snprintf(arg, sizeof(arg), "%s/cgroup.procs", cgf.top);
 	cr_expect_eq(cgroup_resolve(arg, &t, errbuf, sizeof(errbuf)), -ENOTDIR);
 	cr_expect(strstr(errbuf, "not a directory"), "%s", errbuf);
 	one_line(errbuf);
@@ -569,7 +561,7 @@ Test(cgroup_resolve, path_within)
 	struct cgroup_target t;
 	char p[PATH_MAX + 64];
 
-	cr_assert_eq(cgroup_resolve(cg, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
+	cr_assert_eq(cgroup_resolve(cgf.top, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
 	cr_expect(cgroup_path_within(&t, t.path));
 	snprintf(p, sizeof(p), "%s/sub", t.path);
 	cr_expect(cgroup_path_within(&t, p));
@@ -580,8 +572,6 @@ Test(cgroup_resolve, path_within)
 
 static pid_t spawn_into(const char *dir)
 {
-	char procs[PATH_MAX + 32], num[32];
-	int fd, n;
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
@@ -589,12 +579,7 @@ static pid_t spawn_into(const char *dir)
 		pause();
 		_exit(0);
 	}
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	fd = open(procs, O_WRONLY);
-	cr_assert_geq(fd, 0, "%s: %s", procs, strerror(errno));
-	n = snprintf(num, sizeof(num), "%d", pid);
-	cr_assert_eq(write(fd, num, (size_t)n), n, "moving %d to %s: %s", pid, dir, strerror(errno));
-	close(fd);
+	cg_move(dir, pid);
 	return pid;
 }
 
@@ -606,9 +591,9 @@ Test(cgroup_resolve, pids_of_the_cgroup_and_below)
 	size_t n;
 	struct cgroup_info info;
 
-	a = spawn_into(cg);
-	b = spawn_into(cgsub);
-	cr_assert_eq(cgroup_resolve(cg, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
+	a = spawn_into(cgf.top);
+	b = spawn_into(cgf.sub);
+	cr_assert_eq(cgroup_resolve(cgf.top, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
 	cr_assert_eq(cgroup_target_pids(&t, &pids, &n), 0);
 	cr_expect_eq(n, 2);
 	if (n == 2) {
@@ -619,7 +604,7 @@ Test(cgroup_resolve, pids_of_the_cgroup_and_below)
 	/* And /proc/PID/cgroup agrees with the target's path. */
 	cr_assert_eq(cgroup_read(b, &info), 0);
 	cr_expect(cgroup_path_within(&t, info.path), "%s not within %s", info.path, t.path);
-	cr_assert_eq(cgroup_resolve(cgsub, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
+	cr_assert_eq(cgroup_resolve(cgf.sub, &t, errbuf, sizeof(errbuf)), 0, "%s", errbuf);
 	cr_expect_str_eq(info.path, t.path);
 	cr_assert_eq(cgroup_target_pids(&t, &pids, &n), 0);
 	cr_expect_eq(n, 1);
