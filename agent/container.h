@@ -76,7 +76,8 @@ struct cgroup_target {
 	uint64_t id;
 	/* Its depth below the hierarchy's root (0 for the root): a task is
 	 * in it or below it iff bpf_get_current_ancestor_cgroup_id(level)
-	 * == id. */
+	 * == id.  Counted from `path`, so absolute only when the agent runs
+	 * in the initial cgroup namespace (on the host, as it should). */
 	int level;
 };
 
@@ -117,10 +118,12 @@ int cgroup_target_pids(const struct cgroup_target *t, int **pids, size_t *n);
  * `flags` may only ask for reading (O_RDONLY, O_PATH, O_DIRECTORY,
  * O_NOFOLLOW, O_NONBLOCK, O_NOATIME); O_CLOEXEC is always added.
  * Returns a file descriptor, or a negative errno with a one-line message
- * in errbuf: -ESRCH (the process is gone), -ENOENT, -ELOOP (a magic link,
- * or too many symlinks), -EACCES..., -EINVAL (flags asking for more than
- * reading), -ENOSYS (the kernel has no openat2: before Linux 5.6 there is
- * no safe way, so no file is opened at all). */
+ * in errbuf naming the path and the pid: -ESRCH (the process is gone),
+ * -ENOENT (also for a symlink whose target exists only outside the root),
+ * -ELOOP (a magic link, or too many symlinks), -EINVAL (flags asking for
+ * more than reading), -ENOSYS (the kernel has no openat2: before Linux
+ * 5.6 there is no safe way, so no file is opened at all), or whatever
+ * else openat2 says (-EACCES, ...). */
 int container_open(int pid, const char *path, int flags, char *errbuf, size_t errlen);
 
 /* The same below a root directory already open (`root_fd`, e.g. an
