@@ -72,6 +72,11 @@ class _Managed:
     """A context manager around start() and stop(), whose stop() also runs
     on SIGTERM (install_sigterm_cleanup) and from cleanup_all()."""
 
+    pid = None
+
+    def running(self):
+        return self.pid is not None and os.path.exists(f"/proc/{self.pid}")
+
     def __enter__(self):
         _cleanups.append(self.stop)
         try:
@@ -208,14 +213,10 @@ class PodmanContainer(_Managed):
             f"{self.cgroup_path}")
         return self
 
-    def running(self):
-        return self.pid is not None and os.path.exists(f"/proc/{self.pid}")
-
     def stop(self):
         if self.id:
             self.podman("rm", "-f", "-t", "0", self.id, check=False)
             self.id = None
-            # SIGKILLed meanwhile, a sweep by a later run removes it all.
         # conmon runs `podman container cleanup` with this store once
         # the container is gone, after `podman rm` returned: removed
         # before that, the store would be made again.
@@ -359,9 +360,6 @@ class UnshareFixture(_Managed):
         log(f"unshare fixture {self.path} runs as host pid {self.pid} "
             f"(unshare is {self.proc.pid})")
         return self
-
-    def running(self):
-        return self.pid is not None and os.path.exists(f"/proc/{self.pid}")
 
     def stop(self):
         # unshare blocks SIGTERM while it waits; SIGKILL it, and
