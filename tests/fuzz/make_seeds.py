@@ -3,8 +3,8 @@
 
 usage: make_seeds.py CFIPROF OUTDIR
 
-Writes OUTDIR/corpus-ehframe/, corpus-elf/ and corpus-table/, files named
-seed-*.  CFIPROF is a built cfiprof (its cache files provide real table
+Writes OUTDIR/corpus-ehframe/, corpus-elf/, corpus-table/ and
+corpus-cgroup/, files named seed-*.  CFIPROF is a built cfiprof (its cache files provide real table
 blobs).  Needs gcc, objcopy and readelf.
 
 The seeds are small real inputs (sections and tables of /usr/bin/true and
@@ -624,6 +624,48 @@ def table_seeds():
     return seeds
 
 
+# ---- /proc/PID/cgroup files ----------------------------------------------
+
+def cgroup_seeds():
+    """One file per layout agent/container.c knows (as runtimes write
+    them) and one malformed file per rejection."""
+    ids = ["4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970",
+           "d7dfb4a21fe1703a8537e60d5af248af729315d187b24a538102d14874c8117d"]
+    a, b = ids
+    pod = "kubepods-besteffort-pod1e597579_417e_482f_bf65_5fe170c3aebd.slice"
+    v1 = ["12:pids", "11:memory", "4:cpu,cpuacct", "1:name=systemd"]
+
+    def hybrid(path, v2="/"):
+        return "".join(f"{c}:{path}\n" for c in v1) + f"0::{v2}\n"
+
+    seeds = {
+        "docker-v2": f"0::/docker/{a}\n",
+        "docker-scope": f"0::/system.slice/docker-{a}.scope\n",
+        "docker-v1": hybrid(f"/docker/{a}"),
+        "docker-v1-only": "".join(f"{c}:/{a}\n" for c in v1),
+        "containerd": f"0::/kubepods.slice/kubepods-besteffort.slice/{pod}/cri-containerd-{b}.scope\n",
+        "kubepods-cgroupfs": f"0::/kubepods/besteffort/pod91a8fc3a-0ecf-48b4-81bf-78a7275d348c/{b}\n",
+        "crio": f"0::/kubepods.slice/{pod}/crio-{b}.scope\n",
+        "crio-conmon": f"0::/kubepods.slice/{pod}/crio-conmon-{b}.scope\n",
+        "podman-cgroupfs": hybrid(f"/libpod_parent/libpod-{a}", f"/libpod_parent/libpod-{a}"),
+        "podman-systemd": f"0::/machine.slice/libpod-{a}.scope/container\n",
+        "podman-conmon": f"0::/machine.slice/libpod-conmon-{a}.scope\n",
+        "podman-payload": f"0::/srv.slice/container-x.service/libpod-payload-{a}\n",
+        "nested": f"0::/docker/{a}/docker/{b}\n",
+        "nested-conmon": f"0::/system.slice/docker-{a}.scope/machine.slice/libpod-conmon-{b}.scope\n",
+        "host": "0::/user.slice/user-1000.slice/session-2.scope\n",
+        "host-hybrid": hybrid("/"),
+        "colon": f"0::/a:b/docker-{a}.scope",
+        "bad-one-colon": "0:/x\n",
+        "bad-two-v2": f"0::/\n0::/docker/{a}\n",
+        "bad-relative": "0::x\n",
+        "bad-empty-line": "0::/\n\n1:cpu:/\n",
+        "bad-nul": "0::/a\0b\n",
+        "too-long": "0::" + "/" + "a" * 4096 + "\n",
+    }
+    return {k: v.encode() for k, v in seeds.items()}
+
+
 def main():
     global TMP, OUT
     if len(sys.argv) != 3:
@@ -632,7 +674,7 @@ def main():
     OUT = sys.argv[2]
     TMP = tempfile.mkdtemp(prefix="cfiprof-seeds-")
     # Old seeds go, so that OUTDIR holds one generation only.
-    for corpus in ("ehframe", "elf", "table"):
+    for corpus in ("ehframe", "elf", "table", "cgroup"):
         d = os.path.join(OUT, "corpus-" + corpus)
         for fn in os.listdir(d) if os.path.isdir(d) else []:
             if fn.startswith("seed-"):
@@ -688,6 +730,9 @@ def main():
         put("ehframe", "eh-fixture-addr4", b"\2" + section(fx["eh"], ".eh_frame"))
         for name, data in ehframe_seeds().items():
             put("ehframe", name, data)
+
+        for name, data in cgroup_seeds().items():
+            put("cgroup", name, data)
 
         # ELF seeds: whole small files, truncations and a few byte patches.
         for name, path in fx.items():
