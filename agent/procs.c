@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "bpf_maps.h"
+#include "container.h"
 #include "procmaps.h"
 
 static uint64_t now_ns(void)
@@ -134,7 +135,7 @@ static struct module *vdso_module(struct proc_registry *r, int pid, const struct
 
 static int open_mapping(int pid, const struct procmap *m)
 {
-	char path[4200];
+	char path[4200], err[256];
 	const char *p = m->path;
 	int fd;
 
@@ -143,10 +144,9 @@ static int open_mapping(int pid, const struct procmap *m)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 || p[0] != '/')
 		return fd;
-	/* Without map_files, the path as the process sees it: through its
-	 * root, so containers resolve inside their own filesystem. */
-	snprintf(path, sizeof(path), "/proc/%d/root%s", pid, p);
-	return open(path, O_RDONLY | O_CLOEXEC);
+	/* Without map_files, the path as the process sees it: inside its
+	 * root, which a container's symlinks must never lead out of. */
+	return container_open(pid, p, O_RDONLY, err, sizeof(err));
 }
 
 /* Marks the module that is the process's executable. */

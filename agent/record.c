@@ -28,9 +28,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/user.h>
-#include <linux/magic.h>
 #include <sys/resource.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +37,7 @@
 #include "../cfi/cache.h"
 #include "bpf_maps.h"
 #include "cfiprof.skel.h"
+#include "container.h"
 #include "folded.h"
 #include "perf_events.h"
 #include "pprof.h"
@@ -377,6 +376,7 @@ struct recorder {
 	struct proc_registry procs;
 	struct table_manager tables;
 	struct table_stats startup;  /* the tables' figures when sampling started */
+	struct cgroup_target cg;     /* --cgroup */
 	long peak_rss_recording_kb;  /* before the profile was symbolized and written */
 	struct stack_agg agg;
 	struct perf_sampler sampler;
@@ -685,48 +685,6 @@ static void raise_fd_limit(void)
 	}
 }
 
-/* The processes of the --cgroup directory and of every cgroup below it. */
-static int scan_cgroup_dir(struct recorder *r, int dirfd)
-{
-	int fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC), n = 0;
-	struct dirent *de;
-	DIR *d;
-
-	if (fd >= 0) {
-		FILE *f = fdopen(fd, "re");
-		int pid;
-
-		if (f) {
-			while (fscanf(f, "%d", &pid) == 1)
-				if (pid != getpid() && !procs_scan(&r->procs, pid))
-					n++;
-			fclose(f);
-		} else {
-			close(fd);
-		}
-	}
-	fd = dup(dirfd);
-	d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return n;
-	}
-	while ((de = readdir(d))) {
-		int sub;
-
-		if (de->d_type != DT_DIR || de->d_name[0] == '.')
-			continue;
-		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (sub >= 0) {
-			n += scan_cgroup_dir(r, sub);
-			close(sub);
-		}
-	}
-	closedir(d);
-	return n;
-}
-
 static int scan_all(struct recorder *r)
 {
 	DIR *d = opendir("/proc");
@@ -961,56 +919,6 @@ static int write_output(struct recorder *r, const struct profile *p)
 	return ret;
 }
 
-/* Where the cgroup v2 hierarchy is mounted: /sys/fs/cgroup on unified
- * hosts, /sys/fs/cgroup/unified on hybrid ones. */
-static int cgroup2_mount(char *buf, size_t len)
-{
-	char line[4096], dev[256], dir[4096], type[64];
-	FILE *f = fopen("/proc/self/mounts", "re");
-	int ret = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%255s %4095s %63s", dev, dir, type) == 3 && !strcmp(type, "cgroup2")) {
-			snprintf(buf, len, "%s", dir);
-			ret = 0;
-			break;
-		}
-	}
-	fclose(f);
-	return ret;
-}
-
-/* A cgroup v2 directory, given as a path or relative to the cgroup v2
- * mount. */
-static int cgroup_open(const char *path, char *why, size_t len)
-{
-	char buf[4096], mnt[2048];
-	struct statfs sfs;
-	int fd;
-
-	if (path[0] != '/') {
-		if (cgroup2_mount(mnt, sizeof(mnt))) {
-			snprintf(why, len, "no cgroup v2 hierarchy is mounted");
-			return -ENOENT;
-		}
-		snprintf(buf, sizeof(buf), "%s/%s", mnt, path);
-		path = buf;
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(why, len, "%s", strerror(errno));
-		return -errno;
-	}
-	if (fstatfs(fd, &sfs) || sfs.f_type != CGROUP2_SUPER_MAGIC) {
-		snprintf(why, len, "not a cgroup v2 directory");
-		close(fd);
-		return -ENOTDIR;
-	}
-	return fd;
-}
-
 static int load_bpf(struct recorder *r)
 {
 	int err;
@@ -1032,13 +940,12 @@ static int load_bpf(struct recorder *r)
 		return err;
 	}
 	if (r->o->cgroup) {
-		char why[256];
-		int fd = cgroup_open(r->o->cgroup, why, sizeof(why));
+		int fd = open(r->cg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		__u32 zero = 0;
 
 		if (fd < 0) {
-			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", r->o->cgroup, why);
-			return fd;
+			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", r->o->cgroup, strerror(errno));
+			return -errno;
 		}
 		err = bpf_map_update_elem(bpf_map__fd(r->skel->maps.cgroup_filter), &zero, &fd, BPF_ANY);
 		close(fd);
@@ -1072,13 +979,15 @@ static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 		}
 	}
 	if (r->o->all && r->o->cgroup) {
-		char why[256];
-		int fd = cgroup_open(r->o->cgroup, why, sizeof(why));
+		int *pids = NULL;
+		size_t n = 0, k;
 
-		if (fd >= 0) {
-			scan_cgroup_dir(r, fd);
-			close(fd);
-		}
+		/* Its processes, and those of the cgroups below it. */
+		if (!cgroup_target_pids(&r->cg, &pids, &n))
+			for (k = 0; k < n; k++)
+				if (pids[k] != getpid())
+					procs_scan(&r->procs, pids[k]);
+		free(pids);
 	} else if (r->o->all) {
 		scan_all(r);
 	}
@@ -1287,6 +1196,12 @@ int cmd_record(int argc, char **argv)
 			status = 2;
 			goto out;
 		}
+	}
+
+	if (o.cgroup && cgroup_resolve(o.cgroup, &r.cg, err, sizeof(err))) {
+		fprintf(stderr, "cfiprof record: %s\n", err);
+		status = 1;
+		goto out;
 	}
 
 	/* Find out now, not after the recording, that the profile cannot be

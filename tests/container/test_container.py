@@ -46,8 +46,7 @@ PROBE = os.environ.get("CONTAINER_PROBE", "")
 PENDING = {
     "record-podman": "cfiprof record labels samples container_id and cgroup",
     "record-unshare": "cfiprof record labels samples cgroup",
-    "record-cgroup": "cfiprof record --cgroup PATH",
-    "record-cgroup-errors": "cfiprof record --cgroup PATH",
+    "record-cgroup": "cfiprof record labels samples container_id and cgroup",
 }
 
 DEPTH = 20
