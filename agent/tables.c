@@ -35,20 +35,30 @@ static uint64_t kernel_size(uint64_t size)
 
 /* Takes `m`'s table out of the accounting; the caller deletes it from
  * the kernel map after dropping the lock (a map-of-maps delete waits for
- * an RCU grace period: milliseconds the main thread must not wait). */
+ * an RCU grace period: milliseconds the main thread must not wait), then
+ * calls evicted().  Until then no load of it may start: the delete would
+ * remove the new table. */
 static void unaccount_locked(struct table_manager *tm, struct module *m)
 {
 	tm->stats.loaded--;
 	tm->stats.kernel_bytes -= m->kernel_bytes;
 	m->kernel_bytes = 0;
+	m->table_state = TABLE_EVICTING;
+}
+
+static void delete_table(struct table_manager *tm, struct module *m)
+{
+	bpf_table_unload(tm->tables_fd, m->table_id);
+	pthread_mutex_lock(&tm->lock);
 	m->table_state = TABLE_IDLE;
+	pthread_mutex_unlock(&tm->lock);
 }
 
 /* Picks least recently used tables to evict until `need` more bytes fit
  * the budget, into victims[] (ids).  Returns how many, or -1 if even an
  * empty kernel could not hold them.  Called with the lock held. */
 static int pick_victims_locked(struct table_manager *tm, const struct module *self, uint64_t need,
-			       uint32_t *victims, int max)
+			       struct module **victims, int max)
 {
 	int n = 0;
 
@@ -79,7 +89,7 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 		if (!victim || n == max)
 			return -1;
 		unaccount_locked(tm, victim);
-		victims[n++] = victim->table_id;
+		victims[n++] = victim;
 		tm->stats.evictions++;
 	}
 	return n;
@@ -110,7 +120,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 	struct cfi_error err = { { 0 } };
 	struct cfi_compile_opts copts = tm->copts;
 	struct cfi_get_info info;
-	uint32_t victims[64];
+	struct module *victims[64];
 	struct cfi_table t;
 	struct cfi_elf e;
 	uint64_t kbytes;
@@ -166,7 +176,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 	pthread_mutex_unlock(&tm->lock);
 
 	for (i = 0; i < nvictims; i++)
-		bpf_table_unload(tm->tables_fd, victims[i]);
+		delete_table(tm, victims[i]);
 	ret = bpf_table_load(tm->tables_fd, m->table_id, &t, NULL);
 
 	pthread_mutex_lock(&tm->lock);
@@ -194,7 +204,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 			unaccount_locked(tm, m);
 			tm->stats.unloads++;
 			pthread_mutex_unlock(&tm->lock);
-			bpf_table_unload(tm->tables_fd, m->table_id);
+			delete_table(tm, m);
 			cfi_table_free(&t);
 			return 0;
 		}
@@ -218,13 +228,10 @@ static void unload_unused(struct table_manager *tm, struct module *m)
 		pthread_mutex_unlock(&tm->lock);
 		return;
 	}
-	tm->stats.loaded--;
-	tm->stats.kernel_bytes -= m->kernel_bytes;
-	m->kernel_bytes = 0;
-	m->table_state = TABLE_IDLE;
+	unaccount_locked(tm, m);
 	tm->stats.unloads++;
 	pthread_mutex_unlock(&tm->lock);
-	bpf_table_unload(tm->tables_fd, m->table_id);
+	delete_table(tm, m);
 }
 
 static void *worker_main(void *arg)
@@ -237,18 +244,24 @@ static void *worker_main(void *arg)
 		bool unload;
 
 		while (!tm->qlen && !tm->nunloads && !tm->stopping) {
-			tm->busy = false;
-			pthread_cond_broadcast(&tm->idle);
+			if (!tm->busy)
+				pthread_cond_broadcast(&tm->idle);
 			pthread_cond_wait(&tm->wake, &tm->lock);
 		}
 		if (tm->stopping)
 			break;
-		tm->busy = true;
-		/* A load is waited for by walks; an unload only frees memory. */
+		tm->busy++;
+		/* A load is waited for by walks; an unload only frees memory.
+		 * Small objects first: their tables take a millisecond, and a
+		 * big one's compile would hold them all up. */
 		if (tm->qlen) {
-			m = tm->queue[tm->qhead];
-			tm->qhead = (tm->qhead + 1) % tm->qcap;
-			tm->qlen--;
+			uint32_t i, best = 0;
+
+			for (i = 1; i < tm->qlen; i++)
+				if (tm->queue[i]->size < tm->queue[best]->size)
+					best = i;
+			m = tm->queue[best];
+			tm->queue[best] = tm->queue[--tm->qlen];
 		} else {
 			m = tm->unloads[--tm->nunloads];
 		}
@@ -259,6 +272,7 @@ static void *worker_main(void *arg)
 		else
 			build_and_load(tm, m);
 		pthread_mutex_lock(&tm->lock);
+		tm->busy--;
 	}
 	pthread_mutex_unlock(&tm->lock);
 	return NULL;
@@ -271,11 +285,13 @@ int tables_start(struct table_manager *tm)
 	pthread_mutex_init(&tm->lock, NULL);
 	pthread_cond_init(&tm->wake, NULL);
 	pthread_cond_init(&tm->idle, NULL);
-	ret = pthread_create(&tm->worker, NULL, worker_main, tm);
-	if (ret)
-		return -ret;
-	tm->worker_running = true;
-	return 0;
+	for (tm->nworkers = 0; tm->nworkers < TABLES_WORKERS; tm->nworkers++) {
+		ret = pthread_create(&tm->workers[tm->nworkers], NULL, worker_main, tm);
+		if (ret)
+			break;
+	}
+	tm->worker_running = tm->nworkers > 0;
+	return tm->nworkers ? 0 : -ret;
 }
 
 void tables_stop(struct table_manager *tm)
@@ -284,29 +300,25 @@ void tables_stop(struct table_manager *tm)
 		return;
 	pthread_mutex_lock(&tm->lock);
 	tm->stopping = true;
-	pthread_cond_signal(&tm->wake);
+	pthread_cond_broadcast(&tm->wake);
 	pthread_mutex_unlock(&tm->lock);
-	pthread_join(tm->worker, NULL);
+	while (tm->nworkers)
+		pthread_join(tm->workers[--tm->nworkers], NULL);
 	tm->worker_running = false;
 }
 
 static int enqueue_locked(struct table_manager *tm, struct module *m)
 {
 	if (tm->qlen == tm->qcap) {
-		uint32_t ncap = tm->qcap ? tm->qcap * 2 : 64, i;
-		struct module **q = malloc(ncap * sizeof(*q));
+		uint32_t ncap = tm->qcap ? tm->qcap * 2 : 64;
+		struct module **q = realloc(tm->queue, ncap * sizeof(*q));
 
 		if (!q)
 			return -ENOMEM;
-		for (i = 0; i < tm->qlen; i++)
-			q[i] = tm->queue[(tm->qhead + i) % tm->qcap];
-		free(tm->queue);
 		tm->queue = q;
-		tm->qhead = 0;
 		tm->qcap = ncap;
 	}
-	tm->queue[(tm->qhead + tm->qlen) % tm->qcap] = m;
-	tm->qlen++;
+	tm->queue[tm->qlen++] = m;
 	pthread_cond_signal(&tm->wake);
 	return 0;
 }

@@ -29,6 +29,7 @@ enum table_state {
 	TABLE_QUEUED,      /* waiting for, or on, the worker */
 	TABLE_LOADED,
 	TABLE_UNLOADING,   /* loaded, unused: queued for the worker to unload */
+	TABLE_EVICTING,    /* being deleted from the kernel (misses wait for it) */
 	TABLE_FAILED,      /* compiling or loading failed (module->error says why) */
 };
 
@@ -48,6 +49,10 @@ struct table_stats {
 	double compile_cpu_ms;     /* the same in CPU time: the work done */
 };
 
+/* Two workers: one large object (cc1's table takes 100 ms of CPU to
+ * compile) must not hold up the small ones queued behind it. */
+#define TABLES_WORKERS 2
+
 struct table_manager {
 	struct module_registry *reg; /* its array grows under our lock */
 	int tables_fd;             /* the cfi_tables outer map */
@@ -56,13 +61,14 @@ struct table_manager {
 	struct cfi_compile_opts copts;
 
 	pthread_mutex_t lock;      /* everything below, and modules' table fields */
-	pthread_cond_t wake;       /* work for the worker */
-	pthread_cond_t idle;       /* the worker ran out of work */
-	bool busy;
-	pthread_t worker;
+	pthread_cond_t wake;       /* work for the workers */
+	pthread_cond_t idle;       /* the workers ran out of work */
+	uint32_t busy;             /* workers building or unloading */
+	pthread_t workers[TABLES_WORKERS];
+	uint32_t nworkers;
 	bool worker_running, stopping;
-	struct module **queue;     /* loads: before any unload */
-	uint32_t qhead, qlen, qcap;
+	struct module **queue;     /* loads, smallest object first; before any unload */
+	uint32_t qlen, qcap;
 	struct module **unloads;   /* tables whose processes are gone */
 	uint32_t nunloads, cap_unloads;
 	struct table_stats stats;
@@ -70,10 +76,10 @@ struct table_manager {
 	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table */
 };
 
-/* Starts the worker.  Returns 0 or a negative errno. */
+/* Starts the workers.  Returns 0 or a negative errno. */
 int tables_start(struct table_manager *tm);
 
-/* Stops the worker (a compile in progress finishes first). */
+/* Stops the workers (compiles in progress finish first). */
 void tables_stop(struct table_manager *tm);
 
 /* A walk needed `m`'s table at `miss_ns` (CLOCK_MONOTONIC): queue it.
