@@ -64,7 +64,8 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 
 	if (need > tm->budget)
 		return -1;
-	while (tm->stats.kernel_bytes + need > tm->budget) {
+	/* cfi_tables holds CFIPROF_MAX_TABLES: a full map is a budget too. */
+	while (tm->stats.kernel_bytes + need > tm->budget || tm->stats.loaded >= CFIPROF_MAX_TABLES) {
 		struct module *victim = NULL;
 		uint64_t oldest = UINT64_MAX;
 		bool victim_unused = false;
@@ -140,9 +141,6 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 		pthread_mutex_unlock(&tm->lock);
 		return ret;
 	}
-	if (getenv("CFIPROF_DEBUG_TABLES"))
-		fprintf(stderr, "table %s: %s %.1f ms cpu\n", m->path,
-			info.outcome == CFI_CACHE_HIT ? "cache" : "compiled", info.stats.compile_cpu_ms);
 	if (info.outcome == CFI_CACHE_HIT) {
 		tm->stats.cache_hits++;
 	} else {

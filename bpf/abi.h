@@ -108,6 +108,10 @@ struct cfi_table_header {
 /* Byte size of a page block with n rows and p palette entries. */
 #define CFI_BLOCK_SIZE(n, p) (3u * (n) + ((n) & 1u) + 2u * (p))
 
+/* Tables loaded at once (cfi_tables' size); table ids themselves are any
+ * non-zero u32. */
+#define CFIPROF_MAX_TABLES 4096
+
 /* ---- stack walking ---------------------------------------------------- */
 
 #define CFIPROF_MAX_DEPTH_DEFAULT 256

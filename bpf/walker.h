@@ -34,7 +34,7 @@ struct cfi_chunk_map {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
-	__uint(max_entries, 4096);
+	__uint(max_entries, CFIPROF_MAX_TABLES);
 	__type(key, __u32);                 /* table id */
 	__array(values, struct cfi_chunk_map);
 } cfi_tables SEC(".maps");
