@@ -103,6 +103,30 @@ def run_record(extra, timeout=60, env=None, check=True):
     return p.returncode, p.stderr
 
 
+def start_record(extra):
+    """cfiprof record in the background; returns once it samples."""
+    args = record_args(extra)
+    log("$ " + " ".join(args) + " &")
+    rec = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    line = rec.stderr.readline()
+    log(line.rstrip())
+    if "sampling" not in line:
+        rec.kill()
+        raise Fail(f"no 'sampling' line from cfiprof: {line!r}{rec.communicate()[1]}")
+    return rec
+
+
+def finish_record(rec, sigint=False):
+    if sigint:
+        rec.send_signal(signal.SIGINT)
+    err = rec.communicate(timeout=120)[1]
+    log(err.rstrip())
+    if rec.returncode != 0:
+        raise Fail(f"cfiprof record exited with {rec.returncode}")
+    return err
+
+
 def start_bg(args, env=None):
     e = dict(os.environ)
     if env:
@@ -891,20 +915,10 @@ def t_all_cpus(tmp):
     try:
         wait_started(before, 0.5)
         out = os.path.join(tmp, "all.folded")
-        args = record_args(["-a", "-d", "2.5", "-F", "499", "--format", "folded", "-o", out])
-        log("$ " + " ".join(args))
-        rec = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-        # Start the second fixture once sampling runs (the agent says so).
-        line = rec.stderr.readline()
-        log(line.rstrip())
-        if "sampling" not in line:
-            rec.kill()
-            raise Fail(f"no 'sampling' line from cfiprof: {line!r}{rec.communicate()[1]}")
+        # The second fixture starts once sampling runs (the agent says so).
+        rec = start_record(["-a", "-d", "2.5", "-F", "499", "--format", "folded", "-o", out])
         later = start_bg([fx("shlib"), "8"], env={"FX_WARMUP": "0"})
-        err = rec.communicate(timeout=120)[1]
-        if rec.returncode != 0:
-            raise Fail(f"cfiprof record -a exited with {rec.returncode}:\n{err}")
+        finish_record(rec)
         check_chain(folded_stacks(out, "rec-deep"), "deep_leaf", deep_chain(20),
                     "-a, running before", min_samples=MIN_WALL, share=0.90)
         check_chain(folded_stacks(out, "rec-shlib"), "shlib_leaf", SHLIB_CHAIN,
@@ -1196,30 +1210,6 @@ def stat_value(err, key):
     if not m:
         raise Fail(f"--stats: no '{key}:' line in:\n{err}")
     return int(m.group(1))
-
-
-def start_record(extra):
-    """cfiprof record in the background; returns once it samples."""
-    args = record_args(extra)
-    log("$ " + " ".join(args) + " &")
-    rec = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    line = rec.stderr.readline()
-    log(line.rstrip())
-    if "sampling" not in line:
-        rec.kill()
-        raise Fail(f"no 'sampling' line from cfiprof: {line!r}{rec.communicate()[1]}")
-    return rec
-
-
-def finish_record(rec, sigint=False):
-    if sigint:
-        rec.send_signal(signal.SIGINT)
-    err = rec.communicate(timeout=120)[1]
-    log(err.rstrip())
-    if rec.returncode != 0:
-        raise Fail(f"cfiprof record exited with {rec.returncode}")
-    return err
 
 
 @case("lazy-all")
