@@ -56,6 +56,7 @@ struct stat_opts {
 	int npids;
 	bool all_cpus;
 	const char *cpu_list;      /* -C as given */
+	bool *cpus;                /* -C parsed: [cpu_count_possible()] */
 	const char *cgroup;        /* --cgroup as given */
 	char **cmd;
 	long interval_ms;
@@ -291,6 +292,17 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 		fprintf(stderr, PROG ": --summary goes with -I\n");
 		return -EINVAL;
 	}
+	if (o->cpu_list) {
+		int ncpus = cpu_count_possible();
+
+		o->cpus = calloc((size_t)ncpus, sizeof(*o->cpus));
+		if (!o->cpus)
+			return -ENOMEM;
+		if (cpu_list_parse(o->cpu_list, o->cpus, ncpus, err, sizeof(err))) {
+			fprintf(stderr, PROG ": -C: %s\n", err);
+			return -EINVAL;
+		}
+	}
 	return 0;
 }
 
@@ -446,35 +458,24 @@ static int add_cpus(const struct stat_opts *o, struct counter_unit **units, int 
 		    size_t errlen)
 {
 	int ncpus = cpu_count_possible(), cpu, ret;
-	bool *online = calloc((size_t)ncpus, sizeof(bool)), *want = calloc((size_t)ncpus, sizeof(bool));
+	bool *online = calloc((size_t)ncpus, sizeof(bool));
 
-	if (!online || !want) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	if (!online)
+		return -ENOMEM;
 	ret = cpu_online_set(online, ncpus, err, errlen);
-	if (ret)
-		goto out;
-	if (o->cpu_list) {
-		ret = cpu_list_parse(o->cpu_list, want, ncpus, err, errlen);
-		if (ret)
-			goto out;
-	}
 	for (cpu = 0; cpu < ncpus && !ret; cpu++) {
-		if (o->cpu_list && !want[cpu])
+		if (o->cpus && !o->cpus[cpu])
 			continue;
 		if (!online[cpu]) {
-			if (!o->cpu_list)
+			if (!o->cpus)
 				continue;
-			errbuf_set(err, errlen, "CPU %d is offline", cpu);
+			errbuf_set(err, errlen, "-C: CPU %d is offline", cpu);
 			ret = -ENODEV;
 			break;
 		}
 		ret = add_unit(units, n, -1, cpu);
 	}
-out:
 	free(online);
-	free(want);
 	return ret;
 }
 
@@ -602,7 +603,7 @@ struct run {
 	int cgroup_fd;
 	struct child child;
 	struct counter_reading *now, *last; /* [unit][event] */
-	struct stat_value *vals;            /* [event] */
+	struct stat_value *vals;            /* [unit][event] */
 	uint64_t t0, t_last;                /* monotonic ns: start, last interval */
 	bool interval_header;
 	struct atomic_file out_file;
@@ -650,9 +651,9 @@ static void batch_end(struct run *r)
 	r->batch_buf = NULL;
 }
 
-/* Totals of units [first, first + n) into r->vals: deltas since r->last
- * when `delta`. */
-static void sum_units(struct run *r, int first, int n, bool delta)
+/* Totals of units [first, first + n) into out[event]: deltas since
+ * r->last when `delta`. */
+static void sum_units(struct run *r, int first, int n, bool delta, struct stat_value *out)
 {
 	const int nev = r->o->events.n;
 	int e, u;
@@ -670,10 +671,12 @@ static void sum_units(struct run *r, int first, int n, bool delta)
 			}
 			counter_sum_add(&s, cur);
 		}
-		r->vals[e] = stat_value_of(&s, counters_supported(&r->ctr, e));
+		out[e] = stat_value_of(&s, counters_supported(&r->ctr, e));
 	}
 }
 
+/* Per-CPU lines come event by event, CPU by CPU within, as perf -A
+ * prints them; each line's metric uses its own CPU's counts. */
 static void print_counts(struct run *r, FILE *f, bool delta, double elapsed_ns, uint64_t ts_ns)
 {
 	struct stat_printer p = {
@@ -683,17 +686,20 @@ static void print_counts(struct run *r, FILE *f, bool delta, double elapsed_ns, 
 		.cgroup = r->o->cgroup,
 		.interval = delta,
 	};
-	int u;
+	const int nev = r->o->events.n;
+	int u, e;
 
 	if (!r->o->per_cpu) {
-		sum_units(r, 0, r->nunits, delta);
+		sum_units(r, 0, r->nunits, delta, r->vals);
 		stat_print_lines(&p, &r->o->events, r->vals, elapsed_ns, ts_ns, -1);
 		return;
 	}
-	for (u = 0; u < r->nunits; u++) {
-		sum_units(r, u, 1, delta);
-		stat_print_lines(&p, &r->o->events, r->vals, elapsed_ns, ts_ns, r->units[u].cpu);
-	}
+	for (u = 0; u < r->nunits; u++)
+		sum_units(r, u, 1, delta, r->vals + (size_t)u * (size_t)nev);
+	for (e = 0; e < nev; e++)
+		for (u = 0; u < r->nunits; u++)
+			stat_print_line(&p, &r->o->events, r->vals + (size_t)u * (size_t)nev, e, elapsed_ns,
+					ts_ns, r->units[u].cpu);
 }
 
 static int read_counters(struct run *r)
@@ -1026,17 +1032,19 @@ int cmd_stat(int argc, char **argv)
 	slots = (size_t)r.nunits * (size_t)o.events.n;
 	r.now = calloc(slots + 1, sizeof(*r.now));
 	r.last = calloc(slots + 1, sizeof(*r.last));
-	r.vals = calloc((size_t)o.events.n + 1, sizeof(*r.vals));
+	r.vals = calloc(slots + 1, sizeof(*r.vals));
 	if (!r.now || !r.last || !r.vals) {
 		fprintf(stderr, PROG ": out of memory\n");
 		goto out;
 	}
 
+	/* Elapsed time brackets the counting, so that CPUs utilized never
+	 * exceeds the CPUs counted. */
+	r.t0 = r.t_last = mono_ns();
 	if (!copts.enable_on_exec && counters_enable(&r.ctr)) {
 		fprintf(stderr, PROG ": enabling the counters: %s\n", strerror(errno));
 		goto out;
 	}
-	r.t0 = r.t_last = mono_ns();
 	if (o.cmd) {
 		ret = release_child(&r.child);
 		if (ret) {
@@ -1049,9 +1057,9 @@ int cmd_stat(int argc, char **argv)
 	if (stop_signal < 0)
 		goto out;
 	/* The counts so far, before a command still running is ended. */
-	t_end = mono_ns();
 	if (!copts.enable_on_exec)
 		counters_disable(&r.ctr);
+	t_end = mono_ns();
 	if (read_counters(&r))
 		goto out;
 	if (o.interval_ms) {
@@ -1091,6 +1099,7 @@ out:
 	free(r.last);
 	free(r.vals);
 	free(o.pids);
+	free(o.cpus);
 	event_list_free(&o.events);
 	return status;
 }

@@ -270,11 +270,12 @@ static void print_human(const struct stat_printer *p, const struct event_spec *e
 	fprintf(p->out, "%s\n", line);
 }
 
-void stat_print_lines(const struct stat_printer *p, const struct event_list *l,
-		      const struct stat_value *vals, double elapsed_ns, uint64_t timestamp_ns, int cpu)
+void stat_print_line(const struct stat_printer *p, const struct event_list *l,
+		     const struct stat_value *vals, int event, double elapsed_ns, uint64_t timestamp_ns,
+		     int cpu)
 {
 	char ts[32], count[64];
-	int i;
+	struct stat_metric m;
 
 	/* perf's time column: seconds, at least 6 digits wide; JSON wants
 	 * the bare number. */
@@ -282,23 +283,28 @@ void stat_print_lines(const struct stat_printer *p, const struct event_list *l,
 		snprintf(ts, sizeof(ts), p->format == STAT_JSON ? "%" PRIu64 ".%09" PRIu64
 								  : "%6" PRIu64 ".%09" PRIu64,
 			 timestamp_ns / 1000000000u, timestamp_ns % 1000000000u);
-	for (i = 0; i < l->n; i++) {
-		struct stat_metric m;
-
-		stat_metric(l, vals, i, elapsed_ns, &m);
-		format_count(&l->ev[i], &vals[i], count, sizeof(count));
-		switch (p->format) {
-		case STAT_CSV:
-			print_csv(p, &l->ev[i], &vals[i], &m, count, p->interval ? ts : NULL, cpu);
-			break;
-		case STAT_JSON:
-			print_json(p, &l->ev[i], &vals[i], &m, p->interval ? ts : NULL, cpu);
-			break;
-		case STAT_HUMAN:
-			print_human(p, &l->ev[i], &vals[i], &m, count, p->interval ? ts : NULL, cpu);
-			break;
-		}
+	stat_metric(l, vals, event, elapsed_ns, &m);
+	format_count(&l->ev[event], &vals[event], count, sizeof(count));
+	switch (p->format) {
+	case STAT_CSV:
+		print_csv(p, &l->ev[event], &vals[event], &m, count, p->interval ? ts : NULL, cpu);
+		break;
+	case STAT_JSON:
+		print_json(p, &l->ev[event], &vals[event], &m, p->interval ? ts : NULL, cpu);
+		break;
+	case STAT_HUMAN:
+		print_human(p, &l->ev[event], &vals[event], &m, count, p->interval ? ts : NULL, cpu);
+		break;
 	}
+}
+
+void stat_print_lines(const struct stat_printer *p, const struct event_list *l,
+		      const struct stat_value *vals, double elapsed_ns, uint64_t timestamp_ns, int cpu)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		stat_print_line(p, l, vals, i, elapsed_ns, timestamp_ns, cpu);
 }
 
 void stat_print_interval_header(const struct stat_printer *p, bool per_cpu)

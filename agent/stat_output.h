@@ -62,9 +62,14 @@ struct stat_printer {
 	bool interval;          /* lines start with the time since the start */
 };
 
-/* Prints the lines of every event in `vals` (events->n of them).
- * `timestamp_ns` is used when p->interval; `cpu` >= 0 prefixes each line
- * with that CPU (per-CPU output). */
+/* Prints the line of `event`, whose metric comes from the other values
+ * of `vals` (events->n of them).  `timestamp_ns` is used when
+ * p->interval; `cpu` >= 0 prefixes the line with that CPU. */
+void stat_print_line(const struct stat_printer *p, const struct event_list *l,
+		     const struct stat_value *vals, int event, double elapsed_ns, uint64_t timestamp_ns,
+		     int cpu);
+
+/* The lines of every event, in order. */
 void stat_print_lines(const struct stat_printer *p, const struct event_list *l,
 		      const struct stat_value *vals, double elapsed_ns, uint64_t timestamp_ns, int cpu);
 
