@@ -1052,6 +1052,9 @@ int cmd_stat(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* From here on every event of the targets is counted. */
+	if (o.verbose)
+		fprintf(stderr, PROG ": counting\n");
 
 	stop_signal = count_loop(&r, sfd);
 	if (stop_signal < 0)

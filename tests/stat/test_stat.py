@@ -140,6 +140,19 @@ def wait_fds(proc, n, what, timeout=20):
         time.sleep(0.05)
 
 
+def start_counting(args):
+    """Starts `cfiprof stat -v ARGS` and returns once it counts (its -v
+    line "counting"); the caller reads the rest of stderr."""
+    log("$ cfiprof stat -v " + " ".join(args) + " &")
+    c = subprocess.Popen([CFIPROF, "stat", "-v"] + args, stderr=subprocess.PIPE, text=True)
+    for line in c.stderr:
+        log(line.rstrip())
+        if line == "cfiprof stat: counting\n":
+            return c
+    c.wait()
+    raise Fail(f"cfiprof stat exited ({c.returncode}) before counting")
+
+
 def thread_count(pid):
     return len(os.listdir(f"/proc/{pid}/task"))
 
@@ -593,9 +606,7 @@ def t_pid_vanished(tmp):
     # A target that exits while counted: the totals, and a clean exit.
     w = subprocess.Popen([WORK, "--hold", "writes", "100"], stdin=subprocess.PIPE)
     try:
-        c = subprocess.Popen([CFIPROF, "stat", "-x,", "-e", "syscalls:sys_enter_write", "-p", str(w.pid)],
-                             stderr=subprocess.PIPE, text=True)
-        wait_fds(c, 1, "cfiprof stat")
+        c = start_counting(["-x,", "-e", "syscalls:sys_enter_write", "-p", str(w.pid)])
         w.communicate(b"g", timeout=30)
         _, err = c.communicate(timeout=20)
         log(err)
@@ -639,9 +650,7 @@ def t_sigint(tmp):
     w = subprocess.Popen([WORK, "--hold", "--marker", marker, "--pause", "writes", "300"],
                          stdin=subprocess.PIPE)
     try:
-        c = subprocess.Popen([CFIPROF, "stat", "-x,", "-e", ev, "-p", str(w.pid)], stderr=subprocess.PIPE,
-                             text=True)
-        wait_fds(c, 1, "cfiprof stat")
+        c = start_counting(["-x,", "-e", ev, "-p", str(w.pid)])
         w.stdin.write(b"g")
         w.stdin.flush()
         wait_file(marker, w)
@@ -655,10 +664,8 @@ def t_sigint(tmp):
         w.kill()
         w.wait()
 
-    c = subprocess.Popen([CFIPROF, "stat", "-x,", "-a", "-e", "cpu-clock"], stderr=subprocess.PIPE,
-                         text=True)
+    c = start_counting(["-x,", "-a", "-e", "cpu-clock"])
     ncpu = len(online_cpus())
-    wait_fds(c, ncpu, "cfiprof stat -a")
     time.sleep(0.5)
     c.send_signal(signal.SIGINT)
     _, err = c.communicate(timeout=20)

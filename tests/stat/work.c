@@ -139,13 +139,13 @@ static long long cpu_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
+static volatile unsigned long sink;
+
 static void spin(long ms)
 {
-	volatile unsigned long x = 0;
-
 	while (cpu_ns() < ms * 1000000ll)
 		for (int i = 0; i < 10000; i++)
-			x += (unsigned long)i;
+			sink += (unsigned long)i;
 }
 
 static void slow_writes(long n, long ms)
