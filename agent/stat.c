@@ -41,7 +41,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "atomic_file.h"
+#include "child.h"
+#include "clock.h"
 #include "counters.h"
 #include "cpus.h"
 #include "errbuf.h"
@@ -119,51 +122,6 @@ static void usage(FILE *f)
 		"failure, 2 for usage errors.\n");
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_pids(const char *arg, struct stat_opts *o)
-{
-	char *copy = strdup(arg), *tok, *save = NULL;
-	int ret = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long v;
-		int *p;
-
-		if (parse_long(tok, 1, INT_MAX, &v)) {
-			fprintf(stderr, PROG ": -p: '%s' is not a process id\n", tok);
-			ret = -EINVAL;
-			break;
-		}
-		p = realloc(o->pids, (size_t)(o->npids + 1) * sizeof(*p));
-		if (!p) {
-			ret = -ENOMEM;
-			break;
-		}
-		o->pids = p;
-		o->pids[o->npids++] = (int)v;
-	}
-	if (!ret && !o->npids) {
-		fprintf(stderr, PROG ": -p: '%s' names no process\n", arg);
-		ret = -EINVAL;
-	}
-	free(copy);
-	return ret;
-}
-
 /* Returns 0, 1 for --help, or -EINVAL (message printed). */
 static int parse_args(int argc, char **argv, struct stat_opts *o)
 {
@@ -202,8 +160,10 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 			}
 			break;
 		case 'p':
-			if (parse_pids(optarg, o))
+			if (arg_pid_list(optarg, &o->pids, &o->npids, err, sizeof(err))) {
+				fprintf(stderr, PROG ": -p: %s\n", err);
 				return -EINVAL;
+			}
 			break;
 		case 'a':
 			o->all_cpus = true;
@@ -219,7 +179,7 @@ static int parse_args(int argc, char **argv, struct stat_opts *o)
 			o->cgroup = optarg;
 			break;
 		case 'I':
-			if (parse_long(optarg, 10, 86400000, &o->interval_ms)) {
+			if (arg_long(optarg, 10, 86400000, &o->interval_ms)) {
 				fprintf(stderr, PROG ": -I: '%s' is not a number of milliseconds (10-86400000)\n",
 					optarg);
 				return -EINVAL;
@@ -489,52 +449,11 @@ struct child {
 	struct rusage ru;
 };
 
-/* Forks CMD held before exec; release_child lets it go.  The child gets
- * the signal mask cfiprof had before blocking its own signals. */
-static int spawn_child(struct child *ch, char **cmd, const sigset_t *orig_mask)
+/* The child gets the signal mask cfiprof had before blocking its own
+ * signals. */
+static int restore_mask(void *orig_mask)
 {
-	int go[2], ex[2];
-	pid_t pid;
-
-	if (pipe2(go, O_CLOEXEC))
-		return -errno;
-	if (pipe2(ex, O_CLOEXEC)) {
-		close(go[0]);
-		close(go[1]);
-		return -errno;
-	}
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
-
-		close(go[0]);
-		close(go[1]);
-		close(ex[0]);
-		close(ex[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(go[1]);
-		close(ex[0]);
-		sigprocmask(SIG_SETMASK, orig_mask, NULL);
-		/* No go (cfiprof gave up): never run CMD uncounted. */
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);
-		execvp(cmd[0], cmd);
-		e = errno;
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(ex[1]);
-	ch->pid = pid;
-	ch->go_fd = go[1];
-	ch->exec_fd = ex[0];
-	return 0;
+	return sigprocmask(SIG_SETMASK, orig_mask, NULL);
 }
 
 static void reap_child(struct child *ch, bool block)
@@ -549,25 +468,12 @@ static void reap_child(struct child *ch, bool block)
  * failed exec (the child is reaped). */
 static int release_child(struct child *ch)
 {
-	ssize_t n;
-	int e = 0;
+	int ret = held_child_release(ch->go_fd, ch->exec_fd);
 
-	if (write(ch->go_fd, "g", 1) != 1)
-		e = errno;
-	close(ch->go_fd);
-	ch->go_fd = -1;
-	if (e)
-		return -e;
-	do
-		n = read(ch->exec_fd, &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	close(ch->exec_fd);
-	ch->exec_fd = -1;
-	if (n == (ssize_t)sizeof(e)) {
+	ch->go_fd = ch->exec_fd = -1;
+	if (ret)
 		reap_child(ch, true);
-		return -e;
-	}
-	return 0;
+	return ret;
 }
 
 /* Ends a child that is still held or running, and reaps it: SIGTERM, and
@@ -613,14 +519,6 @@ struct run {
 	size_t batch_len;
 	int out_error;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Output goes to stderr, like perf stat's, or to -o FILE through a
  * temporary file renamed at the end; each batch of lines is formatted in
@@ -1003,7 +901,8 @@ int cmd_stat(int argc, char **argv)
 	}
 
 	if (o.cmd) {
-		ret = spawn_child(&r.child, o.cmd, &orig_mask);
+		ret = held_child_spawn(o.cmd, restore_mask, &orig_mask, &r.child.pid, &r.child.go_fd,
+				       &r.child.exec_fd);
 		if (ret) {
 			fprintf(stderr, PROG ": starting %s: %s\n", o.cmd[0], strerror(-ret));
 			goto out;

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/clock.h"
 #include "agent/counters.h"
 #include "agent/event_names.h"
 
@@ -43,14 +44,6 @@
 	"task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations,"        \
 	"alignment-faults,emulation-faults"
 #define CHUNK 1000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -77,7 +70,7 @@ static double time_reads(struct counters *c, long reads, int rounds, bool bare)
 	for (r = 0; r < c->events->n && leader < 0; r++)
 		leader = c->fd[r];
 	for (r = 0; r < rounds; r++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = mono_ns();
 
 		for (long i = 0; i < reads; i++) {
 			if (bare) {
@@ -90,7 +83,7 @@ static double time_reads(struct counters *c, long reads, int rounds, bool bare)
 				exit(1);
 			}
 		}
-		t[r] = now_ns() - t0;
+		t[r] = mono_ns() - t0;
 	}
 	m = median_ns(t, rounds, reads);
 	free(t);
@@ -181,18 +174,18 @@ static int cmd_work(long iters)
 	if (mem == MAP_FAILED)
 		return 1;
 	madvise(mem, (size_t)(chunks * CHUNK) * (size_t)page, MADV_NOHUGEPAGE);
-	start = now_ns();
+	start = mono_ns();
 	for (k = 0; k < chunks; k++) {
-		t0 = now_ns();
+		t0 = mono_ns();
 		for (i = k * CHUNK; i < (k + 1) * CHUNK; i++) {
 			for (int w = 0; w < 4; w++)
 				if (write(fd, "x", 1) != 1)
 					return 1;
 			mem[(size_t)i * (size_t)page] = 1;
 		}
-		t[k] = now_ns() - t0;
+		t[k] = mono_ns() - t0;
 	}
-	printf("ns_per_iteration: %.1f\n", (double)(now_ns() - start) / (double)(chunks * CHUNK));
+	printf("ns_per_iteration: %.1f\n", (double)(mono_ns() - start) / (double)(chunks * CHUNK));
 	printf("ns_per_iteration_median_chunk: %.1f\n", median_ns(t, (int)chunks, CHUNK));
 	return 0;
 }
