@@ -245,6 +245,36 @@ static int open_one(struct counters *c, const struct counters_opts *o, int unit,
 	return 0;
 }
 
+/* Whether the kernel takes inherit together with PERF_FORMAT_GROUP: old
+ * kernels refused the pair with EINVAL (6.18 takes it, and sums the
+ * inherited children into the group read).  Probed on a disabled
+ * task-clock of our own. */
+static bool group_read_inherits(void)
+{
+	struct perf_event_attr attr = {
+		.size = sizeof(attr),
+		.type = PERF_TYPE_SOFTWARE,
+		.config = PERF_COUNT_SW_TASK_CLOCK,
+		.read_format = COUNTER_GROUP_FORMAT,
+		.disabled = 1,
+		.inherit = 1,
+	};
+	int fd = sys_perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	if (errno != EINVAL)
+		return true; /* not the pair's fault: the real open will say */
+	attr.read_format = COUNTER_SINGLE_FORMAT;
+	fd = sys_perf_event_open(&attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return true;
+	close(fd);
+	return false;
+}
+
 int counters_open(struct counters *c, const struct event_list *events,
 		  const struct counter_unit *units, int nunits, const struct counters_opts *o,
 		  char *err, size_t errlen)
@@ -256,6 +286,8 @@ int counters_open(struct counters *c, const struct event_list *events,
 	c->events = events;
 	c->nunits = nunits;
 	c->grouped = !o->no_group_read;
+	if (c->grouped && o->inherit && nunits && units[0].pid >= 0)
+		c->grouped = group_read_inherits();
 	c->units = calloc((size_t)nunits + 1, sizeof(*c->units));
 	c->fd = malloc((slots + 1) * sizeof(*c->fd));
 	c->id = calloc(slots + 1, sizeof(*c->id));

@@ -83,14 +83,16 @@ struct counters_opts {
 	bool inherit;          /* task units: count children created from now on */
 	bool enable_on_exec;   /* leaders start disabled and enable at exec */
 	int cgroup_fd;         /* >= 0: count only this cgroup (CPU units) */
-	bool no_group_read;    /* each event alone, no PERF_FORMAT_GROUP (old kernels) */
+	bool no_group_read;    /* each event alone, no PERF_FORMAT_GROUP; also chosen
+				* when inherit is asked for and the kernel refuses it
+				* with PERF_FORMAT_GROUP, as older ones did */
 };
 
 struct counters {
 	const struct event_list *events;
 	struct counter_unit *units;
 	int nunits;
-	bool grouped;          /* PERF_FORMAT_GROUP reads */
+	bool grouped;          /* PERF_FORMAT_GROUP reads (else one read per event) */
 	int *fd;               /* [unit * events->n + event], -1 when not open */
 	uint64_t *id;          /* same layout */
 	bool *unit_gone;       /* [unit]: the thread exited before it was opened */

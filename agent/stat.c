@@ -528,7 +528,13 @@ static FILE *batch_begin(struct run *r)
 	if (!r->out_open)
 		return stderr;
 	r->batch = open_memstream(&r->batch_buf, &r->batch_len);
-	return r->batch ? r->batch : stderr;
+	if (r->batch)
+		return r->batch;
+	/* The lines are not lost, but the file will not have them: fail. */
+	if (!r->out_error)
+		fprintf(stderr, PROG ": -o %s: out of memory: printing to stderr\n", r->o->output);
+	r->out_error = -ENOMEM;
+	return stderr;
 }
 
 static void batch_end(struct run *r)
@@ -697,9 +703,11 @@ static void print_verbose(struct run *r)
 		}
 		fprintf(stderr, "\n");
 	}
-	fprintf(stderr, PROG ": %d unit%s (%s), %d read%s per pass\n", r->nunits,
+	fprintf(stderr, PROG ": %d unit%s (%s), %d read%s per pass%s\n", r->nunits,
 		r->nunits == 1 ? "" : "s", cpu_target(r->o) ? "CPUs" : "threads",
-		counters_reads_per_pass(&r->ctr), counters_reads_per_pass(&r->ctr) == 1 ? "" : "s");
+		counters_reads_per_pass(&r->ctr), counters_reads_per_pass(&r->ctr) == 1 ? "" : "s",
+		r->ctr.grouped ? "" : " (this kernel refuses inherit with PERF_FORMAT_GROUP: "
+				      "events are read one by one)");
 }
 
 static int arm_timer(uint64_t first_ns, uint64_t period_ns)
