@@ -3,7 +3,7 @@
  * and prints the totals (or, with -I, deltas every interval) in perf
  * stat's human, CSV or JSON layouts.
  *
- * Targets become counter units (counters.h):
+ * Targets become counter units (counters.h, targets.c):
  *   -- CMD        the child, held before exec; its leaders enable at exec
  *                 (enable_on_exec), and inherit counts its children
  *   -p PID        every thread PID has now, one unit each, with inherit
@@ -20,12 +20,8 @@
  */
 #include "stat.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
-#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -34,9 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/timerfd.h>
-#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -50,6 +44,7 @@
 #include "errbuf.h"
 #include "event_names.h"
 #include "stat_output.h"
+#include "targets.h"
 
 #define PROG "cfiprof stat"
 
@@ -290,153 +285,6 @@ static int add_default_events(struct stat_opts *o, char *err, size_t errlen)
 		n += snprintf(list + n, sizeof(list) - (size_t)n, ",stalled-cycles-backend");
 	snprintf(list + n, sizeof(list) - (size_t)n, ",instructions,branches,branch-misses");
 	return event_list_add(&o->events, list, err, errlen);
-}
-
-/* ---- targets -------------------------------------------------------- */
-
-static int add_unit(struct counter_unit **units, int *n, pid_t pid, int cpu)
-{
-	struct counter_unit *u = realloc(*units, (size_t)(*n + 1) * sizeof(*u));
-
-	if (!u)
-		return -ENOMEM;
-	*units = u;
-	u[*n].pid = pid;
-	u[*n].cpu = cpu;
-	(*n)++;
-	return 0;
-}
-
-static bool all_digits(const char *s)
-{
-	return *s && strspn(s, "0123456789") == strlen(s);
-}
-
-/* Every thread of `pid` now: -ESRCH when there is none. */
-static int add_threads(struct counter_unit **units, int *n, int pid)
-{
-	char path[64];
-	struct dirent *de;
-	DIR *d;
-	int found = 0, ret = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while ((de = readdir(d)) && !ret) {
-		if (!all_digits(de->d_name))
-			continue;
-		ret = add_unit(units, n, (pid_t)atoi(de->d_name), -1);
-		found++;
-	}
-	closedir(d);
-	return ret ? ret : found ? 0 : -ESRCH;
-}
-
-/* Whether any thread of `pid` is still running (not a zombie): a process
- * whose leader exited can live on in its other threads. */
-static bool process_alive(int pid)
-{
-	char path[300], state = 0;
-	struct dirent *de;
-	bool alive = false;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	d = opendir(path);
-	if (!d)
-		return false;
-	while (!alive && (de = readdir(d))) {
-		FILE *f;
-
-		if (!all_digits(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, de->d_name);
-		f = fopen(path, "re");
-		/* "tid (comm) S ...": comm may hold spaces and parentheses. */
-		if (f) {
-			char line[512], *rp;
-
-			if (fgets(line, sizeof(line), f) && (rp = strrchr(line, ')')) && rp[1] == ' ')
-				state = rp[2];
-			fclose(f);
-			alive = state && state != 'Z' && state != 'X';
-		}
-	}
-	closedir(d);
-	return alive;
-}
-
-/* The cgroup v2 directory of --cgroup: an absolute path, or one relative
- * to the cgroup2 mount (as perf -G takes it).  Returns an O_RDONLY fd. */
-static int open_cgroup(const char *arg, char *err, size_t errlen)
-{
-	char path[PATH_MAX] = "", line[4096];
-	struct statfs st;
-	int fd, e;
-
-	if (arg[0] == '/') {
-		snprintf(path, sizeof(path), "%s", arg);
-	} else {
-		FILE *f = fopen("/proc/self/mountinfo", "re");
-
-		/* "id parent maj:min root mountpoint opts [optional...] - fstype src opts" */
-		while (f && fgets(line, sizeof(line), f)) {
-			char mnt[PATH_MAX], *dash = strstr(line, " - ");
-
-			if (dash && !strncmp(dash, " - cgroup2 ", 11) &&
-			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-				snprintf(path, sizeof(path), "%s/%s", mnt, arg);
-				break;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!path[0]) {
-			errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
-			return -ENOENT;
-		}
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno;
-		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(e));
-		return -e;
-	}
-	if (fstatfs(fd, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
-		close(fd);
-		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
-		return -ENOTDIR;
-	}
-	return fd;
-}
-
-/* One unit per CPU of the target: the online CPUs, or those of -C, which
- * must be online. */
-static int add_cpus(const struct stat_opts *o, struct counter_unit **units, int *n, char *err,
-		    size_t errlen)
-{
-	int ncpus = cpu_count_possible(), cpu, ret;
-	bool *online = calloc((size_t)ncpus, sizeof(bool));
-
-	if (!online)
-		return -ENOMEM;
-	ret = cpu_online_set(online, ncpus, err, errlen);
-	for (cpu = 0; cpu < ncpus && !ret; cpu++) {
-		if (o->cpus && !o->cpus[cpu])
-			continue;
-		if (!online[cpu]) {
-			if (!o->cpus)
-				continue;
-			errbuf_set(err, errlen, "-C: CPU %d is offline", cpu);
-			ret = -ENODEV;
-			break;
-		}
-		ret = add_unit(units, n, -1, cpu);
-	}
-	free(online);
-	return ret;
 }
 
 /* ---- the command run ------------------------------------------------ */
@@ -797,7 +645,7 @@ static int count_loop(struct run *r, int sfd)
 			bool any = false;
 
 			for (i = 0; i < r->o->npids && !any; i++)
-				any = process_alive(r->o->pids[i]);
+				any = targets_process_alive(r->o->pids[i]);
 			done = !any;
 		}
 	}
@@ -828,14 +676,14 @@ static int build_units(struct run *r, char *err, size_t errlen)
 
 	if (cpu_target(o)) {
 		if (o->cgroup) {
-			r->cgroup_fd = open_cgroup(o->cgroup, err, errlen);
+			r->cgroup_fd = targets_open_cgroup(o->cgroup, err, errlen);
 			if (r->cgroup_fd < 0)
 				return r->cgroup_fd;
 		}
-		return add_cpus(o, &r->units, &r->nunits, err, errlen);
+		return targets_add_cpus(o->cpus, &r->units, &r->nunits, err, errlen);
 	}
 	for (i = 0; i < o->npids; i++) {
-		ret = add_threads(&r->units, &r->nunits, o->pids[i]);
+		ret = targets_add_threads(&r->units, &r->nunits, o->pids[i]);
 		if (ret) {
 			errbuf_set(err, errlen, "pid %d: %s", o->pids[i],
 				   ret == -ESRCH ? "no such process" : strerror(-ret));
@@ -843,7 +691,7 @@ static int build_units(struct run *r, char *err, size_t errlen)
 		}
 	}
 	if (o->cmd)
-		return add_unit(&r->units, &r->nunits, r->child.pid, -1);
+		return targets_add_unit(&r->units, &r->nunits, r->child.pid, -1);
 	return 0;
 }
 

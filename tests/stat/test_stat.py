@@ -335,6 +335,11 @@ def t_group_read(tmp):
         if m:
             opens.append(m.groups())
     log("\n".join(str(o) for o in opens))
+    # First, cfiprof asks the kernel whether it takes inherit with
+    # PERF_FORMAT_GROUP: a task-clock on itself (pid 0), closed at once.
+    probes = [o for o in opens if o[3] == "0"]
+    opens = [o for o in opens if o[3] != "0"]
+    check(len(probes) == 1 and probes[0][1] == "PERF_COUNT_SW_TASK_CLOCK", f"probes {probes}")
     check(len(opens) == 4, f"{len(opens)} perf_event_open calls, want 4")
     configs = [o[1] for o in opens]
     check(configs == ["PERF_COUNT_SW_PAGE_FAULTS", "PERF_COUNT_SW_PAGE_FAULTS_MIN",
