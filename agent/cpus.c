@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "errbuf.h"
+#include "sysfs.h"
 
 int cpu_count_possible(void)
 {
@@ -75,25 +76,12 @@ bad:
 int cpu_online_set(bool *set, int ncpus, char *err, size_t errlen)
 {
 	const char *path = "/sys/devices/system/cpu/online";
-	FILE *f = fopen(path, "re");
 	char line[4096];
-	size_t len;
 	int ret;
 
-	if (!f) {
-		ret = -errno;
-		errbuf_set(err, errlen, "%s: %s", path, strerror(-ret));
+	ret = sysfs_read_line(path, line, sizeof(line), err, errlen);
+	if (ret)
 		return ret;
-	}
-	if (!fgets(line, sizeof(line), f)) {
-		fclose(f);
-		errbuf_set(err, errlen, "%s: empty", path);
-		return -EIO;
-	}
-	fclose(f);
-	len = strlen(line);
-	while (len && (line[len - 1] == '\n' || line[len - 1] == ' '))
-		line[--len] = 0;
 	ret = cpu_list_parse(line, set, ncpus, err, errlen);
 	if (ret)
 		errbuf_set(err, errlen, "%s: '%s' is not a CPU list", path, line);

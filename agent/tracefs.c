@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 
 #include "errbuf.h"
+#include "sysfs.h"
 
 #define TRACEFS_DIR "/sys/kernel/tracing"
 /* debugfs automounts tracefs here, for kernels and setups that only
@@ -71,7 +72,6 @@ int tracefs_event_id(const char *sys, const char *event, uint64_t *id, char *err
 	const char *root;
 	char path[4096], buf[32], *end;
 	unsigned long long v;
-	FILE *f;
 	int ret;
 
 	if (!valid_component(sys) || !valid_component(event)) {
@@ -85,24 +85,14 @@ int tracefs_event_id(const char *sys, const char *event, uint64_t *id, char *err
 		errbuf_set(err, errlen, "tracepoint name '%s:%s' is too long", sys, event);
 		return -ENAMETOOLONG;
 	}
-	f = fopen(path, "re");
-	if (!f) {
-		ret = -errno;
-		if (ret == -ENOENT)
-			errbuf_set(err, errlen, "unknown tracepoint '%s:%s' (no %s)", sys, event, path);
-		else
-			errbuf_set(err, errlen, "%s: %s", path, strerror(-ret));
+	ret = sysfs_read_line(path, buf, sizeof(buf), err, errlen);
+	if (ret == -ENOENT)
+		errbuf_set(err, errlen, "unknown tracepoint '%s:%s' (no %s)", sys, event, path);
+	if (ret)
 		return ret;
-	}
-	if (!fgets(buf, sizeof(buf), f)) {
-		fclose(f);
-		errbuf_set(err, errlen, "%s: empty", path);
-		return -EIO;
-	}
-	fclose(f);
 	errno = 0;
 	v = strtoull(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n')) {
+	if (errno || end == buf || *end) {
 		errbuf_set(err, errlen, "%s: '%s' is not an id", path, buf);
 		return -EIO;
 	}
