@@ -5,6 +5,7 @@
 
 #include "cmd_cfi.h"
 #include "record.h"
+#include "stat.h"
 
 #ifndef CFIPROF_VERSION
 #define CFIPROF_VERSION "0.1.0"
@@ -17,6 +18,7 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  record           sample on-CPU stacks (DWARF unwinding in BPF)\n"
+		"  stat             count events (perf stat's events, layouts and metrics)\n"
 		"  cfi dump FILE    print the compiled CFI table of an ELF file\n"
 		"  cfi stats FILE   compile an ELF file's CFI and print statistics\n"
 		"  version          print the version\n"
@@ -34,6 +36,10 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "record")) {
 		argv[1] = (char *)"cfiprof record";
 		return cmd_record(argc - 1, argv + 1);
+	}
+	if (!strcmp(argv[1], "stat")) {
+		argv[1] = (char *)"cfiprof stat";
+		return cmd_stat(argc - 1, argv + 1);
 	}
 	if (!strcmp(argv[1], "cfi")) {
 		argv[1] = (char *)"cfiprof cfi";

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cpus.h"
+
 struct bpf_program;
 struct bpf_link;
 
@@ -20,13 +22,6 @@ struct perf_sampler {
 	bool hardware;      /* cycles, or else cpu-clock */
 	const char *event_name;
 };
-
-/* CPU list parsing: "0-3,7" into a bitmap of size `ncpus`.  Returns 0 or
- * -EINVAL with the reason in err. */
-int cpu_list_parse(const char *s, bool *set, int ncpus, char *err, size_t errlen);
-
-/* Number of possible CPUs (from /sys/devices/system/cpu/possible). */
-int cpu_count_possible(void);
 
 /* Opens a sampling event at `freq_hz` on every CPU in `cpus` (NULL: all
  * online CPUs).  Offline CPUs are skipped; no event at all is an error.

@@ -35,7 +35,10 @@
 
 #include "../bpf/abi.h"
 #include "../cfi/cache.h"
+#include "args.h"
 #include "bpf_maps.h"
+#include "child.h"
+#include "clock.h"
 #include "cfiprof.skel.h"
 #include "container.h"
 #include "folded.h"
@@ -127,47 +130,6 @@ static void usage(FILE *f)
 		MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_pids(const char *arg, struct record_opts *o)
-{
-	char *copy = strdup(arg), *tok, *save = NULL;
-	int ret = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		long v;
-		int *p;
-
-		if (parse_int(tok, 1, INT_MAX, &v)) {
-			fprintf(stderr, "cfiprof record: -p: '%s' is not a process id\n", tok);
-			ret = -EINVAL;
-			break;
-		}
-		p = realloc(o->pids, (size_t)(o->npids + 1) * sizeof(*p));
-		if (!p) {
-			ret = -ENOMEM;
-			break;
-		}
-		o->pids = p;
-		o->pids[o->npids++] = (int)v;
-	}
-	free(copy);
-	return ret;
-}
-
 /* "64M", "1G", "4096K", "123456" (bytes). */
 static int parse_size(const char *s, uint64_t *out)
 {
@@ -223,6 +185,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	char err[256];
 	long v;
 	char *end;
 	int c;
@@ -239,14 +202,16 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	while ((c = getopt_long(argc, argv, "+p:aF:d:o:C:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_pids(optarg, o))
+			if (arg_pid_list(optarg, &o->pids, &o->npids, err, sizeof(err))) {
+				fprintf(stderr, "cfiprof record: -p: %s\n", err);
 				return -EINVAL;
+			}
 			break;
 		case 'a':
 			o->all = true;
 			break;
 		case 'F':
-			if (parse_int(optarg, 1, 100000, &v)) {
+			if (arg_long(optarg, 1, 100000, &v)) {
 				fprintf(stderr, "cfiprof record: -F: '%s' is not a rate in Hz (1-100000)\n", optarg);
 				return -EINVAL;
 			}
@@ -274,7 +239,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			}
 			break;
 		case OPT_DEPTH:
-			if (parse_int(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
+			if (arg_long(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
 				fprintf(stderr, "cfiprof record: --max-depth: '%s' is not in 1..%d\n", optarg,
 					CFIPROF_MAX_DEPTH_LIMIT);
 				return -EINVAL;
@@ -407,14 +372,6 @@ struct recorder {
  * burst, and one read after the burst is enough.  Short, so that a process
  * living 20 ms is still read while it exists. */
 #define DIRTY_DELAY_NS (2ull * 1000 * 1000)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void mark_dirty(struct recorder *r, int pid, uint64_t now)
 {
@@ -634,42 +591,19 @@ static int on_event(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* Forks CMD stopped before exec; recorder_start_child releases it. */
+/* Stop right after exec, until the agent has read the new program's
+ * mappings: its first samples then walk fully. */
+static int trace_me(void *unused)
+{
+	(void)unused;
+	return ptrace(PTRACE_TRACEME, 0, NULL, NULL) ? -1 : 0;
+}
+
+/* Forks CMD held before exec (release_child lets it go), so that its
+ * start is profiled too. */
 static int spawn_child(struct recorder *r, int *go_fd, int *exec_fd)
 {
-	int go[2], ex[2];
-	pid_t pid;
-
-	if (pipe2(go, O_CLOEXEC) || pipe2(ex, O_CLOEXEC))
-		return -errno;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		char c;
-		int e;
-
-		close(go[1]);
-		close(ex[0]);
-		/* Wait until sampling is armed, so the start is profiled too. */
-		if (read(go[0], &c, 1) != 1)
-			_exit(127);
-		/* Stop right after exec, until the agent has read the new
-		 * program's mappings: its first samples then walk fully. */
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
-			_exit(127);
-		execvp(r->o->cmd[0], r->o->cmd);
-		e = errno;
-		if (write(ex[1], &e, sizeof(e)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(go[0]);
-	close(ex[1]);
-	r->child = pid;
-	*go_fd = go[1];
-	*exec_fd = ex[0];
-	return 0;
+	return held_child_spawn(r->o->cmd, trace_me, NULL, &r->child, go_fd, exec_fd);
 }
 
 /* Every mapped object is kept open (for lazy compilation and for
@@ -696,7 +630,7 @@ static int scan_all(struct recorder *r)
 	while ((de = readdir(d))) {
 		long pid;
 
-		if (parse_int(de->d_name, 1, INT_MAX, &pid) || pid == getpid())
+		if (arg_long(de->d_name, 1, INT_MAX, &pid) || pid == getpid())
 			continue;
 		if (!procs_scan(&r->procs, (int)pid))
 			n++;
@@ -1092,19 +1026,13 @@ static void preload_tables(struct recorder *r, int pid)
 /* Lets the child exec and waits until it did (or failed to). */
 static int release_child(struct recorder *r, int go_fd, int exec_fd)
 {
-	int e = 0;
-	ssize_t n;
+	int e = held_child_release(go_fd, exec_fd);
 
-	if (write(go_fd, "g", 1) != 1)
-		return -errno;
-	close(go_fd);
-	n = read(exec_fd, &e, sizeof(e));
-	close(exec_fd);
-	if (n == (ssize_t)sizeof(e)) {
-		fprintf(stderr, "cfiprof: cannot run %s: %s\n", r->o->cmd[0], strerror(e));
+	if (e) {
+		fprintf(stderr, "cfiprof: cannot run %s: %s\n", r->o->cmd[0], strerror(-e));
 		waitpid(r->child, NULL, 0);
 		r->child = 0;
-		return -e;
+		return e;
 	}
 	/* The exec stopped it (traced): the program and its loader are mapped
 	 * now.  Read them, then let the loader map the libraries and stop the

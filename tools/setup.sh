@@ -14,6 +14,7 @@ PKGS=(
   binutils elfutils libllvm15
   libc6-dbg
   podman runc
+  linux-perf strace
   python3
 )
 

@@ -1,0 +1,12 @@
+/* One-line files of sysfs, procfs and tracefs ("0-1", a tracepoint id). */
+#ifndef AGENT_SYSFS_H
+#define AGENT_SYSFS_H
+
+#include <stddef.h>
+
+/* The first line of `path` into buf, without its newline and trailing
+ * blanks.  Returns 0, -EIO when the file is empty, or the negative errno
+ * of fopen (-ENOENT: no such file), with "PATH: reason" in err. */
+int sysfs_read_line(const char *path, char *buf, size_t len, char *err, size_t errlen);
+
+#endif
