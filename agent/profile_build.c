@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -164,8 +165,10 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 		if (i && v[i].module == v[i - 1].module && v[i].vaddr == v[i - 1].vaddr)
 			continue;
 		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
-		if (i + 1 == n || v[i + 1].module != v[i].module)
-			symbolizer_release(sym, v[i].module);
+		if (i + 1 == n || v[i + 1].module != v[i].module) {
+				symbolizer_release(sym, v[i].module);
+			malloc_trim(0);
+		}
 	}
 	free(v);
 }
