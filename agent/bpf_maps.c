@@ -1,6 +1,7 @@
 #include "bpf_maps.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,4 +88,21 @@ int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid)
 	int b = bpf_map_delete_elem(mappings_fd, &pid) ? -errno : 0;
 
 	return a && a != -ENOENT ? a : (b == -ENOENT ? 0 : b);
+}
+
+uint64_t bpf_counter_sum(int counters_fd, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t *vals, sum = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(counters_fd, &idx, vals))
+		for (i = 0; i < ncpu; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
 }

@@ -22,4 +22,7 @@ int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_
 		  uint32_t n, uint32_t generation);
 int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid);
 
+/* Counter `idx` (enum cfiprof_counter) summed over CPUs; 0 if unreadable. */
+uint64_t bpf_counter_sum(int counters_fd, uint32_t idx);
+
 #endif

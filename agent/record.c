@@ -37,6 +37,7 @@
 #include "bpf_maps.h"
 #include "cfiprof.skel.h"
 #include "folded.h"
+#include "offcpu.h"
 #include "perf_events.h"
 #include "pprof.h"
 #include "procs.h"
@@ -63,6 +64,7 @@ struct record_opts {
 	const char *cache_dir;
 	const char *debug_dir;
 	bool quiet;
+	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu.h) */
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -99,7 +101,15 @@ static void usage(FILE *f)
 		"      --cache-dir DIR     CFI table cache (default %s)\n"
 		"      --no-cache          do not read or write the table cache\n"
 		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
-		"  -q, --quiet             print no summary\n",
+		"  -q, --quiet             print no summary\n"
+		"\n"
+		"off-CPU (where threads block, weighted by the time blocked):\n"
+		"      --off-cpu           also record off-CPU stacks (off_cpu/nanoseconds)\n"
+		"      --off-cpu-only      record only off-CPU stacks, no on-CPU sampling\n"
+		"      --off-cpu-min TIME  drop blocked periods shorter than TIME (default 1ms;\n"
+		"                          units ns, us, ms, s; 0 keeps all)\n"
+		"      --off-cpu-preempted count time switched out while still runnable too\n"
+		"      --wakers            add who woke each blocked thread (woken_by/nanoseconds)\n",
 		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR);
 }
 
@@ -148,7 +158,8 @@ static int parse_pids(const char *arg, struct record_opts *o)
 static int parse_args(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	       OPT_DEBUG };
+	       OPT_DEBUG, OPT_OFF_CPU, OPT_OFF_CPU_ONLY, OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED,
+	       OPT_WAKERS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -165,6 +176,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
 		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
+		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
+		{ "wakers", no_argument, NULL, OPT_WAKERS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -175,6 +191,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->freq = 99;
 	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	o->off.min_ns = OFFCPU_MIN_DEFAULT_NS;
 	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
 	if (!o->cache_dir)
 		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
@@ -268,6 +285,26 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case OPT_OFF_CPU:
+			o->off.on = true;
+			break;
+		case OPT_OFF_CPU_ONLY:
+			o->off.on = o->off.only = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
+				fprintf(stderr, "cfiprof record: --off-cpu-min: '%s' is not a duration "
+					"(e.g. 1ms, 500us, 0)\n", optarg);
+				return -EINVAL;
+			}
+			o->off.min_given = true;
+			break;
+		case OPT_OFF_CPU_PREEMPTED:
+			o->off.preempted = true;
+			break;
+		case OPT_WAKERS:
+			o->off.wakers = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -282,6 +319,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, or -- CMD\n");
 		return -EINVAL;
 	}
+	if (!o->off.on && (o->off.min_given || o->off.preempted || o->off.wakers)) {
+		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
+			"need --off-cpu or --off-cpu-only\n");
+		return -EINVAL;
+	}
+	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
 		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
 	return 0;
@@ -306,6 +349,7 @@ struct recorder {
 	uint64_t rescans;
 	struct frame_ref *frames;  /* scratch for one sample */
 	struct bpf_link *links[3]; /* fork, exec, exit tracepoints */
+	struct offcpu off;
 };
 
 static uint64_t mono_ns(void)
@@ -323,6 +367,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
 	struct proc *p;
 	uint32_t n, i, k = 0;
+	int ret;
 
 	if (size >= sizeof(struct cfiprof_proc_event) &&
 	    (ev->kind == EVENT_EXEC || ev->kind == EVENT_EXIT)) {
@@ -382,8 +427,14 @@ static int on_event(void *ctx, void *data, size_t size)
 
 		memcpy(comm, ev->comm, CFIPROF_COMM_LEN);
 		comm[CFIPROF_COMM_LEN] = 0;
-		if (stack_agg_add(&r->agg, ev->pid, ev->tid, comm, ev->end_reason, r->frames, k,
-				  ev->weight))
+		if (ev->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))
+			ret = offcpu_record(&r->off, &r->agg, ev->pid, ev->tid, comm, ev->end_reason,
+					    ev->flags, ev->peer_tid, ev->time_ns, ev->weight,
+					    r->frames, k, ev->nkernel);
+		else
+			ret = stack_agg_add(&r->agg, ev->pid, ev->tid, comm, ev->end_reason,
+					    r->frames, k, ev->weight);
+		if (ret)
 			r->agg_errors++;
 	}
 	return 0;
@@ -449,19 +500,7 @@ static int scan_all(struct recorder *r)
 
 static uint64_t counter_sum(struct recorder *r, uint32_t idx)
 {
-	int ncpu = libbpf_num_possible_cpus(), i;
-	uint64_t *vals, sum = 0;
-
-	if (ncpu <= 0)
-		return 0;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &idx, vals))
-		for (i = 0; i < ncpu; i++)
-			sum += vals[i];
-	free(vals);
-	return sum;
+	return bpf_counter_sum(bpf_map__fd(r->skel->maps.counters), idx);
 }
 
 struct fn_count {
@@ -528,6 +567,24 @@ static void print_stats(struct recorder *r)
 	else
 		fprintf(stderr, "bpf_ns_per_sample: unavailable\n");
 	fprintf(stderr, "bpf_run_count: %llu\n", (unsigned long long)info.run_cnt);
+	{
+		struct bpf_program *prog;
+
+		bpf_object__for_each_program(prog, r->skel->obj) {
+			struct bpf_prog_info pi;
+			__u32 plen = sizeof(pi);
+
+			memset(&pi, 0, sizeof(pi));
+			if (r->stats_fd < 0 || bpf_program__fd(prog) < 0 ||
+			    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &plen))
+				continue;
+			fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu\n",
+				bpf_program__name(prog), (unsigned long long)pi.run_cnt,
+				(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0));
+		}
+	}
+	if (r->o->off.on)
+		offcpu_print_stats(&r->off, r->skel, stderr);
 	fprintf(stderr, "tables: %llu\n", (unsigned long long)r->mods.stats.tables);
 	fprintf(stderr, "table_bytes: %llu\n", (unsigned long long)r->mods.stats.table_bytes);
 	fprintf(stderr, "kernel_table_bytes: %llu\n", (unsigned long long)r->mods.stats.kernel_bytes);
@@ -545,12 +602,22 @@ static void print_stats(struct recorder *r)
 		fprintf(stderr, "agent_peak_rss_kb: %ld\n", ru.ru_maxrss);
 }
 
-static int write_output(struct recorder *r, const struct profile *p)
+static int write_output(struct recorder *r, const struct built_profile *bp)
 {
+	const struct profile *p = &bp->p;
 	char err[512] = "";
 	int ret;
 
-	if (r->o->format == FORMAT_FOLDED)
+	if (r->o->format == FORMAT_FOLDED && r->o->off.on) {
+		/* On- and off-CPU stacks in one flame graph: both in
+		 * microseconds. */
+		uint32_t types[2], n = 0;
+
+		if (bp->type_cpu >= 0)
+			types[n++] = (uint32_t)bp->type_cpu;
+		types[n++] = (uint32_t)bp->type_off_cpu;
+		ret = folded_write_sum(p, types, n, 1000, r->o->output, err, sizeof(err));
+	} else if (r->o->format == FORMAT_FOLDED)
 		ret = folded_write(p, 0, 1, r->o->output, err, sizeof(err));
 	else
 		ret = pprof_write(p, r->o->output, err, sizeof(err));
@@ -574,6 +641,11 @@ static int load_bpf(struct recorder *r)
 	r->skel->rodata->cfg.want_kernel = r->o->kernel;
 	r->skel->rodata->cfg.filter_pids = !r->o->all;
 	r->skel->rodata->cfg.self_pid = (__u32)getpid();
+	err = offcpu_configure(r->skel, &r->o->off, (__u32)r->o->max_depth, r->o->kernel);
+	if (err) {
+		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
+		return err;
+	}
 	err = cfiprof_bpf__load(r->skel);
 	if (err) {
 		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
@@ -750,6 +822,7 @@ static void cleanup(struct recorder *r)
 	perf_sampler_close(&r->sampler);
 	if (r->stats_fd >= 0)
 		close(r->stats_fd);
+	offcpu_free(&r->off);
 	procs_free(&r->procs);
 	modules_free(&r->mods);
 	stack_agg_free(&r->agg);
@@ -849,8 +922,12 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: attaching the process tracepoints: %s\n", strerror(errno));
 		goto out;
 	}
-	ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
-	if (!ret)
+	r.off.o = &o.off;
+	r.off.sym = r.sym;
+	ret = o.off.on ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
+	if (!ret && !o.off.only)
+		ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
+	if (!ret && !o.off.only)
 		ret = perf_sampler_attach(&r.sampler, r.skel->progs.on_cpu_sample, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "cfiprof: %s\n", err);
@@ -863,11 +940,18 @@ int cmd_record(int argc, char **argv)
 		t_end = t0 + (uint64_t)(o.duration * 1e9);
 	if (o.cmd && release_child(&r, go_fd, exec_fd))
 		goto out;
+	if (o.cmd)
+		offcpu_ignore_before(&r.off, (uint32_t)r.child, mono_ns());
 	go_fd = exec_fd = -1;
-	if (!o.quiet)
-		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s\n",
+	if (!o.quiet && o.off.only)
+		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n",
+			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes",
+			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
+	else if (!o.quiet)
+		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s%s\n",
 			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes", o.freq,
 			r.sampler.n, r.sampler.n == 1 ? "" : "s", r.sampler.event_name,
+			o.off.on ? ", and off-CPU stacks" : "",
 			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
 
 	while (!stop_requested) {
@@ -889,9 +973,13 @@ int cmd_record(int argc, char **argv)
 				break;
 		}
 	}
-	/* Stop sampling, then take what is still in the ring buffer. */
+	/* Stop sampling, then take what is still in the ring buffer, then
+	 * the threads still blocked. */
 	perf_sampler_close(&r.sampler);
+	offcpu_detach(&r.off);
 	ring_buffer__consume(r.rb);
+	if (o.off.on)
+		offcpu_flush(&r.off, r.skel, on_event, &r);
 	if (o.cmd && !r.child_exited) {
 		kill(r.child, SIGTERM);
 		reap_child(&r, true);
@@ -906,6 +994,9 @@ int cmd_record(int argc, char **argv)
 			.tag_keys = o.tag_keys,
 			.tag_vals = o.tag_vals,
 			.ntags = (uint32_t)o.ntags,
+			.off_cpu = o.off.on,
+			.off_cpu_only = o.off.only,
+			.woken_by = o.off.wakers,
 		};
 		uint64_t lost = counter_sum(&r, CNT_RINGBUF_DROPS);
 		unsigned i;
@@ -914,16 +1005,22 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 			goto out;
 		}
-		ret = write_output(&r, &bp.p);
+		ret = write_output(&r, &bp);
 		if (!o.quiet) {
 			fprintf(stderr, "cfiprof: %llu samples, %llu lost, %.2f s", 
-				(unsigned long long)r.agg.samples, (unsigned long long)lost,
+				(unsigned long long)(r.agg.samples[STACK_ON_CPU] +
+						     r.agg.samples[STACK_OFF_CPU]),
+				(unsigned long long)lost,
 				po.duration_nanos / 1e9);
 			if (!ret)
 				fprintf(stderr, "; profile written to %s\n", o.output);
 			else
 				fprintf(stderr, "\n");
-			print_top(&bp.p, r.agg.samples);
+			if (!o.off.only)
+				print_top(&bp.p, r.agg.samples[STACK_ON_CPU]);
+			if (o.off.on)
+				offcpu_print_summary(&r.off, r.skel, &bp.p, bp.type_off_cpu,
+						     bp.type_off_events, stderr);
 			fprintf(stderr, "walk end reasons:\n");
 			for (i = 0; i < WALK_END_NR; i++)
 				if (r.end_reasons[i])

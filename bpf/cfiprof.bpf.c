@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cfiprof's BPF programs.  on_cpu_sample runs on every perf_event sample
- * (on-CPU profiling); the stack walker they share is in walker.h.
+ * (on-CPU profiling), on_switch and on_waking (offcpu.h) at context
+ * switches and wakeups (off-CPU profiling); the stack walker they share is
+ * in walker.h.
  */
 #include "walker.h"
 
@@ -26,25 +28,29 @@ static __always_inline int wanted(__u32 tgid)
 	return 1;
 }
 
+/* Waking the agent per sample costs more than the whole walk; it polls
+ * every 50 ms instead.  It is woken at once when a walk met code it has
+ * not mapped yet (it reacts by reading the mappings), and when the buffer
+ * is half full. */
+static __always_inline __u64 ringbuf_flags(__u8 end_reason)
+{
+	return end_reason == WALK_END_NO_MAPPING ||
+	       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (16 << 20) / 2 ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void emit(void *ctx, struct sample_scratch *sc)
 {
 	struct sample_event *ev = &sc->ev;
 	__u32 n = (__u32)ev->nuser + ev->nkernel;
-	__u64 size, flags;
+	__u64 size;
 
 	if (n > CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK)
 		n = CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK;
 	size = __builtin_offsetof(struct sample_event, addrs) + (__u64)n * sizeof(__u64);
 	if (size > sizeof(*ev))
 		return;
-	/* Waking the agent per sample costs more than the whole walk; it
-	 * polls every 50 ms instead.  It is woken at once when a walk met
-	 * code it has not mapped yet (it reacts by reading the mappings), and
-	 * when the buffer is half full. */
-	flags = ev->end_reason == WALK_END_NO_MAPPING ||
-		bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > (16 << 20) / 2 ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, ev, size, flags))
+	if (bpf_ringbuf_output(&events, ev, size, ringbuf_flags(ev->end_reason)))
 		count(CNT_RINGBUF_DROPS);
 	(void)ctx;
 }
@@ -76,6 +82,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->weight = 1;
 	ev->flags = 0;
+	ev->peer_tid = 0;
 	ev->nkernel = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
@@ -108,6 +115,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	emit(ctx, sc);
 	return 0;
 }
+
+#include "offcpu.h"
 
 /* Forget a process's mappings in BPF at once (no walk may use them any
  * more: without its proc_infos entry a walk finds no mapping) and tell the
@@ -153,6 +162,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
 
+	offcpu_forget(p->pid);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	drop_proc(tgid, EVENT_EXIT);

@@ -1,0 +1,85 @@
+/*
+ * Off-CPU: sleeps of known lengths on two known chains.
+ *
+ * usage: rec-ocsleep N MS [NSHORT US]
+ *   N sleeps of MS milliseconds:      main -> sleep_outer -> sleep_leaf -> nanosleep
+ *   NSHORT sleeps of US microseconds: main -> short_outer -> short_leaf -> nanosleep
+ *
+ * Prints, per chain, "blocked LEAF CALLS NANOSECONDS": the time spent in
+ * nanosleep() as the fixture itself measures it (CLOCK_MONOTONIC around
+ * each call), the reference for the profile's off-CPU weight.
+ */
+#include <stdio.h>
+#include <time.h>
+
+#include "fx.h"
+
+int sleep_outer(int n, double ms);
+int sleep_leaf(double ms);
+int short_outer(int n, double us);
+int short_leaf(double us);
+
+static long long blocked_ns[2];
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+static int sleep_ns(long long ns, int which)
+{
+	struct timespec req = { ns / 1000000000ll, ns % 1000000000ll };
+	long long t0 = now_ns();
+	int r = nanosleep(&req, NULL);
+
+	blocked_ns[which] += now_ns() - t0;
+	return r;
+}
+
+FX_NOINLINE int sleep_leaf(double ms)
+{
+	volatile char buf[64];
+
+	buf[3] = 0;
+	return sleep_ns((long long)(ms * 1e6), 0) + buf[3];
+}
+
+FX_NOINLINE int sleep_outer(int n, double ms)
+{
+	int i, r = 0;
+
+	for (i = 0; i < n; i++)
+		r |= sleep_leaf(ms);
+	return r;
+}
+
+FX_NOINLINE int short_leaf(double us)
+{
+	volatile char buf[16];
+
+	buf[1] = 0;
+	return sleep_ns((long long)(us * 1e3), 1) + buf[1];
+}
+
+FX_NOINLINE int short_outer(int n, double us)
+{
+	int i, r = 0;
+
+	for (i = 0; i < n; i++)
+		r |= short_leaf(us);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	int n = (int)fx_arg(argc, argv, 1, 50), nshort = (int)fx_arg(argc, argv, 3, 0), r;
+	double ms = fx_arg(argc, argv, 2, 10), us = fx_arg(argc, argv, 4, 200);
+
+	r = sleep_outer(n, ms) | short_outer(nshort, us);
+	printf("blocked sleep_leaf %d %lld\n", n, blocked_ns[0]);
+	printf("blocked short_leaf %d %lld\n", nshort, blocked_ns[1]);
+	return r != 0;
+}
