@@ -183,6 +183,21 @@ static uint32_t frames_before(struct offcpu *oc, const struct frame_ref *f, uint
 	return 0;
 }
 
+/* The number of frames up to and including the first interrupt entry
+ * point (x86-64 names them asm_*: asm_sysvec_apic_timer_interrupt,
+ * asm_common_interrupt, ...); all n if there is none. */
+static uint32_t irq_entry_end(struct offcpu *oc, const struct frame_ref *f, uint32_t n)
+{
+	struct sym_frame sf;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (oc->sym && symbolizer_kernel(oc->sym, f[i].addr, &sf) > 0 &&
+		    !strncmp(sf.function, "asm_", 4))
+			return i + 1;
+	return n;
+}
+
 static int add_mark(struct offcpu *oc, struct stack_agg *agg, struct frame_ref *f,
 		    const char *name)
 {
@@ -267,7 +282,14 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 	}
 	if (flags & SAMPLE_FLAG_WAKER) {
 		skip = frames_before(oc, frames, nkernel, "try_to_wake_up");
-		return keep_waker(oc, comm, flags, peer_tid, time_ns, frames + skip, n - skip);
+		frames += skip;
+		n -= skip;
+		/* An interrupt's stack goes on into whatever it interrupted,
+		 * which has nothing to do with the wakeup: end it at the
+		 * interrupt's entry. */
+		if (flags & SAMPLE_FLAG_WAKER_IRQ)
+			n = irq_entry_end(oc, frames, n);
+		return keep_waker(oc, comm, flags, peer_tid, time_ns, frames, n);
 	}
 	skip = frames_before(oc, frames, nkernel, "__schedule");
 	frames += skip;

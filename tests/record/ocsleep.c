@@ -1,9 +1,10 @@
 /*
  * Off-CPU: sleeps of known lengths on two known chains.
  *
- * usage: rec-ocsleep N MS [NSHORT US]
- *   N sleeps of MS milliseconds:      main -> sleep_outer -> sleep_leaf -> nanosleep
- *   NSHORT sleeps of US microseconds: main -> short_outer -> short_leaf -> nanosleep
+ * usage: rec-ocsleep N MS [NSHORT US [SPIN]]
+ *   N sleeps of MS milliseconds:      main -> sleep_outer -> sleep_leaf -> sleep_ns -> nanosleep
+ *   NSHORT sleeps of US microseconds: main -> short_outer -> short_leaf -> sleep_ns -> nanosleep
+ *   then SPIN seconds of CPU time:     main -> spin_leaf (on-CPU)
  *
  * Prints, per chain, "blocked LEAF CALLS NANOSECONDS": the time spent in
  * nanosleep() as the fixture itself measures it (CLOCK_MONOTONIC around
@@ -18,6 +19,7 @@ int sleep_outer(int n, double ms);
 int sleep_leaf(double ms);
 int short_outer(int n, double us);
 int short_leaf(double us);
+int spin_leaf(double secs);
 
 static long long blocked_ns[2];
 
@@ -29,7 +31,7 @@ static long long now_ns(void)
 	return ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
-static int sleep_ns(long long ns, int which)
+FX_NOINLINE static int sleep_ns(long long ns, int which)
 {
 	struct timespec req = { ns / 1000000000ll, ns % 1000000000ll };
 	long long t0 = now_ns();
@@ -73,12 +75,18 @@ FX_NOINLINE int short_outer(int n, double us)
 	return r;
 }
 
+FX_NOINLINE int spin_leaf(double secs)
+{
+	FX_SPIN_CPU(secs);
+	return (int)(fx_sink & 0);
+}
+
 int main(int argc, char **argv)
 {
 	int n = (int)fx_arg(argc, argv, 1, 50), nshort = (int)fx_arg(argc, argv, 3, 0), r;
 	double ms = fx_arg(argc, argv, 2, 10), us = fx_arg(argc, argv, 4, 200);
 
-	r = sleep_outer(n, ms) | short_outer(nshort, us);
+	r = sleep_outer(n, ms) | short_outer(nshort, us) | spin_leaf(fx_arg(argc, argv, 5, 0));
 	printf("blocked sleep_leaf %d %lld\n", n, blocked_ns[0]);
 	printf("blocked short_leaf %d %lld\n", nshort, blocked_ns[1]);
 	return r != 0;
