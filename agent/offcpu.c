@@ -59,9 +59,12 @@ int offcpu_parse_duration(const char *s, uint64_t *ns)
 	double v;
 	size_t i;
 
+	/* Plain decimal only: strtod would also take "0x10", "inf", "1e3". */
+	if (strspn(s, "0123456789.") == 0)
+		return -EINVAL;
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || !(v >= 0) || v > 1e30)
+	if (errno || end != s + strspn(s, "0123456789.") || !(v >= 0))
 		return -EINVAL;
 	if (!*end) {
 		/* A bare number is ambiguous, except zero. */
@@ -132,14 +135,22 @@ int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint
 	return err;
 }
 
-int offcpu_attach(struct offcpu *oc, struct cfiprof_bpf *skel, char *err, size_t errlen)
+int offcpu_init(struct offcpu *oc, const struct offcpu_opts *o, struct symbolizer *sym)
 {
+	memset(oc, 0, sizeof(*oc));
+	oc->o = o;
+	oc->sym = sym;
 	oc->pending = calloc(PENDING_WAKERS, sizeof(*oc->pending));
 	oc->chain = calloc(CHAIN_MAX, sizeof(*oc->chain));
 	if (!oc->pending || !oc->chain) {
-		snprintf(err, errlen, "off-CPU: out of memory");
+		offcpu_free(oc);
 		return -ENOMEM;
 	}
+	return 0;
+}
+
+int offcpu_attach(struct offcpu *oc, struct cfiprof_bpf *skel, char *err, size_t errlen)
+{
 	/* The waker program first: a thread stashed by on_switch then always
 	 * has its wakeup seen. */
 	if (oc->o->wakers) {

@@ -55,6 +55,10 @@ int offcpu_parse_duration(const char *s, uint64_t *ns);
 int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint32_t max_depth,
 		     bool kernel);
 
+/* Sets up `oc` for options `o` (kept by reference); `sym` (may be NULL)
+ * names kernel frames to trim.  Returns 0 or -ENOMEM. */
+int offcpu_init(struct offcpu *oc, const struct offcpu_opts *o, struct symbolizer *sym);
+
 int offcpu_attach(struct offcpu *oc, struct cfiprof_bpf *skel, char *err, size_t errlen);
 void offcpu_detach(struct offcpu *oc);
 

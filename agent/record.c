@@ -922,8 +922,10 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: attaching the process tracepoints: %s\n", strerror(errno));
 		goto out;
 	}
-	r.off.o = &o.off;
-	r.off.sym = r.sym;
+	if (offcpu_init(&r.off, &o.off, r.sym)) {
+		fprintf(stderr, "cfiprof: out of memory\n");
+		goto out;
+	}
 	ret = o.off.on ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
 	if (!ret && !o.off.only)
 		ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));

@@ -13,6 +13,7 @@ PKGS=(
   libcriterion-dev libunwind-dev
   binutils elfutils libllvm15
   libc6-dbg
+  bpfcc-tools libbpf-tools
   python3
 )
 
