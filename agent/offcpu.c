@@ -116,10 +116,12 @@ int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint
 	skel->rodata->cfg.wakers = o->wakers;
 	skel->rodata->cfg.off_cpu_min_ns = o->min_ns;
 	skel->rodata->cfg.stash_frames = frames;
-	if (o->wakers) {
+	if (o->on) {
 		struct btf *btf = btf__load_vmlinux_btf();
 
 		if (btf) {
+			skel->rodata->cfg.resume_tp =
+				btf__find_by_name_kind(btf, "btf_trace_sched_exit_tp", BTF_KIND_TYPEDEF) > 0;
 			skel->rodata->cfg.runqueues_off = percpu_offset(btf, "runqueues");
 			skel->rodata->cfg.preempt_count_off = percpu_offset(btf, "__preempt_count");
 			btf__free(btf);
@@ -132,6 +134,8 @@ int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint
 		err = bpf_program__set_autoload(skel->progs.on_switch, false);
 	if (!err && !o->wakers)
 		err = bpf_program__set_autoload(skel->progs.on_waking, false);
+	if (!err && !skel->rodata->cfg.resume_tp)
+		err = bpf_program__set_autoload(skel->progs.on_resume, false);
 	return err;
 }
 
@@ -160,6 +164,15 @@ int offcpu_attach(struct offcpu *oc, struct cfiprof_bpf *skel, char *err, size_t
 			return -errno;
 		}
 	}
+	/* Where blocked periods end before where they start: a period is
+	 * never stashed without its end being watched. */
+	if (skel->rodata->cfg.resume_tp) {
+		oc->links[2] = bpf_program__attach(skel->progs.on_resume);
+		if (!oc->links[2]) {
+			snprintf(err, errlen, "attaching tp_btf/sched_exit_tp: %s", strerror(errno));
+			return -errno;
+		}
+	}
 	oc->links[0] = bpf_program__attach(skel->progs.on_switch);
 	if (!oc->links[0]) {
 		snprintf(err, errlen, "attaching tp_btf/sched_switch: %s", strerror(errno));
@@ -172,7 +185,8 @@ void offcpu_detach(struct offcpu *oc)
 {
 	int i;
 
-	for (i = 0; i < 2; i++) {
+	/* sched_switch first: nothing is stashed once it is gone. */
+	for (i = 0; i < 3; i++) {
 		bpf_link__destroy(oc->links[i]);
 		oc->links[i] = NULL;
 	}
@@ -410,6 +424,9 @@ void offcpu_print_summary(const struct offcpu *oc, struct cfiprof_bpf *skel,
 		(unsigned long long)oc->samples, oc->o->min_ns / 1e6,
 		(unsigned long long)bpf_counter_sum(cfd, CNT_OFFCPU_SHORT),
 		(unsigned long long)oc->still_blocked);
+	if (bpf_counter_sum(cfd, CNT_OFFCPU_UNMATCHED))
+		fprintf(f, "off-CPU: %llu blocked periods lost: the thread ran again without a "
+			"switch-in seen\n", (unsigned long long)bpf_counter_sum(cfd, CNT_OFFCPU_UNMATCHED));
 	if (bpf_counter_sum(cfd, CNT_OFFCPU_STASH_FULL) || bpf_counter_sum(cfd, CNT_WAKER_STASH_FULL))
 		fprintf(f, "off-CPU: stash full (%u threads blocked at once): %llu blocked periods "
 			"and %llu wakers not recorded\n", CFIPROF_STASH_ENTRIES,
@@ -477,6 +494,10 @@ void offcpu_print_stats(const struct offcpu *oc, struct cfiprof_bpf *skel, FILE 
 		(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_STASH_FULL));
 	fprintf(f, "offcpu_waker_context_unknown: %llu\n",
 		(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_CTX_UNKNOWN));
+	fprintf(f, "offcpu_unmatched: %llu\n",
+		(unsigned long long)bpf_counter_sum(cfd, CNT_OFFCPU_UNMATCHED));
+	fprintf(f, "offcpu_switch_in_at: %s\n",
+		skel->rodata->cfg.resume_tp ? "sched_exit_tp" : "sched_switch");
 	fprintf(f, "offcpu_stash_left: %llu\n", (unsigned long long)oc->stash_left);
 	fprintf(f, "offcpu_still_blocked: %llu\n", (unsigned long long)oc->still_blocked);
 	fprintf(f, "offcpu_wakers_unpaired: %llu\n", (unsigned long long)oc->wakers_unpaired);

@@ -35,7 +35,7 @@ struct pending_waker;
 struct offcpu {
 	const struct offcpu_opts *o;
 	struct symbolizer *sym;            /* kernel names, to trim tracing frames */
-	struct bpf_link *links[2];         /* sched_switch, sched_waking */
+	struct bpf_link *links[3];         /* sched_switch, sched_waking, sched_exit_tp */
 	struct pending_waker *pending;     /* waker records waiting for their sample */
 	uint32_t npending, next_pending;
 	struct frame_ref *chain;           /* scratch: a woken-by stack */

@@ -350,6 +350,7 @@ struct recorder {
 	struct frame_ref *frames;  /* scratch for one sample */
 	struct bpf_link *links[3]; /* fork, exec, exit tracepoints */
 	struct offcpu off;
+	uint64_t released_ns;      /* -- CMD: when it was let run */
 };
 
 static uint64_t mono_ns(void)
@@ -578,9 +579,12 @@ static void print_stats(struct recorder *r)
 			if (r->stats_fd < 0 || bpf_program__fd(prog) < 0 ||
 			    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &plen))
 				continue;
-			fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu\n",
+			/* recursion_misses: runs the kernel skipped (the program
+			 * was already running on that CPU). */
+			fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu, missed %llu\n",
 				bpf_program__name(prog), (unsigned long long)pi.run_cnt,
-				(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0));
+				(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0),
+				(unsigned long long)pi.recursion_misses);
 		}
 	}
 	if (r->o->off.on)
@@ -791,6 +795,8 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 		procs_scan(&r->procs, r->child);
 		if (run_to_entry(r->child) == 0)
 			procs_scan(&r->procs, r->child);
+		/* Before it runs again: its blocked time from here on is its own. */
+		r->released_ns = mono_ns();
 		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {
 			fprintf(stderr, "cfiprof: releasing %s: %s\n", r->o->cmd[0], strerror(errno));
 			return -errno;
@@ -943,7 +949,7 @@ int cmd_record(int argc, char **argv)
 	if (o.cmd && release_child(&r, go_fd, exec_fd))
 		goto out;
 	if (o.cmd)
-		offcpu_ignore_before(&r.off, (uint32_t)r.child, mono_ns());
+		offcpu_ignore_before(&r.off, (uint32_t)r.child, r.released_ns);
 	go_fd = exec_fd = -1;
 	if (!o.quiet && o.off.only)
 		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n",

@@ -216,6 +216,7 @@ enum cfiprof_counter {
 	CNT_WAKERS,            /* waker stacks stashed */
 	CNT_WAKER_STASH_FULL,  /* the waker stash was full: a waker not recorded */
 	CNT_WAKER_CTX_UNKNOWN, /* interrupt or task context could not be told: taken as task */
+	CNT_OFFCPU_UNMATCHED,  /* a stashed thread ran again unseen: that period is lost */
 	CNT_NR
 };
 
@@ -230,6 +231,7 @@ struct cfiprof_config {
 	__u32 off_cpu_preempted; /* also count time runnable but switched out */
 	__u32 wakers;            /* record who wakes a stashed thread */
 	__u32 stash_frames;      /* frames an entry of the stashes holds (see below) */
+	__u32 resume_tp;         /* blocked periods end at sched_exit_tp, not sched_switch */
 	__u64 off_cpu_min_ns;    /* shorter blocked periods are dropped */
 	/* Offsets of the per-CPU variables runqueues and __preempt_count in
 	 * the per-CPU area (vmlinux BTF), for telling interrupt context from

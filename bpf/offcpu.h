@@ -156,6 +156,10 @@ static __always_inline void offcpu_switch_out(void *ctx, bool preempt, struct ta
 	sc = offcpu_scratch_get();
 	if (!sc)
 		return;
+	/* An entry still there means the thread ran again without its
+	 * switch-in being seen: that period's end is unknown. */
+	if (bpf_map_lookup_elem(&offcpu_stash, &tid))
+		count(CNT_OFFCPU_UNMATCHED);
 	offcpu_take(ctx, sc, prev, flags);
 	sc->ev.time_ns = now;
 	if (bpf_map_update_elem(&offcpu_stash, &tid, &sc->ev, BPF_ANY))
@@ -200,7 +204,21 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	__u64 now = bpf_ktime_get_ns();
 
 	offcpu_switch_out(ctx, preempt, prev, prev_state, now);
-	offcpu_switch_in(next, now);
+	if (!cfg.resume_tp)
+		offcpu_switch_in(next, now);
+	return 0;
+}
+
+/* The end of __schedule(), in the context of the thread that runs on:
+ * is_switch says it had been switched out.  Where the kernel has this
+ * tracepoint (6.16+) it ends blocked periods instead of sched_switch's
+ * `next`: under load this kernel was seen to resume a thread whose
+ * switch-in no sched_switch program saw, while this one saw them all. */
+SEC("tp_btf/sched_exit_tp")
+int BPF_PROG(on_resume, bool is_switch)
+{
+	if (is_switch)
+		offcpu_switch_in(bpf_get_current_task_btf(), bpf_ktime_get_ns());
 	return 0;
 }
 

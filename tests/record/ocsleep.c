@@ -8,7 +8,9 @@
  *
  * Prints, per chain, "blocked LEAF CALLS NANOSECONDS": the time spent in
  * nanosleep() as the fixture itself measures it (CLOCK_MONOTONIC around
- * each call), the reference for the profile's off-CPU weight.
+ * each call), the reference for the profile's off-CPU weight; and
+ * "durations LEAF NS,NS,...", each call's (a sleep may take longer than
+ * asked: what a threshold keeps depends on these).
  */
 #include <stdio.h>
 #include <time.h>
@@ -21,7 +23,11 @@ int short_outer(int n, double us);
 int short_leaf(double us);
 int spin_leaf(double secs);
 
+#define MAX_CALLS 100000
+
 static long long blocked_ns[2];
+static long long *durations[2];
+static int ncalls[2];
 
 static long long now_ns(void)
 {
@@ -36,8 +42,11 @@ FX_NOINLINE static int sleep_ns(long long ns, int which)
 	struct timespec req = { ns / 1000000000ll, ns % 1000000000ll };
 	long long t0 = now_ns();
 	int r = nanosleep(&req, NULL);
+	long long d = now_ns() - t0;
 
-	blocked_ns[which] += now_ns() - t0;
+	blocked_ns[which] += d;
+	if (ncalls[which] < MAX_CALLS)
+		durations[which][ncalls[which]++] = d;
 	return r;
 }
 
@@ -85,9 +94,20 @@ int main(int argc, char **argv)
 {
 	int n = (int)fx_arg(argc, argv, 1, 50), nshort = (int)fx_arg(argc, argv, 3, 0), r;
 	double ms = fx_arg(argc, argv, 2, 10), us = fx_arg(argc, argv, 4, 200);
+	int c, i;
 
+	durations[0] = calloc(MAX_CALLS, sizeof(long long));
+	durations[1] = calloc(MAX_CALLS, sizeof(long long));
+	if (!durations[0] || !durations[1])
+		return 1;
 	r = sleep_outer(n, ms) | short_outer(nshort, us) | spin_leaf(fx_arg(argc, argv, 5, 0));
 	printf("blocked sleep_leaf %d %lld\n", n, blocked_ns[0]);
 	printf("blocked short_leaf %d %lld\n", nshort, blocked_ns[1]);
+	for (c = 0; c < 2; c++) {
+		printf("durations %s ", c ? "short_leaf" : "sleep_leaf");
+		for (i = 0; i < ncalls[c]; i++)
+			printf("%s%lld", i ? "," : "", durations[c][i]);
+		printf("\n");
+	}
 	return r != 0;
 }
