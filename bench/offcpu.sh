@@ -39,7 +39,9 @@
 # floor: the same figure for each unprofiled run against its neighbours.
 #
 # BPF cost per switch: run_time_ns / run_cnt of each tool's sched_switch
-# program (kernel BPF statistics: cfiprof --stats enables them with
+# program (for cfiprof, the run time of its sched_exit_tp program, which
+# ends blocked periods, is added in; kernel BPF statistics: cfiprof
+# --stats enables them with
 # BPF_ENABLE_STATS; for offcputime the script sets kernel.bpf_stats_enabled
 # to 1 around its runs and restores it).  Every context switch on the
 # machine runs the program, the workload's are nearly all of them.
@@ -79,7 +81,11 @@ run_none-fp() {
 run_cfiprof() {
 	taskset -c "$AGENT_CPU" "$cfiprof" record --off-cpu --stats -o "$tmp/cfiprof.pb.gz" -- \
 		"$nofp" "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
-	echo "$(nsrt "$tmp/out") $(sed -n 's/^bpf_prog on_switch: runs \([0-9]*\), ns_per_run \([0-9]*\)/\2/p' "$tmp/err")"
+	# BPF time of the scheduler programs (sched_switch, and sched_exit_tp
+	# where it ends blocked periods) per context switch.
+	echo "$(nsrt "$tmp/out") $(awk '/^bpf_prog on_(switch|resume|waking):/ {
+		gsub(",", ""); t += $4 * $6; if ($2 == "on_switch:") n = $4 }
+		END { printf "%d", n ? t / n : 0 }' "$tmp/err")"
 }
 
 # The newest sched_switch program's "run_time_ns run_cnt".

@@ -39,19 +39,23 @@ static __always_inline __u64 ringbuf_flags(__u8 end_reason)
 	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
+/* Sends ev with its addresses, at most max of them (the room ev has). */
+static __always_inline void send_sample(struct sample_event *ev, __u64 max)
+{
+	__u64 n = (__u64)ev->nuser + ev->nkernel;
+
+	if (n > max)
+		n = max;
+	barrier_var(n);
+	if (bpf_ringbuf_output(&events, ev,
+			       __builtin_offsetof(struct sample_event, addrs) + n * sizeof(__u64),
+			       ringbuf_flags(ev->end_reason)))
+		count(CNT_RINGBUF_DROPS);
+}
+
 static __always_inline void emit(void *ctx, struct sample_scratch *sc)
 {
-	struct sample_event *ev = &sc->ev;
-	__u32 n = (__u32)ev->nuser + ev->nkernel;
-	__u64 size;
-
-	if (n > CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK)
-		n = CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK;
-	size = __builtin_offsetof(struct sample_event, addrs) + (__u64)n * sizeof(__u64);
-	if (size > sizeof(*ev))
-		return;
-	if (bpf_ringbuf_output(&events, ev, size, ringbuf_flags(ev->end_reason)))
-		count(CNT_RINGBUF_DROPS);
+	send_sample(&sc->ev, CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK);
 	(void)ctx;
 }
 

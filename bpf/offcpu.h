@@ -11,7 +11,8 @@
  * `current` there) into offcpu_wakers, sent along with the sample.
  *
  * Included by cfiprof.bpf.c (one object, one skeleton): uses its wanted()
- * and ringbuf_flags().
+ * and send_sample() (a stash entry is a sample_event cut to
+ * cfg.stash_frames addresses).
  */
 #ifndef CFIPROF_OFFCPU_H
 #define CFIPROF_OFFCPU_H
@@ -121,19 +122,6 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 	}
 }
 
-/* Sends a stash entry (a sample_event cut to stash_frames addresses). */
-static __always_inline void offcpu_send(struct sample_event *v)
-{
-	__u64 n = (__u64)v->nuser + v->nkernel, size;
-
-	if (n > cfg.stash_frames)
-		n = cfg.stash_frames;
-	barrier_var(n);
-	size = __builtin_offsetof(struct sample_event, addrs) + n * sizeof(__u64);
-	if (bpf_ringbuf_output(&events, v, size, ringbuf_flags(v->end_reason)))
-		count(CNT_RINGBUF_DROPS);
-}
-
 /* The thread switched out: walk it if it is one of ours and blocked. */
 static __always_inline void offcpu_switch_out(void *ctx, bool preempt, struct task_struct *prev,
 					      unsigned int prev_state, __u64 now)
@@ -185,9 +173,9 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		v->weight = blocked;
 		if (w && w->time_ns == v->time_ns) {
 			w->weight = blocked;
-			offcpu_send(w);
+			send_sample(w, cfg.stash_frames);
 		}
-		offcpu_send(v);
+		send_sample(v, cfg.stash_frames);
 		count(CNT_OFFCPU_SAMPLES);
 	} else {
 		count(CNT_OFFCPU_SHORT);
