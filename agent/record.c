@@ -547,7 +547,8 @@ static void print_top(const struct profile *p, uint64_t total)
 	}
 	qsort(v, n, sizeof(*v), cmp_fn);
 	fprintf(stderr, "top functions by self samples:\n");
-	for (i = 0; i < n && i < 10; i++)
+	/* (Off-CPU stacks have no on-CPU samples: they sort last.) */
+	for (i = 0; i < n && i < 10 && v[i].count; i++)
 		fprintf(stderr, "  %6.2f%%  %8llu  %s\n", total ? 100.0 * v[i].count / total : 0.0,
 			(unsigned long long)v[i].count, v[i].name);
 	free(v);
@@ -1015,10 +1016,13 @@ int cmd_record(int argc, char **argv)
 		}
 		ret = write_output(&r, &bp);
 		if (!o.quiet) {
-			fprintf(stderr, "cfiprof: %llu samples, %llu lost, %.2f s", 
-				(unsigned long long)(r.agg.samples[STACK_ON_CPU] +
-						     r.agg.samples[STACK_OFF_CPU]),
-				(unsigned long long)lost,
+			fprintf(stderr, "cfiprof: %llu samples", (unsigned long long)
+				(r.agg.samples[STACK_ON_CPU] + r.agg.samples[STACK_OFF_CPU]));
+			if (o.off.on && !o.off.only)
+				fprintf(stderr, " (%llu on-CPU, %llu off-CPU)",
+					(unsigned long long)r.agg.samples[STACK_ON_CPU],
+					(unsigned long long)r.agg.samples[STACK_OFF_CPU]);
+			fprintf(stderr, ", %llu lost, %.2f s", (unsigned long long)lost,
 				po.duration_nanos / 1e9);
 			if (!ret)
 				fprintf(stderr, "; profile written to %s\n", o.output);

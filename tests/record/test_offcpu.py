@@ -169,6 +169,7 @@ def t_no_frame_pointer(tmp):
         "ocmutex": ["main", "contend_loop", "contend_lock", "holder_main", "hold_release"],
         "ocexit": ["main", "stuck_main", "stuck_read"],
         "ocmany": ["main", "many_main", "many_read"],
+        "ocdlopen": ["main", "dl_run", "dl_callback", "dl_sleep"],
     }
     bad = []
     for name, wanted in funcs.items():
@@ -479,6 +480,37 @@ def t_stash_full(tmp):
         raise Fail(f"{n} blocked reads recorded and {full} overflows for 9000 threads")
     if stat(stderr, "offcpu_stash_left") != 0:
         raise Fail("entries left in the stash after the program exited")
+
+
+@case("dlopen")
+def t_dlopen(tmp):
+    """Blocking in a callback from a library dlopen()ed after the agent read
+    the mappings: the first walks stop where the unknown library begins
+    (walk_end no_mapping, the frames below it exact), the agent reads the
+    mappings again on seeing them, and every later walk is complete."""
+    chain = ROOT + ["dl_run", "lib_call", "lib_step", "dl_callback", "dl_sleep"] + NANOSLEEP
+    out = os.path.join(tmp, "dl.pb.gz")
+    _, stdout, _ = record(["--off-cpu-only", "-o", out, "--", tr.fx("ocdlopen"),
+                           os.environ.get("REC_CBLIB", ""), "30", "10"])
+    calls, ns = measured(stdout, "dl_sleep")
+    samples, idx = pprof_offcpu(out)
+    exact = cut = cut_events = 0
+    for s in samples:
+        if s.labels.get("comm") != "rec-ocdlopen" or "dl_sleep" not in s.frames:
+            continue
+        w, n = s.values[idx["off_cpu"]], s.values[idx["off_cpu_events"]]
+        log(f"{n} x {w / 1e6:.3f} ms  {s.labels.get('walk_end')}  {tr.fmt_chain(s.frames)}")
+        if s.frames == chain and s.labels.get("walk_end") == "outermost":
+            exact += w
+        elif s.labels.get("walk_end") == "no_mapping" and \
+                s.frames == chain[len(chain) - len(s.frames):] and s.frames[0] == "lib_step":
+            cut += w
+            cut_events += n
+        else:
+            raise Fail(f"unexpected stack: {tr.fmt_chain(s.frames)} ({s.labels.get('walk_end')})")
+    if cut_events > 3 or not exact:
+        raise Fail(f"{cut_events} walks stopped at the dlopen()ed library, want at most 3")
+    close_to("dl_sleep", exact + cut, ns)
 
 
 @case("kernel")
