@@ -394,7 +394,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		r->bad_records++;
 		return 0;
 	}
-	r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
+	if (!(ev->flags & SAMPLE_FLAG_MISS_PROBE))
+		r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
 
 	p = procs_get(&r->procs, (int)ev->pid);
 	/* A process we have not seen, or one that mapped code since we last
@@ -409,6 +410,9 @@ static int on_event(void *ctx, void *data, size_t size)
 		procs_scan(&r->procs, (int)ev->pid);
 		p = procs_get(&r->procs, (int)ev->pid);
 	}
+
+	if (ev->flags & SAMPLE_FLAG_MISS_PROBE)
+		return 0;
 
 	/* Kernel frames first: pprof and folded both want the leaf first. */
 	for (i = 0; i < ev->nkernel; i++) {

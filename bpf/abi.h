@@ -176,6 +176,9 @@ struct cfiprof_proc_event {
 #define SAMPLE_FLAG_WAKER_IRQ   0x10  /* the wakeup came from interrupt context: no waking thread */
 #define SAMPLE_FLAG_STILL_BLOCKED 0x20 /* set by the agent: read from the stash when recording
 					 * stopped, weight = blocked so far */
+#define SAMPLE_FLAG_MISS_PROBE  0x40  /* a copy of a stashed walk that met unknown code, sent at
+				       * once so that the agent reads the mappings before the
+				       * period ends; not a sample */
 
 /* A stack sample: nuser user addresses (leaf first), then nkernel kernel
  * addresses (leaf first), in addrs[].  User addresses are those the

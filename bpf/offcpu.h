@@ -154,6 +154,12 @@ static __always_inline void offcpu_switch_out(void *ctx, bool preempt, struct ta
 		count(CNT_OFFCPU_STASH_FULL);
 	else
 		count(CNT_OFFCPU_STASHED);
+	/* The sample itself comes when the thread runs again, maybe much
+	 * later: have the agent read the mappings now. */
+	if (sc->ev.end_reason == WALK_END_NO_MAPPING) {
+		sc->ev.flags |= SAMPLE_FLAG_MISS_PROBE;
+		send_sample(&sc->ev, cfg.stash_frames);
+	}
 }
 
 /* The thread switched in: if it was stashed, its off-CPU time is over. */

@@ -487,7 +487,8 @@ def t_dlopen(tmp):
     """Blocking in a callback from a library dlopen()ed after the agent read
     the mappings: the first walks stop where the unknown library begins
     (walk_end no_mapping, the frames below it exact), the agent reads the
-    mappings again on seeing them, and every later walk is complete."""
+    mappings again on the copy such a walk sends at once, and every later
+    walk is complete."""
     chain = ROOT + ["dl_run", "lib_call", "lib_step", "dl_callback", "dl_sleep"] + NANOSLEEP
     out = os.path.join(tmp, "dl.pb.gz")
     _, stdout, _ = record(["--off-cpu-only", "-o", out, "--", tr.fx("ocdlopen"),
