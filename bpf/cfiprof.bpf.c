@@ -59,16 +59,30 @@ static __always_inline void emit(void *ctx, struct sample_scratch *sc)
 	(void)ctx;
 }
 
+/* The kernel stack where the program runs, after ev's user frames. */
+static __always_inline void add_kernel_stack(void *ctx, struct sample_event *ev)
+{
+	__u32 nuser = ev->nuser;
+	long k;
+
+	if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
+		nuser = CFIPROF_MAX_DEPTH_LIMIT;
+	k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
+	if (k > 0)
+		ev->nkernel = k / sizeof(__u64);
+	else if (k < 0)
+		count(CNT_KSTACK_ERRORS);
+}
+
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, nuser;
+	__u32 tgid = pid_tgid >> 32;
 	struct sample_scratch *sc;
 	struct pt_regs regs;
 	struct sample_event *ev;
-	long k;
 
 	if (!wanted(tgid)) {
 		count(CNT_NOT_TARGET);
@@ -106,16 +120,8 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		walk_user(sc, &regs, tgid);
 	}
 
-	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE)) {
-		nuser = ev->nuser;
-		if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
-			nuser = CFIPROF_MAX_DEPTH_LIMIT;
-		k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
-		if (k > 0)
-			ev->nkernel = k / sizeof(__u64);
-		else if (k < 0)
-			count(CNT_KSTACK_ERRORS);
-	}
+	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE))
+		add_kernel_stack(ctx, ev);
 	emit(ctx, sc);
 	return 0;
 }

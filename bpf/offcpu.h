@@ -10,8 +10,8 @@
  * With --wakers, sched_waking walks whoever wakes a stashed thread (also
  * `current` there) into offcpu_wakers, sent along with the sample.
  *
- * Included by cfiprof.bpf.c (one object, one skeleton): uses its wanted()
- * and send_sample() (a stash entry is a sample_event cut to
+ * Included by cfiprof.bpf.c (one object, one skeleton): uses its wanted(),
+ * add_kernel_stack() and send_sample() (a stash entry is a sample_event cut to
  * cfg.stash_frames addresses).
  */
 #ifndef CFIPROF_OFFCPU_H
@@ -90,9 +90,8 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 					 struct task_struct *task, __u8 flags)
 {
 	struct sample_event *ev = &sc->ev;
-	__u32 tgid = task->tgid, nuser;
+	__u32 tgid = task->tgid;
 	struct pt_regs regs;
-	long k;
 
 	ev->kind = EVENT_SAMPLE;
 	ev->pid = tgid;
@@ -110,16 +109,8 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 			__builtin_memset(&regs, 0, sizeof(regs));
 		walk_user(sc, &regs, tgid);
 	}
-	nuser = ev->nuser;
-	if (cfg.want_kernel) {
-		if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
-			nuser = CFIPROF_MAX_DEPTH_LIMIT;
-		k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
-		if (k > 0)
-			ev->nkernel = k / sizeof(__u64);
-		else if (k < 0)
-			count(CNT_KSTACK_ERRORS);
-	}
+	if (cfg.want_kernel)
+		add_kernel_stack(ctx, ev);
 }
 
 /* The thread switched out: walk it if it is one of ours and blocked. */

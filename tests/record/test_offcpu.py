@@ -148,14 +148,10 @@ def folded_chains(path, comm):
 
 # ---- cases --------------------------------------------------------------
 
-CASES = {}
-
-
-def case(name):
-    def reg(f):
-        CASES[name] = f
-        return f
-    return reg
+# test_record.py's registry and runner (root check, temporary directory,
+# PASS/FAIL lines, exit status), with this file's cases only.
+tr.CASES.clear()
+case = tr.case
 
 
 @case("no-frame-pointer")
@@ -602,8 +598,4 @@ def t_bad_flags(tmp):
 
 
 if __name__ == "__main__":
-    # test_record.py's runner (root check, temporary directory, PASS/FAIL
-    # lines, exit status) with these cases.
-    tr.CASES.clear()
-    tr.CASES.update(CASES)
     sys.exit(tr.main())
