@@ -1,6 +1,7 @@
 #include "bpf_maps.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,4 +94,21 @@ int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc
 	delete_range(mappings_fd, pid, MAPPING_SLOT_BIT, 0, slots->n[1]);
 	slots->n[0] = slots->n[1] = 0;
 	return ret == -ENOENT ? 0 : ret;
+}
+
+uint64_t bpf_counter_sum(int counters_fd, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t *vals, sum = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(counters_fd, &idx, vals))
+		for (i = 0; i < ncpu; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
 }

@@ -34,4 +34,7 @@ int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_
 /* Removes every entry of `pid` (its proc_info may already be gone). */
 int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc_slots *slots);
 
+/* Counter `idx` (enum cfiprof_counter) summed over CPUs; 0 if unreadable. */
+uint64_t bpf_counter_sum(int counters_fd, uint32_t idx);
+
 #endif

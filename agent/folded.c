@@ -183,6 +183,12 @@ static int64_t floor_div(int64_t a, int64_t b)
 int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		 const char *path, char *errbuf, size_t errlen)
 {
+	return folded_write_sum(p, &type_index, 1, scale, path, errbuf, errlen);
+}
+
+int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t ntypes,
+		     int64_t scale, const char *path, char *errbuf, size_t errlen)
+{
 	struct stacks st = { 0 };
 	struct buf key = { 0 }, out = { 0 };
 	int ret = 0;
@@ -193,10 +199,12 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		errbuf_set(errbuf, errlen, "folded: no profile or no path");
 		return -EINVAL;
 	}
-	if (type_index >= p->ntypes || type_index >= PROF_MAX_VALUES) {
-		errbuf_set(errbuf, errlen, "folded: sample type %u out of range (%u types)",
-			type_index, p->ntypes);
-		return -EINVAL;
+	for (uint32_t t = 0; t < ntypes; t++) {
+		if (types[t] >= p->ntypes || types[t] >= PROF_MAX_VALUES) {
+			errbuf_set(errbuf, errlen, "folded: sample type %u out of range (%u types)",
+				types[t], p->ntypes);
+			return -EINVAL;
+		}
 	}
 	if (scale <= 0) {
 		errbuf_set(errbuf, errlen, "folded: scale %lld must be positive", (long long)scale);
@@ -247,10 +255,13 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		stk = stacks_get(&st, key.data);
 		if (!stk)
 			goto oom;
-		if (__builtin_add_overflow(stk->total, s->values[type_index], &stk->total)) {
-			errbuf_set(errbuf, errlen, "folded: value of stack %s overflows", key.data);
-			ret = -EOVERFLOW;
-			goto out;
+		for (uint32_t t = 0; t < ntypes; t++) {
+			if (__builtin_add_overflow(stk->total, s->values[types[t]], &stk->total)) {
+				errbuf_set(errbuf, errlen, "folded: value of stack %s overflows",
+					key.data);
+				ret = -EOVERFLOW;
+				goto out;
+			}
 		}
 	}
 

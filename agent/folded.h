@@ -12,4 +12,9 @@
 int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 		 const char *path, char *errbuf, size_t errlen);
 
+/* The same with each stack's value the sum of the values of `types`
+ * (e.g. on-CPU and off-CPU nanoseconds in one flame graph). */
+int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t ntypes,
+		     int64_t scale, const char *path, char *errbuf, size_t errlen);
+
 #endif

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROF_MAX_VALUES 4
+#define PROF_MAX_VALUES 5
 
 struct prof_frame {
 	const char *function;   /* never NULL */

@@ -81,6 +81,12 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	struct prof_frame *out = &b->frames[nf];
 	int n, i;
 
+	if (f->pmap == FRAME_MARK) {
+		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
+		out->file = NULL;
+		out->line = 0;
+		return 1;
+	}
 	if (f->pmap == FRAME_KERNEL) {
 		if (sym && symbolizer_kernel(sym, f->addr, &sf[0]) > 0) {
 			out->function = sf[0].function;
@@ -166,11 +172,46 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 			continue;
 		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
 		if (i + 1 == n || v[i + 1].module != v[i].module) {
-				symbolizer_release(sym, v[i].module);
+			symbolizer_release(sym, v[i].module);
+			/* Give the freed DWARF indexes back, or the heap keeps
+			 * the largest module's high-water mark for the next. */
 			malloc_trim(0);
 		}
 	}
 	free(v);
+}
+
+/* The sample types the options ask for, in a fixed order; the period is
+ * the sampling period when there are on-CPU samples, else 1 ns. */
+static void set_types(struct built_profile *b, const struct profile_opts *o)
+{
+	struct profile *p = &b->p;
+
+	b->type_samples = b->type_cpu = b->type_off_cpu = b->type_off_events = b->type_woken_by = -1;
+	if (!o->off_cpu_only) {
+		b->type_samples = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "samples", "count" };
+		b->type_cpu = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "cpu", "nanoseconds" };
+		p->period_type = p->types[b->type_cpu];
+		p->period = o->period_ns;
+		p->default_type = (uint32_t)b->type_cpu;
+	}
+	if (o->off_cpu || o->off_cpu_only) {
+		b->type_off_cpu = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "off_cpu", "nanoseconds" };
+		b->type_off_events = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "off_cpu_events", "count" };
+		if (o->woken_by) {
+			b->type_woken_by = (int)p->ntypes;
+			p->types[p->ntypes++] = (struct prof_value_type){ "woken_by", "nanoseconds" };
+		}
+		if (o->off_cpu_only) {
+			p->period_type = p->types[b->type_off_cpu];
+			p->period = 1;
+			p->default_type = (uint32_t)b->type_off_cpu;
+		}
+	}
 }
 
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
@@ -185,6 +226,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
+	set_types(b, o);
 	for (i = 0; i < a->cap; i++)
 		if (a->slots[i])
 			total_frames += a->slots[i]->nframes;
@@ -265,8 +307,16 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			}
 			b->locs[locs_used++] = lk[h].idx - 1;
 		}
-		ps->values[0] = (int64_t)s->count;
-		ps->values[1] = (int64_t)s->weight * o->period_ns;
+		if (b->type_samples >= 0)
+			ps->values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
+		if (b->type_cpu >= 0)
+			ps->values[b->type_cpu] = (int64_t)s->weight[STACK_ON_CPU] * o->period_ns;
+		if (b->type_off_cpu >= 0)
+			ps->values[b->type_off_cpu] = (int64_t)s->weight[STACK_OFF_CPU];
+		if (b->type_off_events >= 0)
+			ps->values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
+		if (b->type_woken_by >= 0)
+			ps->values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
 		ps->comm = s->comm;
 		lab = &b->labels[nl];
 		lab[0] = (struct prof_label){ .key = "pid", .num = s->pid };
@@ -284,12 +334,6 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	for (i = 0; i < nloc; i++)
 		b->locations[i].frames = &b->frames[frame_start[i]];
 
-	b->p.types[0] = (struct prof_value_type){ "samples", "count" };
-	b->p.types[1] = (struct prof_value_type){ "cpu", "nanoseconds" };
-	b->p.ntypes = 2;
-	b->p.default_type = 1;
-	b->p.period_type = (struct prof_value_type){ "cpu", "nanoseconds" };
-	b->p.period = o->period_ns;
 	b->p.time_nanos = o->time_nanos;
 	b->p.duration_nanos = o->duration_nanos;
 	b->p.mappings = b->mappings;

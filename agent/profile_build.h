@@ -2,6 +2,8 @@
 #ifndef AGENT_PROFILE_BUILD_H
 #define AGENT_PROFILE_BUILD_H
 
+#include <stdbool.h>
+
 #include "profile.h"
 #include "stacks.h"
 
@@ -14,10 +16,16 @@ struct profile_opts {
 	uint32_t ntags;
 	const char *const *comments;
 	uint32_t ncomments;
+	/* Sample types: samples/count and cpu/nanoseconds unless off_cpu_only;
+	 * off_cpu/nanoseconds and off_cpu_events/count with off_cpu;
+	 * woken_by/nanoseconds with woken_by. */
+	bool off_cpu, off_cpu_only, woken_by;
 };
 
 struct built_profile {
 	struct profile p;
+	/* index of each sample type in p.types, -1 if absent */
+	int type_samples, type_cpu, type_off_cpu, type_off_events, type_woken_by;
 	/* storage behind p's pointers */
 	struct prof_mapping *mappings;
 	struct prof_location *locations;

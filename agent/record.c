@@ -42,6 +42,7 @@
 #include "cfiprof.skel.h"
 #include "container.h"
 #include "folded.h"
+#include "offcpu.h"
 #include "perf_events.h"
 #include "pprof.h"
 #include "procs.h"
@@ -71,6 +72,7 @@ struct record_opts {
 	enum unwind_mode unwind;
 	uint64_t max_table_memory;   /* bytes */
 	const char *cgroup;
+	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu.h) */
 };
 
 /* The default kernel memory budget for CFI tables.  libc's table takes
@@ -125,7 +127,15 @@ static void usage(FILE *f)
 		"      --max-table-memory SIZE\n"
 		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
 		"                          least recently used tables are evicted beyond it\n"
-		"  -q, --quiet             print no summary\n",
+		"  -q, --quiet             print no summary\n"
+		"\n"
+		"off-CPU (where threads block, weighted by the time blocked):\n"
+		"      --off-cpu           also record off-CPU stacks (off_cpu/nanoseconds)\n"
+		"      --off-cpu-only      record only off-CPU stacks, no on-CPU sampling\n"
+		"      --off-cpu-min TIME  drop blocked periods shorter than TIME (default 1ms;\n"
+		"                          units ns, us, ms, s; 0 keeps all)\n"
+		"      --off-cpu-preempted count time switched out while still runnable too\n"
+		"      --wakers            add who woke each blocked thread (woken_by/nanoseconds)\n",
 		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR,
 		MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
@@ -162,7 +172,8 @@ static int parse_size(const char *s, uint64_t *out)
 static int parse_args(int argc, char **argv, struct record_opts *o)
 {
 	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP };
+	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
+	       OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS };
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "all-cpus", no_argument, NULL, 'a' },
@@ -182,6 +193,11 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
+		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
+		{ "wakers", no_argument, NULL, OPT_WAKERS },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -194,6 +210,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	o->freq = 99;
 	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
 	o->max_table_memory = MAX_TABLE_MEMORY_DEFAULT;
+	o->off.min_ns = OFFCPU_MIN_DEFAULT_NS;
 	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
 	if (!o->cache_dir)
 		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
@@ -311,6 +328,26 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		case 'q':
 			o->quiet = true;
 			break;
+		case OPT_OFF_CPU:
+			o->off.on = true;
+			break;
+		case OPT_OFF_CPU_ONLY:
+			o->off.on = o->off.only = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
+				fprintf(stderr, "cfiprof record: --off-cpu-min: '%s' is not a duration "
+					"(e.g. 1ms, 500us, 0)\n", optarg);
+				return -EINVAL;
+			}
+			o->off.min_given = true;
+			break;
+		case OPT_OFF_CPU_PREEMPTED:
+			o->off.preempted = true;
+			break;
+		case OPT_WAKERS:
+			o->off.wakers = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -328,6 +365,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
 		return -EINVAL;
 	}
+	if (!o->off.on && (o->off.min_given || o->off.preempted || o->off.wakers)) {
+		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
+			"need --off-cpu or --off-cpu-only\n");
+		return -EINVAL;
+	}
+	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
 		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
 	return 0;
@@ -365,6 +408,8 @@ struct recorder {
 	uint32_t nfirst, cap_first;
 	struct frame_ref *frames;  /* scratch for one sample */
 	struct bpf_link *links[8]; /* fork, exec, exit, mmap, mprotect, munmap hooks */
+	struct offcpu off;
+	uint64_t released_ns;      /* -- CMD: when it was let run */
 };
 
 /* How long the agent waits after a process's first mapping change before
@@ -516,6 +561,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	struct proc *p;
 	uint32_t n, i, k = 0;
 	uint64_t now;
+	int ret;
 
 	if (size >= sizeof(uint32_t) && ev->kind != EVENT_SAMPLE) {
 		const struct cfiprof_proc_event *pe = data;
@@ -544,7 +590,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		r->bad_records++;
 		return 0;
 	}
-	r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
+	if (!(ev->flags & SAMPLE_FLAG_MISS_PROBE))
+		r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
 
 	p = procs_get(&r->procs, (int)ev->pid);
 	/* A process we have not seen, or one that mapped code since we last
@@ -563,6 +610,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (ev->flags & SAMPLE_FLAG_MISSED)
 		r->missed_samples++;
 	note_first_complete(r, p, ev);
+
+	if (ev->flags & SAMPLE_FLAG_MISS_PROBE)
+		return 0;
 
 	/* Kernel frames first: pprof and folded both want the leaf first. */
 	for (i = 0; i < ev->nkernel; i++) {
@@ -584,8 +634,14 @@ static int on_event(void *ctx, void *data, size_t size)
 
 		memcpy(comm, ev->comm, CFIPROF_COMM_LEN);
 		comm[CFIPROF_COMM_LEN] = 0;
-		if (stack_agg_add(&r->agg, ev->pid, ev->tid, comm, ev->end_reason, r->frames, k,
-				  ev->weight))
+		if (ev->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))
+			ret = offcpu_record(&r->off, &r->agg, ev->pid, ev->tid, comm, ev->end_reason,
+					    ev->flags, ev->peer_tid, ev->time_ns, ev->weight,
+					    r->frames, k, ev->nkernel);
+		else
+			ret = stack_agg_add(&r->agg, ev->pid, ev->tid, comm, ev->end_reason,
+					    r->frames, k, ev->weight);
+		if (ret)
 			r->agg_errors++;
 	}
 	return 0;
@@ -641,19 +697,7 @@ static int scan_all(struct recorder *r)
 
 static uint64_t counter_sum(struct recorder *r, uint32_t idx)
 {
-	int ncpu = libbpf_num_possible_cpus(), i;
-	uint64_t *vals, sum = 0;
-
-	if (ncpu <= 0)
-		return 0;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(r->skel->maps.counters), &idx, vals))
-		for (i = 0; i < ncpu; i++)
-			sum += vals[i];
-	free(vals);
-	return sum;
+	return bpf_counter_sum(bpf_map__fd(r->skel->maps.counters), idx);
 }
 
 struct fn_count {
@@ -699,7 +743,8 @@ static void print_top(const struct profile *p, uint64_t total)
 	}
 	qsort(v, n, sizeof(*v), cmp_fn);
 	fprintf(stderr, "top functions by self samples:\n");
-	for (i = 0; i < n && i < 10; i++)
+	/* (Off-CPU stacks have no on-CPU samples: they sort last.) */
+	for (i = 0; i < n && i < 10 && v[i].count; i++)
 		fprintf(stderr, "  %6.2f%%  %8llu  %s\n", total ? 100.0 * v[i].count / total : 0.0,
 			(unsigned long long)v[i].count, v[i].name);
 	free(v);
@@ -768,7 +813,27 @@ static void print_stats(struct recorder *r)
 	static const char *const unwind_names[] = { "auto", "dwarf", "fp" };
 
 	print_prog_cost(r, r->skel->progs.on_cpu_sample, "sample");
-	print_prog_cost(r, r->skel->progs.on_mmap, "mmap_syscall");
+	{
+		struct bpf_program *prog;
+
+		bpf_object__for_each_program(prog, r->skel->obj) {
+			struct bpf_prog_info pi;
+			__u32 plen = sizeof(pi);
+
+			memset(&pi, 0, sizeof(pi));
+			if (r->stats_fd < 0 || bpf_program__fd(prog) < 0 ||
+			    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &plen))
+				continue;
+			/* recursion_misses: runs the kernel skipped (the program
+			 * was already running on that CPU). */
+			fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu, missed %llu\n",
+				bpf_program__name(prog), (unsigned long long)pi.run_cnt,
+				(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0),
+				(unsigned long long)pi.recursion_misses);
+		}
+	}
+	if (r->o->off.on)
+		offcpu_print_stats(&r->off, r->skel, stderr);
 	tables_stats(&r->tables, &ts);
 	fprintf(stderr, "unwind: %s\n", unwind_names[r->o->unwind]);
 	fprintf(stderr, "misses: %llu (%llu for tables loaded, queued or failed meanwhile)\n",
@@ -837,12 +902,22 @@ static void print_stats(struct recorder *r)
 	}
 }
 
-static int write_output(struct recorder *r, const struct profile *p)
+static int write_output(struct recorder *r, const struct built_profile *bp)
 {
+	const struct profile *p = &bp->p;
 	char err[512] = "";
 	int ret;
 
-	if (r->o->format == FORMAT_FOLDED)
+	if (r->o->format == FORMAT_FOLDED && r->o->off.on) {
+		/* On- and off-CPU stacks in one flame graph: both in
+		 * microseconds. */
+		uint32_t types[2], n = 0;
+
+		if (bp->type_cpu >= 0)
+			types[n++] = (uint32_t)bp->type_cpu;
+		types[n++] = (uint32_t)bp->type_off_cpu;
+		ret = folded_write_sum(p, types, n, 1000, r->o->output, err, sizeof(err));
+	} else if (r->o->format == FORMAT_FOLDED)
 		ret = folded_write(p, 0, 1, r->o->output, err, sizeof(err));
 	else
 		ret = pprof_write(p, r->o->output, err, sizeof(err));
@@ -867,6 +942,11 @@ static int load_bpf(struct recorder *r)
 	r->skel->rodata->cfg.filter_pids = !r->o->all;
 	r->skel->rodata->cfg.self_pid = (__u32)getpid();
 	r->skel->rodata->cfg.filter_cgroup = r->o->cgroup != NULL;
+	err = offcpu_configure(r->skel, &r->o->off, (__u32)r->o->max_depth, r->o->kernel);
+	if (err) {
+		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
+		return err;
+	}
 	err = cfiprof_bpf__load(r->skel);
 	if (err) {
 		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
@@ -1052,6 +1132,8 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 		if (run_to_entry(r->child) == 0)
 			procs_scan(&r->procs, r->child);
 		preload_tables(r, r->child);
+		/* Before it runs again: its blocked time from here on is its own. */
+		r->released_ns = mono_ns();
 		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {
 			fprintf(stderr, "cfiprof: releasing %s: %s\n", r->o->cmd[0], strerror(errno));
 			return -errno;
@@ -1084,6 +1166,7 @@ static void cleanup(struct recorder *r)
 	if (r->stats_fd >= 0)
 		close(r->stats_fd);
 	tables_stop(&r->tables);
+	offcpu_free(&r->off);
 	procs_free(&r->procs);
 	modules_free(&r->mods);
 	tables_free(&r->tables);
@@ -1212,8 +1295,14 @@ int cmd_record(int argc, char **argv)
 			}
 		}
 	}
-	ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
-	if (!ret)
+	if (offcpu_init(&r.off, &o.off, r.sym)) {
+		fprintf(stderr, "cfiprof: out of memory\n");
+		goto out;
+	}
+	ret = o.off.on ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
+	if (!ret && !o.off.only)
+		ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
+	if (!ret && !o.off.only)
 		ret = perf_sampler_attach(&r.sampler, r.skel->progs.on_cpu_sample, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "cfiprof: %s\n", err);
@@ -1227,11 +1316,18 @@ int cmd_record(int argc, char **argv)
 		t_end = t0 + (uint64_t)(o.duration * 1e9);
 	if (o.cmd && release_child(&r, go_fd, exec_fd))
 		goto out;
+	if (o.cmd)
+		offcpu_ignore_before(&r.off, (uint32_t)r.child, r.released_ns);
 	go_fd = exec_fd = -1;
-	if (!o.quiet)
-		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s\n",
+	if (!o.quiet && o.off.only)
+		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n",
+			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes",
+			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
+	else if (!o.quiet)
+		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s%s\n",
 			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes", o.freq,
 			r.sampler.n, r.sampler.n == 1 ? "" : "s", r.sampler.event_name,
+			o.off.on ? ", and off-CPU stacks" : "",
 			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
 
 	while (!stop_requested) {
@@ -1259,9 +1355,13 @@ int cmd_record(int argc, char **argv)
 				break;
 		}
 	}
-	/* Stop sampling, then take what is still in the ring buffer. */
+	/* Stop sampling, then take what is still in the ring buffer, then
+	 * the threads still blocked. */
 	perf_sampler_close(&r.sampler);
+	offcpu_detach(&r.off);
 	ring_buffer__consume(r.rb);
+	if (o.off.on)
+		offcpu_flush(&r.off, r.skel, on_event, &r);
 	/* Let queued loads and unloads finish, so --stats tells the state
 	 * the last events left. */
 	tables_wait(&r.tables, 2000);
@@ -1280,6 +1380,9 @@ int cmd_record(int argc, char **argv)
 			.tag_keys = o.tag_keys,
 			.tag_vals = o.tag_vals,
 			.ntags = (uint32_t)o.ntags,
+			.off_cpu = o.off.on,
+			.off_cpu_only = o.off.only,
+			.woken_by = o.off.wakers,
 		};
 		uint64_t lost = counter_sum(&r, CNT_RINGBUF_DROPS);
 		unsigned i;
@@ -1294,16 +1397,25 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 			goto out;
 		}
-		ret = write_output(&r, &bp.p);
+		ret = write_output(&r, &bp);
 		if (!o.quiet) {
-			fprintf(stderr, "cfiprof: %llu samples, %llu lost, %.2f s", 
-				(unsigned long long)r.agg.samples, (unsigned long long)lost,
+			fprintf(stderr, "cfiprof: %llu samples", (unsigned long long)
+				(r.agg.samples[STACK_ON_CPU] + r.agg.samples[STACK_OFF_CPU]));
+			if (o.off.on && !o.off.only)
+				fprintf(stderr, " (%llu on-CPU, %llu off-CPU)",
+					(unsigned long long)r.agg.samples[STACK_ON_CPU],
+					(unsigned long long)r.agg.samples[STACK_OFF_CPU]);
+			fprintf(stderr, ", %llu lost, %.2f s", (unsigned long long)lost,
 				po.duration_nanos / 1e9);
 			if (!ret)
 				fprintf(stderr, "; profile written to %s\n", o.output);
 			else
 				fprintf(stderr, "\n");
-			print_top(&bp.p, r.agg.samples);
+			if (!o.off.only)
+				print_top(&bp.p, r.agg.samples[STACK_ON_CPU]);
+			if (o.off.on)
+				offcpu_print_summary(&r.off, r.skel, &bp.p, bp.type_off_cpu,
+						     bp.type_off_events, stderr);
 			fprintf(stderr, "walk end reasons:\n");
 			for (i = 0; i < WALK_END_NR; i++)
 				if (r.end_reasons[i])

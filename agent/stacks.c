@@ -75,8 +75,67 @@ static int grow(struct stack_agg *a)
 	return 0;
 }
 
+static uint64_t hash_name(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static int marks_grow(struct stack_agg *a)
+{
+	uint32_t ncap = a->mark_cap ? a->mark_cap * 2 : 64, i, j;
+	uint32_t *slots = calloc(ncap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < a->nmarks; i++) {
+		for (j = hash_name(a->marks[i]) & (ncap - 1); slots[j]; j = (j + 1) & (ncap - 1))
+			;
+		slots[j] = i + 1;
+	}
+	free(a->mark_slots);
+	a->mark_slots = slots;
+	a->mark_cap = ncap;
+	return 0;
+}
+
+int64_t stack_agg_mark(struct stack_agg *a, const char *name)
+{
+	uint32_t j;
+
+	if ((a->nmarks + 1) * 2 > a->mark_cap && marks_grow(a))
+		return -ENOMEM;
+	for (j = hash_name(name) & (a->mark_cap - 1); a->mark_slots[j]; j = (j + 1) & (a->mark_cap - 1))
+		if (!strcmp(a->marks[a->mark_slots[j] - 1], name))
+			return a->mark_slots[j] - 1;
+	if (a->nmarks == a->cap_marks) {
+		uint32_t ncap = a->cap_marks ? a->cap_marks * 2 : 64;
+		void *p = realloc(a->marks, ncap * sizeof(*a->marks));
+
+		if (!p)
+			return -ENOMEM;
+		a->marks = p;
+		a->cap_marks = ncap;
+	}
+	a->marks[a->nmarks] = strdup(name);
+	if (!a->marks[a->nmarks])
+		return -ENOMEM;
+	a->mark_slots[j] = ++a->nmarks;
+	return a->nmarks - 1;
+}
+
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight)
+{
+	return stack_agg_add_kind(a, STACK_ON_CPU, pid, tid, comm, end_reason, frames, n, weight);
+}
+
+int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
+		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
+		       uint32_t n, uint64_t weight)
 {
 	uint64_t h = hash_stack(pid, tid, comm, end_reason, frames, n);
 	struct stack *s;
@@ -85,31 +144,26 @@ int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *c
 	if ((a->n + 1) * 2 > a->cap && grow(a))
 		return -ENOMEM;
 	for (j = h & (a->cap - 1); (s = a->slots[j]); j = (j + 1) & (a->cap - 1)) {
-		if (same(s, h, pid, tid, comm, end_reason, frames, n)) {
-			s->count++;
-			s->weight += weight;
-			a->samples++;
-			a->weight += weight;
-			return 0;
-		}
+		if (same(s, h, pid, tid, comm, end_reason, frames, n))
+			goto found;
 	}
-	s = malloc(sizeof(*s) + n * sizeof(*frames));
+	s = calloc(1, sizeof(*s) + n * sizeof(*frames));
 	if (!s)
 		return -ENOMEM;
 	s->hash = h;
 	s->pid = pid;
 	s->tid = tid;
-	memset(s->comm, 0, sizeof(s->comm));
 	strncpy(s->comm, comm, sizeof(s->comm) - 1);
 	s->end_reason = end_reason;
 	s->nframes = n;
-	s->count = 1;
-	s->weight = weight;
 	memcpy(s->frames, frames, n * sizeof(*frames));
 	a->slots[j] = s;
 	a->n++;
-	a->samples++;
-	a->weight += weight;
+found:
+	s->count[kind]++;
+	s->weight[kind] += weight;
+	a->samples[kind]++;
+	a->weight[kind] += weight;
 	return 0;
 }
 
@@ -121,5 +175,9 @@ void stack_agg_free(struct stack_agg *a)
 		free(a->slots[i]);
 	free(a->slots);
 	free(a->pmaps);
+	for (i = 0; i < a->nmarks; i++)
+		free(a->marks[i]);
+	free(a->marks);
+	free(a->mark_slots);
 	memset(a, 0, sizeof(*a));
 }

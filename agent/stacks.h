@@ -1,6 +1,7 @@
 /*
  * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
- * frames) samples are counted once.  Frames are resolved to the mapping
+ * frames) samples are counted once, with a count and a summed weight per
+ * kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
  * they were in when the sample arrived, so later exits, exec()s and
  * mapping changes cannot misattribute them.
  */
@@ -17,11 +18,19 @@ struct pmap {
 	struct module *mod;        /* NULL: anonymous memory */
 };
 
-#define FRAME_KERNEL  UINT32_MAX   /* frame_ref.pmap of kernel frames */
+#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.pmap of kernel frames */
+#define FRAME_MARK    (UINT32_MAX - 1)  /* a synthetic frame: addr indexes marks */
 
 struct frame_ref {
 	uint64_t addr;
-	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL */
+	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
+};
+
+enum stack_kind {
+	STACK_ON_CPU,              /* weight: samples */
+	STACK_OFF_CPU,             /* weight: nanoseconds blocked */
+	STACK_WOKEN_BY,            /* the same, on the blocked + [woken by] + waker stack */
+	STACK_KINDS
 };
 
 struct stack {
@@ -30,8 +39,8 @@ struct stack {
 	char comm[16];
 	uint8_t end_reason;
 	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
-	uint64_t count;            /* samples */
-	uint64_t weight;           /* summed weights */
+	uint64_t count[STACK_KINDS];  /* samples */
+	uint64_t weight[STACK_KINDS]; /* summed weights */
 	struct frame_ref frames[];
 };
 
@@ -40,13 +49,24 @@ struct stack_agg {
 	uint32_t cap, n;
 	struct pmap *pmaps;
 	uint32_t npmaps, cap_pmaps;
-	uint64_t samples, weight;
+	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
+	char **marks;              /* names of synthetic frames */
+	uint32_t nmarks, cap_marks;
+	uint32_t *mark_slots;      /* open addressing: index + 1, 0 = empty */
+	uint32_t mark_cap;
 };
 
 uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
 
+/* The frame_ref.addr of a synthetic frame named `name` (interned), or
+ * -ENOMEM. */
+int64_t stack_agg_mark(struct stack_agg *a, const char *name);
+
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
+int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
+		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
+		       uint32_t n, uint64_t weight);
 
 void stack_agg_free(struct stack_agg *a);
 

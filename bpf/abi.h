@@ -208,7 +208,24 @@ struct cfiprof_miss_event {
 #define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
 
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
-#define SAMPLE_FLAG_MISSED      0x02  /* some frame stepped by frame pointer: its table was not loaded */
+/* ---- off-CPU records (sched_switch; see README "Off-CPU profiling") ----
+ * An off-CPU sample is a sample_event whose stacks were taken when the
+ * thread was switched out blocked; time_ns is that moment and weight the
+ * nanoseconds until it was switched back in.  With --wakers it may be
+ * preceded by a waker record: the stacks, pid, tid and comm of whoever
+ * woke it, with peer_tid = the blocked thread and time_ns equal to the
+ * off-CPU sample's (the pair's key: records of other CPUs may come in
+ * between). */
+#define SAMPLE_FLAG_OFF_CPU     0x02
+#define SAMPLE_FLAG_PREEMPTED   0x04  /* off-CPU while still runnable (--off-cpu-preempted) */
+#define SAMPLE_FLAG_WAKER       0x08  /* a waker record */
+#define SAMPLE_FLAG_WAKER_IRQ   0x10  /* the wakeup came from interrupt context: no waking thread */
+#define SAMPLE_FLAG_STILL_BLOCKED 0x20 /* set by the agent: read from the stash when recording
+					 * stopped, weight = blocked so far */
+#define SAMPLE_FLAG_MISS_PROBE  0x40  /* a copy of a stashed walk that met unknown code, sent at
+				       * once so that the agent reads the mappings before the
+				       * period ends; not a sample */
+#define SAMPLE_FLAG_MISSED      0x80  /* some frame stepped by frame pointer: its table was not loaded */
 
 /* A stack sample: nuser user addresses (leaf first), then nkernel kernel
  * addresses (leaf first), in addrs[].  User addresses are those the
@@ -226,7 +243,8 @@ struct sample_event {
 	__u16 nkernel;
 	__u8  end_reason; /* enum cfiprof_walk_end */
 	__u8  flags;      /* SAMPLE_FLAG_* */
-	__u8  pad[6];
+	__u8  pad[2];
+	__u32 peer_tid;   /* waker records: the thread woken; otherwise 0 */
 	char  comm[CFIPROF_COMM_LEN];
 	__u64 addrs[CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK];
 };
@@ -244,6 +262,15 @@ enum cfiprof_counter {
 	CNT_MISS_DROPS,        /* miss notifications lost: ring buffer full */
 	CNT_MISS_FP_STEPS,     /* frames stepped by frame pointer because of a miss */
 	CNT_PROC_EVENT_DROPS,  /* exec/exit/fork/mmap/munmap records lost: ring buffer full */
+	/* off-CPU (tp_btf/sched_switch, sched_waking) */
+	CNT_OFFCPU_STASHED,    /* blocked switch-outs walked and stashed */
+	CNT_OFFCPU_STASH_FULL, /* the stash was full: a blocked period not recorded */
+	CNT_OFFCPU_SHORT,      /* blocked less than --off-cpu-min: dropped by design */
+	CNT_OFFCPU_SAMPLES,    /* off-CPU samples sent */
+	CNT_WAKERS,            /* waker stacks stashed */
+	CNT_WAKER_STASH_FULL,  /* the waker stash was full: a waker not recorded */
+	CNT_WAKER_CTX_UNKNOWN, /* interrupt or task context could not be told: taken as task */
+	CNT_OFFCPU_UNMATCHED,  /* a stashed thread ran again unseen: that period is lost */
 	CNT_NR
 };
 
@@ -254,7 +281,27 @@ struct cfiprof_config {
 	__u32 filter_pids;   /* 1: only tgids present in target_pids */
 	__u32 self_pid;      /* never sample the agent itself */
 	__u32 filter_cgroup; /* 1: only tasks under the cgroup in cgroup_filter[0] */
-	__u32 pad;
+	/* off-CPU */
+	__u32 off_cpu;           /* attach-time switch: stash blocked threads */
+	__u32 off_cpu_preempted; /* also count time runnable but switched out */
+	__u32 wakers;            /* record who wakes a stashed thread */
+	__u32 stash_frames;      /* frames an entry of the stashes holds (see below) */
+	__u32 resume_tp;         /* blocked periods end at sched_exit_tp, not sched_switch */
+	__u64 off_cpu_min_ns;    /* shorter blocked periods are dropped */
+	/* Offsets of the per-CPU variables runqueues and __preempt_count in
+	 * the per-CPU area (vmlinux BTF), for telling interrupt context from
+	 * task context in sched_waking; 0: unknown. */
+	__u64 runqueues_off, preempt_count_off;
 };
+
+/* Threads switched out while blocked (and their wakers) are kept in hash
+ * maps keyed by tid until they run again.  An entry is a sample_event cut
+ * to stash_frames addresses (--max-depth user + 127 kernel frames with
+ * --kernel): the agent sets the maps' value size to this at load time.
+ * Entries are allocated on use (BPF_F_NO_PREALLOC): memory goes with the
+ * number of threads blocked at once, bounded by max_entries. */
+#define CFIPROF_STASH_ENTRIES 8192
+#define CFIPROF_STASH_VALUE_SIZE(frames) \
+	(__builtin_offsetof(struct sample_event, addrs) + (frames) * sizeof(__u64))
 
 #endif /* CFIPROF_BPF_ABI_H */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cfiprof's BPF programs.  on_cpu_sample runs on every perf_event sample
- * (on-CPU profiling); the stack walker they share is in walker.h.
+ * (on-CPU profiling), on_switch and on_waking (offcpu.h) at context
+ * switches and wakeups (off-CPU profiling); the stack walker they share is
+ * in walker.h.
  */
 #include "walker.h"
 
@@ -51,27 +53,50 @@ static __always_inline void send_proc_event(__u32 kind, __u32 tgid, __u32 ppid, 
 		count(CNT_PROC_EVENT_DROPS);
 }
 
+/* Waking the agent per sample costs more than the whole walk; it polls
+ * every 50 ms instead.  It is woken at once when a walk met code it has
+ * not mapped yet (it reacts by reading the mappings), and when the buffer
+ * is half full. */
+static __always_inline __u64 ringbuf_flags(__u8 end_reason)
+{
+	return end_reason == WALK_END_NO_MAPPING ||
+	       bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > CFIPROF_RINGBUF_SIZE / 2 ?
+	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+}
+
+/* Sends ev with its addresses, at most max of them (the room ev has). */
+static __always_inline void send_sample(struct sample_event *ev, __u64 max)
+{
+	__u64 n = (__u64)ev->nuser + ev->nkernel;
+
+	if (n > max)
+		n = max;
+	barrier_var(n);
+	if (bpf_ringbuf_output(&events, ev,
+			       __builtin_offsetof(struct sample_event, addrs) + n * sizeof(__u64),
+			       ringbuf_flags(ev->end_reason)))
+		count(CNT_RINGBUF_DROPS);
+}
+
 static __always_inline void emit(void *ctx, struct sample_scratch *sc)
 {
-	struct sample_event *ev = &sc->ev;
-	__u32 n = (__u32)ev->nuser + ev->nkernel;
-	__u64 size, flags;
-
-	if (n > CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK)
-		n = CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK;
-	size = __builtin_offsetof(struct sample_event, addrs) + (__u64)n * sizeof(__u64);
-	if (size > sizeof(*ev))
-		return;
-	/* Waking the agent per sample costs more than the whole walk; it
-	 * polls every 50 ms instead.  It is woken at once when a walk met
-	 * code it has not mapped yet (it reacts by reading the mappings), and
-	 * when the buffer is half full. */
-	flags = ev->end_reason == WALK_END_NO_MAPPING ||
-		bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > CFIPROF_RINGBUF_SIZE / 2 ?
-		BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_output(&events, ev, size, flags))
-		count(CNT_RINGBUF_DROPS);
+	send_sample(&sc->ev, CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK);
 	(void)ctx;
+}
+
+/* The kernel stack where the program runs, after ev's user frames. */
+static __always_inline void add_kernel_stack(void *ctx, struct sample_event *ev)
+{
+	__u32 nuser = ev->nuser;
+	long k;
+
+	if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
+		nuser = CFIPROF_MAX_DEPTH_LIMIT;
+	k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
+	if (k > 0)
+		ev->nkernel = k / sizeof(__u64);
+	else if (k < 0)
+		count(CNT_KSTACK_ERRORS);
 }
 
 SEC("perf_event")
@@ -79,11 +104,10 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, nuser;
+	__u32 tgid = pid_tgid >> 32;
 	struct sample_scratch *sc;
 	struct pt_regs regs;
 	struct sample_event *ev;
-	long k;
 
 	if (!wanted(tgid)) {
 		count(CNT_NOT_TARGET);
@@ -101,6 +125,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->weight = 1;
 	ev->flags = 0;
+	ev->peer_tid = 0;
 	ev->nkernel = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 
@@ -120,19 +145,13 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 		walk_user(sc, &regs, tgid);
 	}
 
-	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE)) {
-		nuser = ev->nuser;
-		if (nuser > CFIPROF_MAX_DEPTH_LIMIT)
-			nuser = CFIPROF_MAX_DEPTH_LIMIT;
-		k = bpf_get_stack(ctx, &ev->addrs[nuser], CFIPROF_MAX_KSTACK * sizeof(__u64), 0);
-		if (k > 0)
-			ev->nkernel = k / sizeof(__u64);
-		else if (k < 0)
-			count(CNT_KSTACK_ERRORS);
-	}
+	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE))
+		add_kernel_stack(ctx, ev);
 	emit(ctx, sc);
 	return 0;
 }
+
+#include "offcpu.h"
 
 /* Forget a process's mappings in BPF at once (no walk may use them any
  * more: without its proc_infos entry a walk finds no mapping) and tell the
@@ -183,6 +202,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
 
+	offcpu_forget(p->pid);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	if (bpf_map_lookup_elem(&proc_infos, &tgid))

@@ -15,6 +15,7 @@ PKGS=(
   libc6-dbg
   podman runc
   linux-perf strace
+  bpfcc-tools libbpf-tools
   python3
 )
 

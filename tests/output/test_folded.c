@@ -141,3 +141,26 @@ Test(folded, invalid)
 	bad[S_INL_B].values[0] = INT64_MAX;
 	check_refused(&p, 0, 1, -EOVERFLOW);
 }
+
+/* folded_write_sum: the values of several types added per stack (here
+ * counts + nanoseconds, scale 1), the same merging and dropping. */
+Test(folded, sum_of_types)
+{
+	static const uint32_t types[] = { 0, 1 };
+	char *path = tu_path(dir, "sum.folded");
+	char err[256] = "unset";
+	char *got;
+
+	cr_assert_eq(folded_write_sum(&syn_profile, types, 2, 1, path, err, sizeof(err)), 0, "%s", err);
+	got = (char *)tu_read(path, NULL);
+	cr_assert(got);
+	cr_expect_str_eq(got,
+			 "synthapp;main;helper 5000005\n"
+			 "synthapp;main;work;inl_mid;inl_leaf 50000005\n"
+			 "unknown;main;ns:weird;do_syscall_64 1006\n"
+			 "worker:1;main;work;lib_compute;helper 1501\n");
+	free(got);
+	free(path);
+	cr_expect_eq(folded_write_sum(&syn_profile, (const uint32_t[]){ 0, 9 }, 2, 1, "x", err,
+				      sizeof(err)), -EINVAL);
+}
