@@ -39,6 +39,36 @@ struct proc *procs_get(const struct proc_registry *r, int pid)
 	return NULL;
 }
 
+static void free_proc(struct proc *p)
+{
+	free(p->maps);
+	free(p->container_id);
+	free(p->cgroup);
+	free(p);
+}
+
+/* Its container and cgroup, for the samples' labels: read at every scan,
+ * since a process can be moved to another cgroup (as runtimes do right
+ * before exec'ing the container's program). */
+static void read_labels(struct proc *p)
+{
+	struct cgroup_info *ci = malloc(sizeof(*ci));
+
+	if (!ci)
+		return;
+	if (!cgroup_read(p->pid, ci)) {
+		if (!p->cgroup || strcmp(p->cgroup, ci->path)) {
+			free(p->cgroup);
+			p->cgroup = ci->has_v2 && ci->path[0] ? strdup(ci->path) : NULL;
+		}
+		if (!p->container_id || strcmp(p->container_id, ci->container_id)) {
+			free(p->container_id);
+			p->container_id = ci->container_id[0] ? strdup(ci->container_id) : NULL;
+		}
+	}
+	free(ci);
+}
+
 /* Drops the table references a mapping array holds. */
 static void release_maps(struct proc_registry *r, const struct proc_mapping *maps, uint32_t n)
 {
@@ -62,8 +92,7 @@ void procs_forget(struct proc_registry *r, int pid)
 		return;
 	release_maps(r, r->slots[i]->maps, r->slots[i]->n);
 	bpf_proc_unload(r->mappings_fd, r->infos_fd, (uint32_t)pid, &r->slots[i]->slots);
-	free(r->slots[i]->maps);
-	free(r->slots[i]);
+	free_proc(r->slots[i]);
 	r->slots[i] = NULL;
 	r->count--;
 	/* Backward-shift deletion keeps every probe chain unbroken. */
@@ -269,6 +298,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	pm = NULL;
 	p->n = k;
 	p->gone = false;
+	read_labels(p);
 	p->last_scan_ns = now_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
@@ -312,8 +342,7 @@ void procs_free(struct proc_registry *r)
 	for (i = 0; i < r->cap; i++) {
 		if (r->slots[i]) {
 			release_maps(r, r->slots[i]->maps, r->slots[i]->n);
-			free(r->slots[i]->maps);
-			free(r->slots[i]);
+			free_proc(r->slots[i]);
 		}
 	}
 	free(r->slots);

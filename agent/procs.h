@@ -26,6 +26,8 @@ struct proc {
 	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
 	uint64_t first_complete_ns;/* bpf time of its first complete stack */
 	bool gone;
+	char *container_id;        /* from /proc/PID/cgroup, or NULL */
+	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
 	struct bpf_proc_slots slots;
 	bool main_marked;

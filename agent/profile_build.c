@@ -241,7 +241,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(a->n + 1, sizeof(*b->samples));
-	nlabels = (uint64_t)(a->n + 1) * (4 + o->ntags);
+	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(a->npmaps + 1, sizeof(*b->mappings));
 	pmap_to_mapping = calloc(a->npmaps + 1, sizeof(*pmap_to_mapping));
@@ -323,10 +323,14 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		lab[1] = (struct prof_label){ .key = "tid", .num = s->tid };
 		lab[2] = (struct prof_label){ .key = "comm", .str = s->comm };
 		lab[3] = (struct prof_label){ .key = "walk_end", .str = walk_end_name(s->end_reason) };
+		ps->nlabels = 4;
+		if (s->container_id)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = s->container_id };
+		if (s->cgroup)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = s->cgroup };
 		for (k = 0; k < o->ntags; k++)
-			lab[4 + k] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };
+			lab[ps->nlabels++] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };
 		ps->labels = lab;
-		ps->nlabels = 4 + o->ntags;
 		nl += ps->nlabels;
 	}
 

@@ -634,6 +634,8 @@ static int on_event(void *ctx, void *data, size_t size)
 
 		memcpy(comm, ev->comm, CFIPROF_COMM_LEN);
 		comm[CFIPROF_COMM_LEN] = 0;
+		if (stack_agg_set_labels(&r->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))
+			r->agg_errors++;
 		if (ev->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))
 			ret = offcpu_record(&r->off, &r->agg, ev->pid, ev->tid, comm, ev->end_reason,
 					    ev->flags, ev->peer_tid, ev->time_ns, ev->weight,

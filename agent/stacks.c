@@ -30,11 +30,15 @@ uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m)
 	return ++a->npmaps;
 }
 
-static uint64_t hash_stack(uint32_t pid, uint32_t tid, const char *comm, uint8_t end,
-			   const struct frame_ref *f, uint32_t n)
+static uint64_t hash_stack(const struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
+			   uint8_t end, const struct frame_ref *f, uint32_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)pid << 32 | tid);
 	uint32_t i;
+
+	/* Interned: the pointers stand for the strings. */
+	h ^= (uintptr_t)a->cur_container_id * 0x9e3779b97f4a7c15ull;
+	h ^= (uintptr_t)a->cur_cgroup * 0xc2b2ae3d27d4eb4full;
 
 	h = (h ^ end) * 0x100000001b3ull;
 	for (i = 0; i < 16 && comm[i]; i++)
@@ -47,10 +51,11 @@ static uint64_t hash_stack(uint32_t pid, uint32_t tid, const char *comm, uint8_t
 	return h;
 }
 
-static bool same(const struct stack *s, uint64_t h, uint32_t pid, uint32_t tid, const char *comm,
-		 uint8_t end, const struct frame_ref *f, uint32_t n)
+static bool same(const struct stack_agg *a, const struct stack *s, uint64_t h, uint32_t pid,
+		 uint32_t tid, const char *comm, uint8_t end, const struct frame_ref *f, uint32_t n)
 {
 	return s->hash == h && s->pid == pid && s->tid == tid && s->end_reason == end &&
+	       s->container_id == a->cur_container_id && s->cgroup == a->cur_cgroup &&
 	       s->nframes == n && !strncmp(s->comm, comm, sizeof(s->comm)) &&
 	       !memcmp(s->frames, f, n * sizeof(*f));
 }
@@ -127,6 +132,47 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name)
 	return a->nmarks - 1;
 }
 
+/* The owned copy of `v`: few distinct values (one per container and
+ * cgroup), so a linear search is enough. */
+static const char *label_str(struct stack_agg *a, const char *v, int *err)
+{
+	uint32_t i;
+	char *copy;
+
+	if (!v || !*v)
+		return NULL;
+	for (i = 0; i < a->nlabel_strs; i++)
+		if (!strcmp(a->label_strs[i], v))
+			return a->label_strs[i];
+	if (a->nlabel_strs == a->cap_label_strs) {
+		uint32_t ncap = a->cap_label_strs ? a->cap_label_strs * 2 : 16;
+		char **p = realloc(a->label_strs, ncap * sizeof(*p));
+
+		if (!p) {
+			*err = -ENOMEM;
+			return NULL;
+		}
+		a->label_strs = p;
+		a->cap_label_strs = ncap;
+	}
+	copy = strdup(v);
+	if (!copy) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	a->label_strs[a->nlabel_strs++] = copy;
+	return copy;
+}
+
+int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup)
+{
+	int err = 0;
+
+	a->cur_container_id = label_str(a, container_id, &err);
+	a->cur_cgroup = label_str(a, cgroup, &err);
+	return err;
+}
+
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight)
 {
@@ -137,14 +183,14 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight)
 {
-	uint64_t h = hash_stack(pid, tid, comm, end_reason, frames, n);
+	uint64_t h = hash_stack(a, pid, tid, comm, end_reason, frames, n);
 	struct stack *s;
 	uint32_t j;
 
 	if ((a->n + 1) * 2 > a->cap && grow(a))
 		return -ENOMEM;
 	for (j = h & (a->cap - 1); (s = a->slots[j]); j = (j + 1) & (a->cap - 1)) {
-		if (same(s, h, pid, tid, comm, end_reason, frames, n))
+		if (same(a, s, h, pid, tid, comm, end_reason, frames, n))
 			goto found;
 	}
 	s = calloc(1, sizeof(*s) + n * sizeof(*frames));
@@ -155,6 +201,8 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 	s->tid = tid;
 	strncpy(s->comm, comm, sizeof(s->comm) - 1);
 	s->end_reason = end_reason;
+	s->container_id = a->cur_container_id;
+	s->cgroup = a->cur_cgroup;
 	s->nframes = n;
 	memcpy(s->frames, frames, n * sizeof(*frames));
 	a->slots[j] = s;
@@ -179,5 +227,8 @@ void stack_agg_free(struct stack_agg *a)
 		free(a->marks[i]);
 	free(a->marks);
 	free(a->mark_slots);
+	for (i = 0; i < a->nlabel_strs; i++)
+		free(a->label_strs[i]);
+	free(a->label_strs);
 	memset(a, 0, sizeof(*a));
 }

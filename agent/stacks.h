@@ -39,6 +39,8 @@ struct stack {
 	char comm[16];
 	uint8_t end_reason;
 	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
+	const char *container_id;  /* interned in the aggregation, or NULL */
+	const char *cgroup;        /* the same */
 	uint64_t count[STACK_KINDS];  /* samples */
 	uint64_t weight[STACK_KINDS]; /* summed weights */
 	struct frame_ref frames[];
@@ -54,6 +56,10 @@ struct stack_agg {
 	uint32_t nmarks, cap_marks;
 	uint32_t *mark_slots;      /* open addressing: index + 1, 0 = empty */
 	uint32_t mark_cap;
+	/* the labels of the samples added next (stack_agg_set_labels) */
+	const char *cur_container_id, *cur_cgroup;
+	char **label_strs;         /* every distinct label value, owned */
+	uint32_t nlabel_strs, cap_label_strs;
 };
 
 uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
@@ -61,6 +67,12 @@ uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
  * -ENOMEM. */
 int64_t stack_agg_mark(struct stack_agg *a, const char *name);
+
+/* The container id and cgroup (v2 path) of the process whose samples are
+ * added next; NULL or "" for none.  Part of a stack's identity, so a
+ * reused pid in another container never shares stacks with the old one.
+ * Returns 0 or -ENOMEM (the labels are then left out). */
+int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup);
 
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);

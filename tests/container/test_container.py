@@ -43,11 +43,7 @@ from test_record import Fail, KnownBug    # noqa: E402
 PROBE = os.environ.get("CONTAINER_PROBE", "")
 
 # case -> what it waits for
-PENDING = {
-    "record-podman": "cfiprof record labels samples container_id and cgroup",
-    "record-unshare": "cfiprof record labels samples cgroup",
-    "record-cgroup": "cfiprof record labels samples container_id and cgroup",
-}
+PENDING = {}
 
 DEPTH = 20
 
