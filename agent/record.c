@@ -973,6 +973,30 @@ static int load_bpf(struct recorder *r)
 	return 0;
 }
 
+/* The processes named on the command line (-- CMD, -p) are what the
+ * user asked for: load the tables of what they map now (from the cache or
+ * compiled on the workers) before sampling starts, so that their stacks are
+ * complete from the first sample, not from the first miss.  CMD is held
+ * at its entry point meanwhile.  Everything else -- children, -a,
+ * --cgroup, later dlopen()s -- loads on its first miss. */
+static void preload_tables(struct recorder *r, int pid)
+{
+	struct proc *p = procs_get(&r->procs, pid);
+	uint32_t i;
+
+	if (!p || r->o->unwind != UNWIND_AUTO)
+		return;
+	for (i = 0; i < p->n; i++)
+		if (p->maps[i].mod)
+			tables_request(&r->tables, p->maps[i].mod, 0);
+}
+
+static void preload_wait(struct recorder *r)
+{
+	if (r->o->unwind == UNWIND_AUTO && tables_wait(&r->tables, 5000))
+		fprintf(stderr, "cfiprof: warning: CFI tables still loading after 5 s\n");
+}
+
 static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 {
 	int tfd = bpf_map__fd(r->skel->maps.target_pids), i, ret;
@@ -993,7 +1017,10 @@ static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 				strerror(-ret));
 			return ret;
 		}
+		preload_tables(r, r->o->pids[i]);
 	}
+	if (r->o->npids)
+		preload_wait(r);
 	if (r->o->all && r->o->cgroup) {
 		int *pids = NULL;
 		size_t n = 0, k;
@@ -1086,25 +1113,6 @@ static int run_to_entry(pid_t pid)
 	return ptrace(PTRACE_SETREGS, pid, NULL, &regs) ? -errno : 0;
 }
 
-/* The command is the one thing `record -- CMD` profiles, and it is held
- * at its entry point: load the tables of what it maps now (from the cache
- * or compiled on the worker), so that its stacks are complete from its
- * first instruction, not from its first miss.  Libraries it dlopen()s
- * later load on their first miss, as in -a and -p. */
-static void preload_tables(struct recorder *r, int pid)
-{
-	struct proc *p = procs_get(&r->procs, pid);
-	uint32_t i;
-
-	if (!p || r->o->unwind != UNWIND_AUTO)
-		return;
-	for (i = 0; i < p->n; i++)
-		if (p->maps[i].mod)
-			tables_request(&r->tables, p->maps[i].mod, 0);
-	if (tables_wait(&r->tables, 5000))
-		fprintf(stderr, "cfiprof: warning: %s: CFI tables still loading after 5 s\n", r->o->cmd[0]);
-}
-
 /* Lets the child exec and waits until it did (or failed to). */
 static int release_child(struct recorder *r, int go_fd, int exec_fd)
 {
@@ -1134,6 +1142,7 @@ static int release_child(struct recorder *r, int go_fd, int exec_fd)
 		if (run_to_entry(r->child) == 0)
 			procs_scan(&r->procs, r->child);
 		preload_tables(r, r->child);
+		preload_wait(r);
 		/* Before it runs again: its blocked time from here on is its own. */
 		r->released_ns = mono_ns();
 		if (ptrace(PTRACE_DETACH, r->child, NULL, NULL)) {

@@ -106,6 +106,7 @@ struct walk_state {
 	__u8 exact;           /* ip is an interrupted instruction, not a return address */
 	__u8 have_cur;
 	__u8 end;             /* enum cfiprof_walk_end */
+	__u8 via_fp;          /* ip came from a frame-pointer step */
 	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
 	__u32 miss_steps;     /* frame-pointer steps taken because a table was missing */
 	__u32 missed_id;      /* the last table found missing (reported once per walk) */
@@ -370,6 +371,7 @@ static __always_inline int step_fp(struct walk_state *st)
 	st->ip = ra;
 	st->exact = 0;
 	st->first = 0;
+	st->via_fp = 1;
 	st->fp_steps++;
 	return -1;
 }
@@ -525,9 +527,19 @@ static long walk_one(__u32 i, void *ctx)
 	st->n = n + 1;
 
 	if (find_mapping(lc, pc)) {
+		/* A frame-pointer step through code built without frame
+		 * pointers reads whatever rbp held: a "return address" outside
+		 * every mapping is that guess failing, not code we have yet to
+		 * learn of.  Drop it: a short stack, not a wrong frame. */
+		if (st->via_fp) {
+			st->n = n;
+			st->end = WALK_END_FP_FAILED;
+			return 1;
+		}
 		st->end = WALK_END_NO_MAPPING;
 		return 1;
 	}
+	st->via_fp = 0;
 	if (st->cur.table_id == 0) {
 		ret = step_fp(st);
 	} else {
@@ -599,6 +611,7 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
 	st->tbl_id = 0;
+	st->via_fp = 0;
 	walk_init_regs(st, regs);
 
 	pi = bpf_map_lookup_elem(&proc_infos, &tgid);

@@ -482,9 +482,9 @@ def t_stash_full(tmp):
 def t_dlopen(tmp):
     """Blocking in a callback from a library dlopen()ed after the agent read
     the mappings: the first walks stop where the unknown library begins
-    (walk_end no_mapping, the frames below it exact), the agent reads the
-    mappings again on the copy such a walk sends at once, and every later
-    walk is complete."""
+    (walk_end no_mapping, or fp_fallback_failed while its table loads; the
+    frames below it exact), the agent reads the mappings again on the copy
+    such a walk sends at once, and every later walk is complete."""
     chain = ROOT + ["dl_run", "lib_call", "lib_step", "dl_callback", "dl_sleep"] + NANOSLEEP
     out = os.path.join(tmp, "dl.pb.gz")
     _, stdout, _ = record(["--off-cpu-only", "-o", out, "--", tr.fx("ocdlopen"),
@@ -499,7 +499,10 @@ def t_dlopen(tmp):
         log(f"{n} x {w / 1e6:.3f} ms  {s.labels.get('walk_end')}  {tr.fmt_chain(s.frames)}")
         if s.frames == chain and s.labels.get("walk_end") == "outermost":
             exact += w
-        elif s.labels.get("walk_end") == "no_mapping" and \
+        # Cut at the library: before the agent read the new mapping
+        # (no_mapping), or after, while its table loads (lazy tables: a
+        # frame-pointer step through it fails, fp_fallback_failed).
+        elif s.labels.get("walk_end") in ("no_mapping", "fp_fallback_failed") and \
                 s.frames == chain[len(chain) - len(s.frames):] and s.frames[0] == "lib_step":
             cut += w
             cut_events += n
