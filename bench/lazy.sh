@@ -8,6 +8,8 @@
 #   env DURATION=20    seconds per recording
 #   env N=2            recordings per mode, alternating auto, dwarf
 #   env F=99           sampling frequency, Hz
+#   env IDLE=1         also keep idle programs running (0: none), as a real
+#                      host has idle daemons whose code never runs
 #
 # The workload: two slots, each running one program after another for the
 # whole recording: python3, gzip, xz, sort, sha256sum, gcc (cc1, whose CFI
@@ -70,6 +72,20 @@ slot() {
     k=$((k + 1))
   done
 }
+
+# Idle programs, mapping objects of their own (gdb: libpython, perl: libperl),
+# started before the recordings and asleep throughout.
+idle=()
+if [ "${IDLE:-1}" = 1 ]; then
+  for cmd in "python3 -c 'import time; time.sleep(3600)'" "perl -e 'sleep 3600'" \
+             "gdb -nx -batch -ex 'shell sleep 3600'" "sleep 3600" "tail -f /dev/null" \
+             "awk 'BEGIN { system(\"sleep 3600\") }'" "gpg-agent --daemon --homedir $tmp"; do
+    sh -c "exec $cmd" > /dev/null 2>&1 < /dev/null &
+    idle+=($!)
+  done
+  sleep 1
+fi
+trap 'kill "${idle[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 run() {
   local mode=$1 i=$2 out=$tmp/$1.$2
