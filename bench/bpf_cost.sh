@@ -62,7 +62,7 @@ run_cfiprof() {
 		>"$tmp/cfiprof.log" 2>&1 || { cat "$tmp/cfiprof.log" >&2; return 1; }
 	local ns runs samples depth
 	ns=$(val bpf_ns_per_sample "$tmp/cfiprof.log")
-	runs=$(val bpf_run_count "$tmp/cfiprof.log")
+	runs=$(val bpf_runs_sample "$tmp/cfiprof.log")
 	samples=$(sed -n 's/^cfiprof: \([0-9]*\) samples.*/\1/p' "$tmp/cfiprof.log")
 	# folded: "comm;root;...;leaf COUNT": frames = fields - 1 (the comm)
 	depth=$(awk '{ n = split($1, a, ";") - 1; w += $NF; s += n * $NF }
