@@ -400,6 +400,12 @@ struct recorder {
 	uint64_t proc_events[EVENT_MUNMAP + 1];
 	uint64_t missed_samples;   /* walked partly by frame pointer: a table was missing */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
+	/* Recently exited pids: an exiting task still runs (and is sampled)
+	 * in the kernel after its exit record; reading its mappings then
+	 * would resurrect a process that is gone.  A ring; a pid leaves it
+	 * when it is forked or exec()ed again. */
+	int exited[1024];
+	uint32_t nexited;
 	/* processes with mapping changes to catch up with, and when */
 	struct dirty { int pid; uint64_t due_ns; } *dirty;
 	uint32_t ndirty, cap_dirty;
@@ -447,6 +453,25 @@ static bool is_dirty(const struct recorder *r, int pid)
 		if (r->dirty[i].pid == pid)
 			return true;
 	return false;
+}
+
+static bool recently_exited(const struct recorder *r, int pid)
+{
+	uint32_t i, n = r->nexited < 1024 ? r->nexited : 1024;
+
+	for (i = 0; i < n; i++)
+		if (r->exited[i] == pid)
+			return true;
+	return false;
+}
+
+static void forget_exit(struct recorder *r, int pid)
+{
+	uint32_t i, n = r->nexited < 1024 ? r->nexited : 1024;
+
+	for (i = 0; i < n; i++)
+		if (r->exited[i] == pid)
+			r->exited[i] = 0;
 }
 
 static void clear_dirty(struct recorder *r, int pid)
@@ -518,8 +543,10 @@ static void on_proc_event(struct recorder *r, const struct cfiprof_proc_event *p
 		 * their resolved frames. */
 		clear_dirty(r, pid);
 		procs_forget(&r->procs, pid);
+		r->exited[r->nexited++ % 1024] = pid;
 		break;
 	case EVENT_EXEC:
+		forget_exit(r, pid);
 		p = procs_get(&r->procs, pid);
 		/* Already read after the exec (record -- CMD reads the program
 		 * before releasing it): that view is the new program's. */
@@ -539,6 +566,7 @@ static void on_proc_event(struct recorder *r, const struct cfiprof_proc_event *p
 		mark_dirty(r, pid, mono_ns());
 		break;
 	case EVENT_FORK:
+		forget_exit(r, pid);
 		/* A pid we hold, read before this fork, is a reused one whose
 		 * exit we missed. */
 		p = procs_get(&r->procs, pid);
@@ -603,7 +631,7 @@ static int on_event(void *ctx, void *data, size_t size)
 	if ((!p || (ev->end_reason == WALK_END_NO_MAPPING && ev->nuser &&
 		    !proc_find(p, ev->addrs[ev->nuser - 1]))) &&
 	    (!p || now - p->last_scan_ns > 2000000ull || is_dirty(r, (int)ev->pid)) && ev->pid != 0 &&
-	    ev->end_reason != WALK_END_NO_USER) {
+	    ev->end_reason != WALK_END_NO_USER && !(!p && recently_exited(r, (int)ev->pid))) {
 		scan_proc(r, (int)ev->pid);
 		p = procs_get(&r->procs, (int)ev->pid);
 	}

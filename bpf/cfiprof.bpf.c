@@ -205,7 +205,9 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	offcpu_forget(p->pid);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
-	if (bpf_map_lookup_elem(&proc_infos, &tgid))
+	/* Also when its mappings are not published (yet): the agent may be
+	 * reading them right now, and must learn that it has to forget them. */
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
 		drop_proc(tgid, EVENT_EXIT);
 	bpf_map_delete_elem(&target_pids, &tgid);
 	return 0;
