@@ -11,16 +11,9 @@
 #include <unistd.h>
 
 #include "bpf_maps.h"
+#include "clock.h"
 #include "container.h"
 #include "procmaps.h"
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint32_t slot_of(uint32_t pid, uint32_t cap)
 {
@@ -299,7 +292,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	p->n = k;
 	p->gone = false;
 	read_labels(p);
-	p->last_scan_ns = now_ns();
+	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
 	if (!unchanged || !p->published) {

@@ -780,13 +780,6 @@ static void print_top(const struct profile *p, uint64_t total)
 	free(v);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Kernel memory of one of our BPF maps, as the kernel accounts it. */
 static uint64_t map_memlock(int fd)
 {
@@ -896,10 +889,9 @@ static void print_stats(struct recorder *r)
 		(unsigned long long)r->startup.loads + r->startup.failed, r->startup.compile_ms,
 		r->startup.compile_cpu_ms);
 	if (r->nfirst) {
-		qsort(r->first_complete_ns, r->nfirst, sizeof(uint64_t), cmp_u64);
 		fprintf(stderr, "exec_to_first_complete_stack_ms: p50 %.2f p99 %.2f (%u processes)\n",
-			r->first_complete_ns[r->nfirst / 2] / 1e6,
-			r->first_complete_ns[(uint32_t)(r->nfirst * 0.99 + 0.999) - 1] / 1e6, r->nfirst);
+			percentile_u64(r->first_complete_ns, r->nfirst, 50) / 1e6,
+			percentile_u64(r->first_complete_ns, r->nfirst, 99) / 1e6, r->nfirst);
 	}
 	fprintf(stderr, "table_memory_budget: %llu\n", (unsigned long long)r->tables.budget);
 	fprintf(stderr, "kernel_table_bytes: %llu (peak %llu)\n", (unsigned long long)ts.kernel_bytes,

@@ -134,13 +134,16 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name)
 
 /* The owned copy of `v`: few distinct values (one per container and
  * cgroup), so a linear search is enough. */
-static const char *label_str(struct stack_agg *a, const char *v, int *err)
+static const char *label_str(struct stack_agg *a, const char *cur, const char *v, int *err)
 {
 	uint32_t i;
 	char *copy;
 
 	if (!v || !*v)
 		return NULL;
+	/* Per sample: consecutive samples are mostly of one process. */
+	if (cur && !strcmp(cur, v))
+		return cur;
 	for (i = 0; i < a->nlabel_strs; i++)
 		if (!strcmp(a->label_strs[i], v))
 			return a->label_strs[i];
@@ -168,8 +171,8 @@ int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const ch
 {
 	int err = 0;
 
-	a->cur_container_id = label_str(a, container_id, &err);
-	a->cur_cgroup = label_str(a, cgroup, &err);
+	a->cur_container_id = label_str(a, a->cur_container_id, container_id, &err);
+	a->cur_cgroup = label_str(a, a->cur_cgroup, cgroup, &err);
 	return err;
 }
 

@@ -8,15 +8,8 @@
 
 #include "../cfi/cache.h"
 #include "bpf_maps.h"
+#include "clock.h"
 #include "modules.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void set_error(struct module *m, const char *fmt, const char *arg)
 {
@@ -446,10 +439,23 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+uint64_t percentile_u64(uint64_t *v, uint32_t n, double p)
+{
+	uint32_t idx;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	/* Nearest rank: the smallest value with at least p% at or below. */
+	idx = (uint32_t)((p / 100.0) * n + 0.999999);
+	idx = idx ? idx - 1 : 0;
+	return v[idx < n ? idx : n - 1];
+}
+
 uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
 {
-	uint64_t *v, r = 0;
-	uint32_t i, n = 0, idx;
+	uint64_t *v, r;
+	uint32_t i, n = 0;
 
 	pthread_mutex_lock(&tm->lock);
 	v = malloc((tm->nlatency + 1) * sizeof(*v));
@@ -458,15 +464,7 @@ uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_siz
 			v[n++] = tm->latency[i].ns;
 	pthread_mutex_unlock(&tm->lock);
 	*count = n;
-	if (!v || !n) {
-		free(v);
-		return 0;
-	}
-	qsort(v, n, sizeof(*v), cmp_u64);
-	/* Nearest rank: the smallest value with at least p% at or below. */
-	idx = (uint32_t)((p / 100.0) * n + 0.999999);
-	idx = idx ? idx - 1 : 0;
-	r = v[idx < n ? idx : n - 1];
+	r = v ? percentile_u64(v, n, p) : 0;
 	free(v);
 	return r;
 }

@@ -115,6 +115,9 @@ void tables_stats(struct table_manager *tm, struct table_stats *out);
  * tables of objects of at most `max_size` bytes; 0 if none. */
 uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
 
+/* Percentile p (0..100) of v[0..n) by nearest rank; sorts v.  0 if n is 0. */
+uint64_t percentile_u64(uint64_t *v, uint32_t n, double p);
+
 void tables_free(struct table_manager *tm);
 
 #endif
