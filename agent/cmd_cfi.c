@@ -1,4 +1,4 @@
-#include "cmd_cfi.h"
+#include "agent/cmd_cfi.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cfi/cache.h"
-#include "../cfi/dump.h"
+#include "cfi/cache.h"
+#include "cfi/dump.h"
 
 struct cfi_args {
 	const char *sub;         /* dump | stats */

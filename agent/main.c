@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd_cfi.h"
-#include "record.h"
-#include "stat.h"
+#include "agent/cmd_cfi.h"
+#include "agent/record/record.h"
+#include "agent/stat/stat.h"
 
 #ifndef CFIPROF_VERSION
 #define CFIPROF_VERSION "0.1.0"

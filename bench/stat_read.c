@@ -36,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/clock.h"
-#include "agent/counters.h"
-#include "agent/event_names.h"
+#include "agent/util/clock.h"
+#include "agent/perf/counters.h"
+#include "agent/perf/event_names.h"
 
 #define EVENTS                                                                                     \
 	"task-clock,page-faults,minor-faults,major-faults,context-switches,cpu-migrations,"        \

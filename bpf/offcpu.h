@@ -10,13 +10,21 @@
  * With --wakers, sched_waking walks whoever wakes a stashed thread (also
  * `current` there) into offcpu_wakers, sent along with the sample.
  *
- * Included by cfiprof.bpf.c (one object, one skeleton): uses its wanted(),
- * add_kernel_stack() and send_sample() (a stash entry is a sample_event cut to
+ * Part of the one object cfiprof.bpf.c (one skeleton); records go out
+ * through events.h (a stash entry is a sample_event cut to
  * cfg.stash_frames addresses).
  */
 #ifndef CFIPROF_OFFCPU_H
 #define CFIPROF_OFFCPU_H
 
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "abi.h"
+#include "events.h"
+#include "maps.h"
 #include "walker.h"
 
 #define TASK_RUNNING 0x0000

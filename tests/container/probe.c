@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/container.h"
+#include "agent/container/container.h"
 
 static int fail(int err, const char *msg)
 {

@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/container.h"
+#include "agent/container/container.h"
 #include "../unit/cgroup_fixture.h"
 
 static int bpf(int cmd, union bpf_attr *attr)

@@ -7,7 +7,7 @@
 #ifndef TESTS_OUTPUT_SYNTH_H
 #define TESTS_OUTPUT_SYNTH_H
 
-#include "agent/profile.h"
+#include "agent/profile/profile.h"
 
 #define SYN_APP "/usr/bin/synthapp"
 #define SYN_LIB "/usr/lib/libsynth.so.1"

@@ -13,9 +13,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "agent/atomic_file.h"
-#include "agent/folded.h"
-#include "agent/pprof.h"
+#include "agent/output/atomic_file.h"
+#include "agent/output/folded.h"
+#include "agent/output/pprof.h"
 #include "synth.h"
 #include "testutil.h"
 

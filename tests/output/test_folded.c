@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/folded.h"
+#include "agent/output/folded.h"
 #include "synth.h"
 #include "testutil.h"
 

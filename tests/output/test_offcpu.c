@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "agent/offcpu.h"
+#include "agent/offcpu/offcpu.h"
 #include "bpf/abi.h"
 
 Test(offcpu, parse_duration)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "agent/pprof.h"
+#include "agent/output/pprof.h"
 #include "profile.pb-c.h"
 #include "synth.h"
 #include "testutil.h"

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "agent/pprof.h"
+#include "agent/output/pprof.h"
 #include "synth.h"
 #include "testutil.h"
 

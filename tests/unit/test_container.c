@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/container.h"
+#include "agent/container/container.h"
 #include "cgroup_fixture.h"
 
 #define ID_A "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"

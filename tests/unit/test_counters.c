@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/counters.h"
-#include "agent/event_names.h"
+#include "agent/perf/counters.h"
+#include "agent/perf/event_names.h"
 
 /* { nr, time_enabled, time_running, { value, id } * nr } */
 static size_t group_buf(uint64_t *b, uint64_t ena, uint64_t run, const uint64_t *vals,

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/cpus.h"
-#include "agent/sysfs.h"
+#include "agent/perf/cpus.h"
+#include "agent/util/sysfs.h"
 
 static void expect_list(const char *s, int ncpus, const char *want)
 {

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/event_names.h"
-#include "agent/tracefs.h"
+#include "agent/perf/event_names.h"
+#include "agent/perf/tracefs.h"
 
 static struct event_spec parse_ok(const char *name)
 {

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/counters.h"
-#include "agent/event_names.h"
-#include "agent/stat_output.h"
+#include "agent/perf/counters.h"
+#include "agent/perf/event_names.h"
+#include "agent/stat/stat_output.h"
 
 static struct event_list events_of(const char *list)
 {

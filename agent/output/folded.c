@@ -1,0 +1,296 @@
+/*
+ * Folded stacks: "comm;root;...;leaf VALUE\n" per distinct stack, the
+ * input of flamegraph.pl and similar tools.
+ *
+ * Frames are function names, root first, with each location's inline
+ * chain expanded (the real function before the functions inlined into
+ * it).  Characters that would make a line ambiguous are replaced: ';'
+ * (the frame separator) by ':', control characters (newlines) by '?'.
+ * Values of identical stacks are summed, stacks whose raw sum is 0 are
+ * dropped, and the sum is divided by `scale`, rounding down.  Lines are
+ * sorted bytewise, so the output depends only on the profile's content.
+ */
+#include "agent/output/folded.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/output/atomic_file.h"
+#include "agent/util/errbuf.h"
+
+struct buf {
+	char *data;
+	size_t len, cap;
+	bool oom;
+};
+
+static bool buf_reserve(struct buf *b, size_t more)
+{
+	size_t cap;
+	char *d;
+
+	if (b->oom)
+		return false;
+	if (more <= b->cap - b->len)
+		return true;
+	cap = b->cap ? b->cap : 256;
+	while (cap - b->len < more) {
+		if (cap > SIZE_MAX / 2) {
+			b->oom = true;
+			return false;
+		}
+		cap *= 2;
+	}
+	d = realloc(b->data, cap);
+	if (!d) {
+		b->oom = true;
+		return false;
+	}
+	b->data = d;
+	b->cap = cap;
+	return true;
+}
+
+static void buf_add(struct buf *b, const char *s, size_t n)
+{
+	if (!buf_reserve(b, n + 1))
+		return;
+	memcpy(b->data + b->len, s, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+/* appends a frame or comm, made safe for the folded format */
+static void buf_add_name(struct buf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!buf_reserve(b, n + 1))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == ';')
+			c = ':';
+		else if ((unsigned char)c < 0x20 || c == 0x7f)
+			c = '?';
+		b->data[b->len++] = c;
+	}
+	b->data[b->len] = '\0';
+}
+
+struct stack {
+	char *key;
+	int64_t total;
+};
+
+struct stacks {
+	struct stack *v;
+	size_t n, cap;
+	uint32_t *slots;        /* index + 1, 0 = empty; power-of-two size */
+	size_t nslots;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static bool stacks_grow(struct stacks *st)
+{
+	size_t nslots = st->nslots ? st->nslots * 2 : 256;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (size_t i = 0; i < st->n; i++) {
+		size_t s = hash_str(st->v[i].key) & (nslots - 1);
+
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = (uint32_t)i + 1;
+	}
+	free(st->slots);
+	st->slots = slots;
+	st->nslots = nslots;
+	return true;
+}
+
+/* the stack for key, added with total 0 if new; NULL on out of memory */
+static struct stack *stacks_get(struct stacks *st, const char *key)
+{
+	size_t slot;
+
+	if (2 * (st->n + 1) > st->nslots && !stacks_grow(st))
+		return NULL;
+	slot = hash_str(key) & (st->nslots - 1);
+	while (st->slots[slot]) {
+		struct stack *s = &st->v[st->slots[slot] - 1];
+
+		if (!strcmp(s->key, key))
+			return s;
+		slot = (slot + 1) & (st->nslots - 1);
+	}
+	if (st->n == st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 128;
+		struct stack *v = realloc(st->v, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		st->v = v;
+		st->cap = cap;
+	}
+	st->v[st->n].key = strdup(key);
+	if (!st->v[st->n].key)
+		return NULL;
+	st->v[st->n].total = 0;
+	st->slots[slot] = (uint32_t)st->n + 1;
+	return &st->v[st->n++];
+}
+
+static void stacks_free(struct stacks *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		free(st->v[i].key);
+	free(st->v);
+	free(st->slots);
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+	return strcmp(((const struct stack *)a)->key, ((const struct stack *)b)->key);
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+
+	if ((a % b) && (a < 0))
+		q--;
+	return q;
+}
+
+int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
+		 const char *path, char *errbuf, size_t errlen)
+{
+	return folded_write_sum(p, &type_index, 1, scale, path, errbuf, errlen);
+}
+
+int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t ntypes,
+		     int64_t scale, const char *path, char *errbuf, size_t errlen)
+{
+	struct stacks st = { 0 };
+	struct buf key = { 0 }, out = { 0 };
+	int ret = 0;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!p || !path) {
+		errbuf_set(errbuf, errlen, "folded: no profile or no path");
+		return -EINVAL;
+	}
+	for (uint32_t t = 0; t < ntypes; t++) {
+		if (types[t] >= p->ntypes || types[t] >= PROF_MAX_VALUES) {
+			errbuf_set(errbuf, errlen, "folded: sample type %u out of range (%u types)",
+				types[t], p->ntypes);
+			return -EINVAL;
+		}
+	}
+	if (scale <= 0) {
+		errbuf_set(errbuf, errlen, "folded: scale %lld must be positive", (long long)scale);
+		return -EINVAL;
+	}
+	if ((p->nsamples && !p->samples) || (p->nlocations && !p->locations)) {
+		errbuf_set(errbuf, errlen, "folded: profile has a count without an array");
+		return -EINVAL;
+	}
+
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		struct stack *stk;
+
+		if (s->nlocs && !s->locs) {
+			errbuf_set(errbuf, errlen, "folded: sample %u has a count without an array", i);
+			ret = -EINVAL;
+			goto out;
+		}
+		key.len = 0;
+		buf_add_name(&key, s->comm ? s->comm : "unknown");
+		/* locs are leaf first: walk them backwards for root first */
+		for (uint32_t j = s->nlocs; j-- > 0;) {
+			const struct prof_location *l;
+
+			if (s->locs[j] >= p->nlocations) {
+				errbuf_set(errbuf, errlen,
+					"folded: sample %u: location %u out of range (%u locations)",
+					i, s->locs[j], p->nlocations);
+				ret = -EINVAL;
+				goto out;
+			}
+			l = &p->locations[s->locs[j]];
+			if (l->nframes && !l->frames) {
+				errbuf_set(errbuf, errlen, "folded: location %u has no frames array",
+					s->locs[j]);
+				ret = -EINVAL;
+				goto out;
+			}
+			/* frames are innermost first: the real function is last */
+			for (uint32_t k = l->nframes; k-- > 0;) {
+				buf_add(&key, ";", 1);
+				buf_add_name(&key, l->frames[k].function ? l->frames[k].function : "");
+			}
+		}
+		if (key.oom)
+			goto oom;
+		stk = stacks_get(&st, key.data);
+		if (!stk)
+			goto oom;
+		for (uint32_t t = 0; t < ntypes; t++) {
+			if (__builtin_add_overflow(stk->total, s->values[types[t]], &stk->total)) {
+				errbuf_set(errbuf, errlen, "folded: value of stack %s overflows",
+					key.data);
+				ret = -EOVERFLOW;
+				goto out;
+			}
+		}
+	}
+
+	if (st.n)
+		qsort(st.v, st.n, sizeof(*st.v), cmp_stack);
+	buf_reserve(&out, 1);
+	if (out.data)
+		out.data[0] = '\0';
+	for (size_t i = 0; i < st.n; i++) {
+		char num[32];
+		int n;
+
+		if (!st.v[i].total)
+			continue;
+		n = snprintf(num, sizeof(num), " %lld\n",
+			     (long long)floor_div(st.v[i].total, scale));
+		buf_add(&out, st.v[i].key, strlen(st.v[i].key));
+		buf_add(&out, num, (size_t)n);
+	}
+	if (out.oom)
+		goto oom;
+	ret = atomic_file_write_all(path, out.data, out.len, errbuf, errlen);
+	goto out;
+oom:
+	errbuf_set(errbuf, errlen, "folded: out of memory");
+	ret = -ENOMEM;
+out:
+	stacks_free(&st);
+	free(key.data);
+	free(out.data);
+	return ret;
+}

@@ -1,0 +1,543 @@
+/*
+ * pprof output: the profile is mapped onto the protobuf-c structures
+ * generated from pprof's profile.proto, packed, gzip-compressed with zlib
+ * and written atomically.
+ *
+ * Ids: mapping i has id i + 1, location i has id i + 1, functions are
+ * numbered 1.. in order of first use and deduplicated by (name, file).
+ * The string table starts with "" and holds every other string once.
+ */
+#include "agent/output/pprof.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "agent/output/atomic_file.h"
+#include "agent/util/errbuf.h"
+#include "profile.pb-c.h"
+
+#define GZ_CHUNK (64 * 1024)
+
+static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
+{
+	const unsigned char *p = data;
+
+	for (size_t i = 0; i < len; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ULL;      /* FNV-1a */
+	}
+	return h;
+}
+
+#define HASH_INIT 0xcbf29ce484222325ULL
+
+/* ---- string table ---------------------------------------------------- */
+
+struct strtab {
+	char **strs;            /* strs[0] == "" */
+	size_t n, cap;
+	uint32_t *slots;        /* index + 1, 0 = empty; power-of-two size */
+	size_t nslots;
+	bool oom;
+};
+
+static char empty_string[] = "";
+
+static bool strtab_init(struct strtab *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->cap = 64;
+	t->nslots = 128;
+	t->strs = malloc(t->cap * sizeof(*t->strs));
+	t->slots = calloc(t->nslots, sizeof(*t->slots));
+	if (!t->strs || !t->slots)
+		return false;
+	t->strs[0] = empty_string;
+	t->n = 1;
+	return true;
+}
+
+static void strtab_free(struct strtab *t)
+{
+	free(t->strs);
+	free(t->slots);
+}
+
+static bool strtab_grow(struct strtab *t)
+{
+	size_t nslots = t->nslots * 2;
+	uint32_t *slots = calloc(nslots, sizeof(*slots));
+
+	if (!slots)
+		return false;
+	for (size_t i = 1; i < t->n; i++) {
+		size_t s = hash_bytes(HASH_INIT, t->strs[i], strlen(t->strs[i])) & (nslots - 1);
+
+		while (slots[s])
+			s = (s + 1) & (nslots - 1);
+		slots[s] = (uint32_t)i + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = nslots;
+	return true;
+}
+
+/* Index of s in the table, adding it if new.  NULL and "" are index 0.
+ * Out of memory sets t->oom and returns 0. */
+static int64_t intern(struct strtab *t, const char *s)
+{
+	size_t slot;
+
+	if (!s || !*s || t->oom)
+		return 0;
+	slot = hash_bytes(HASH_INIT, s, strlen(s)) & (t->nslots - 1);
+	while (t->slots[slot]) {
+		uint32_t i = t->slots[slot] - 1;
+
+		if (!strcmp(t->strs[i], s))
+			return i;
+		slot = (slot + 1) & (t->nslots - 1);
+	}
+	if (t->n >= UINT32_MAX - 1) {
+		t->oom = true;
+		return 0;
+	}
+	if (t->n == t->cap) {
+		char **strs = realloc(t->strs, 2 * t->cap * sizeof(*strs));
+
+		if (!strs) {
+			t->oom = true;
+			return 0;
+		}
+		t->strs = strs;
+		t->cap *= 2;
+	}
+	/* the table only points at the caller's strings; protobuf-c does
+	 * not modify them when packing */
+	t->strs[t->n] = (char *)s;
+	t->slots[slot] = (uint32_t)t->n + 1;
+	t->n++;
+	if (2 * t->n > t->nslots && !strtab_grow(t)) {
+		t->oom = true;
+		return 0;
+	}
+	return (int64_t)t->n - 1;
+}
+
+/* ---- the message ----------------------------------------------------- */
+
+struct builder {
+	struct strtab st;
+	Perftools__Profiles__Profile prof;
+	Perftools__Profiles__ValueType vt[PROF_MAX_VALUES], *vtp[PROF_MAX_VALUES];
+	Perftools__Profiles__ValueType period_type;
+	Perftools__Profiles__Mapping *maps, **mapp;
+	Perftools__Profiles__Location *locs, **locp;
+	Perftools__Profiles__Line *lines, **linep;
+	Perftools__Profiles__Function *funcs, **funcp;
+	size_t nfuncs;
+	uint32_t *fslots;       /* function index + 1, 0 = empty */
+	size_t nfslots;
+	Perftools__Profiles__Sample *samples, **samplep;
+	uint64_t *locids;
+	int64_t *values;
+	Perftools__Profiles__Label *labels, **labelp;
+	int64_t *comments;
+};
+
+static void builder_free(struct builder *b)
+{
+	strtab_free(&b->st);
+	free(b->maps);
+	free(b->mapp);
+	free(b->locs);
+	free(b->locp);
+	free(b->lines);
+	free(b->linep);
+	free(b->funcs);
+	free(b->funcp);
+	free(b->fslots);
+	free(b->samples);
+	free(b->samplep);
+	free(b->locids);
+	free(b->values);
+	free(b->labels);
+	free(b->labelp);
+	free(b->comments);
+}
+
+/* calloc that never returns NULL for n == 0 ambiguity: NULL means failure */
+static void *alloc_array(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+/* Id of the function (name, file), adding it if new; 0 on out of memory. */
+static uint64_t function_id(struct builder *b, int64_t name, int64_t file)
+{
+	uint64_t key[2] = { (uint64_t)name, (uint64_t)file };
+	size_t slot = hash_bytes(HASH_INIT, key, sizeof(key)) & (b->nfslots - 1);
+	Perftools__Profiles__Function *f;
+
+	while (b->fslots[slot]) {
+		f = &b->funcs[b->fslots[slot] - 1];
+		if (f->name == name && f->filename == file)
+			return f->id;
+		slot = (slot + 1) & (b->nfslots - 1);
+	}
+	/* funcs has room for one function per frame, fslots for twice that */
+	f = &b->funcs[b->nfuncs];
+	perftools__profiles__function__init(f);
+	f->id = b->nfuncs + 1;
+	f->name = name;
+	f->system_name = name;
+	f->filename = file;
+	b->funcp[b->nfuncs] = f;
+	b->fslots[slot] = (uint32_t)++b->nfuncs;
+	return f->id;
+}
+
+static int validate(const struct profile *p, size_t *nframes, size_t *nlocids,
+		    size_t *nlabels, char *errbuf, size_t errlen)
+{
+	*nframes = *nlocids = *nlabels = 0;
+	if (p->ntypes > PROF_MAX_VALUES) {
+		errbuf_set(errbuf, errlen, "pprof: %u sample types (at most %d)", p->ntypes,
+			PROF_MAX_VALUES);
+		return -EINVAL;
+	}
+	if (p->ntypes && p->default_type >= p->ntypes) {
+		errbuf_set(errbuf, errlen, "pprof: default sample type %u out of range (%u types)",
+			p->default_type, p->ntypes);
+		return -EINVAL;
+	}
+	if ((p->nmappings && !p->mappings) || (p->nlocations && !p->locations) ||
+	    (p->nsamples && !p->samples) || (p->ncomments && !p->comments)) {
+		errbuf_set(errbuf, errlen, "pprof: profile has a count without an array");
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < p->nlocations; i++) {
+		const struct prof_location *l = &p->locations[i];
+
+		if (l->mapping > p->nmappings) {
+			errbuf_set(errbuf, errlen, "pprof: location %u: mapping %u out of range (%u mappings)",
+				i, l->mapping, p->nmappings);
+			return -EINVAL;
+		}
+		if (!l->nframes || !l->frames) {
+			errbuf_set(errbuf, errlen, "pprof: location %u has no frames", i);
+			return -EINVAL;
+		}
+		if (l->nframes > UINT32_MAX - *nframes) {
+			errbuf_set(errbuf, errlen, "pprof: too many frames");
+			return -E2BIG;
+		}
+		for (uint32_t j = 0; j < l->nframes; j++) {
+			if (!l->frames[j].function) {
+				errbuf_set(errbuf, errlen, "pprof: location %u frame %u has no function name",
+					i, j);
+				return -EINVAL;
+			}
+		}
+		*nframes += l->nframes;
+	}
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+
+		if ((s->nlocs && !s->locs) || (s->nlabels && !s->labels)) {
+			errbuf_set(errbuf, errlen, "pprof: sample %u has a count without an array", i);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < s->nlocs; j++) {
+			if (s->locs[j] >= p->nlocations) {
+				errbuf_set(errbuf, errlen,
+					"pprof: sample %u: location %u out of range (%u locations)",
+					i, s->locs[j], p->nlocations);
+				return -EINVAL;
+			}
+		}
+		for (uint32_t j = 0; j < s->nlabels; j++) {
+			if (!s->labels[j].key || !*s->labels[j].key) {
+				errbuf_set(errbuf, errlen, "pprof: sample %u: label %u has no key", i, j);
+				return -EINVAL;
+			}
+		}
+		*nlocids += s->nlocs;
+		*nlabels += s->nlabels;
+	}
+	return 0;
+}
+
+static int build(struct builder *b, const struct profile *p, char *errbuf, size_t errlen)
+{
+	Perftools__Profiles__Profile *pr = &b->prof;
+	size_t nframes, nlocids, nlabels, li, lj, lk;
+	int ret;
+
+	ret = validate(p, &nframes, &nlocids, &nlabels, errbuf, errlen);
+	if (ret < 0)
+		return ret;
+
+	perftools__profiles__profile__init(pr);
+	if (!strtab_init(&b->st))
+		goto oom;
+	b->nfslots = 16;
+	while (b->nfslots < 2 * nframes)
+		b->nfslots *= 2;
+	b->maps = alloc_array(p->nmappings, sizeof(*b->maps));
+	b->mapp = alloc_array(p->nmappings, sizeof(*b->mapp));
+	b->locs = alloc_array(p->nlocations, sizeof(*b->locs));
+	b->locp = alloc_array(p->nlocations, sizeof(*b->locp));
+	b->lines = alloc_array(nframes, sizeof(*b->lines));
+	b->linep = alloc_array(nframes, sizeof(*b->linep));
+	b->funcs = alloc_array(nframes, sizeof(*b->funcs));
+	b->funcp = alloc_array(nframes, sizeof(*b->funcp));
+	b->fslots = alloc_array(b->nfslots, sizeof(*b->fslots));
+	b->samples = alloc_array(p->nsamples, sizeof(*b->samples));
+	b->samplep = alloc_array(p->nsamples, sizeof(*b->samplep));
+	b->locids = alloc_array(nlocids, sizeof(*b->locids));
+	b->values = alloc_array((size_t)p->nsamples * p->ntypes, sizeof(*b->values));
+	b->labels = alloc_array(nlabels, sizeof(*b->labels));
+	b->labelp = alloc_array(nlabels, sizeof(*b->labelp));
+	b->comments = alloc_array(p->ncomments, sizeof(*b->comments));
+	if (!b->maps || !b->mapp || !b->locs || !b->locp || !b->lines || !b->linep ||
+	    !b->funcs || !b->funcp || !b->fslots || !b->samples || !b->samplep ||
+	    !b->locids || !b->values || !b->labels || !b->labelp || !b->comments)
+		goto oom;
+
+	/* sample types, period, times */
+	for (uint32_t i = 0; i < p->ntypes; i++) {
+		perftools__profiles__value_type__init(&b->vt[i]);
+		b->vt[i].type = intern(&b->st, p->types[i].type);
+		b->vt[i].unit = intern(&b->st, p->types[i].unit);
+		b->vtp[i] = &b->vt[i];
+	}
+	pr->n_sample_type = p->ntypes;
+	pr->sample_type = b->vtp;
+	if (p->ntypes)
+		pr->default_sample_type = b->vt[p->default_type].type;
+	if ((p->period_type.type && *p->period_type.type) ||
+	    (p->period_type.unit && *p->period_type.unit)) {
+		perftools__profiles__value_type__init(&b->period_type);
+		b->period_type.type = intern(&b->st, p->period_type.type);
+		b->period_type.unit = intern(&b->st, p->period_type.unit);
+		pr->period_type = &b->period_type;
+	}
+	pr->period = p->period;
+	pr->time_nanos = p->time_nanos;
+	pr->duration_nanos = p->duration_nanos;
+
+	/* mappings */
+	for (uint32_t i = 0; i < p->nmappings; i++) {
+		const struct prof_mapping *m = &p->mappings[i];
+		Perftools__Profiles__Mapping *pm = &b->maps[i];
+
+		perftools__profiles__mapping__init(pm);
+		pm->id = (uint64_t)i + 1;
+		pm->memory_start = m->start;
+		pm->memory_limit = m->limit;
+		pm->file_offset = m->file_offset;
+		pm->filename = intern(&b->st, m->path);
+		pm->build_id = intern(&b->st, m->build_id);
+		b->mapp[i] = pm;
+	}
+	pr->n_mapping = p->nmappings;
+	pr->mapping = b->mapp;
+
+	/* locations, their lines and the functions */
+	li = 0;
+	for (uint32_t i = 0; i < p->nlocations; i++) {
+		const struct prof_location *l = &p->locations[i];
+		Perftools__Profiles__Location *pl = &b->locs[i];
+		Perftools__Profiles__Mapping *pm = l->mapping ? &b->maps[l->mapping - 1] : NULL;
+
+		perftools__profiles__location__init(pl);
+		pl->id = (uint64_t)i + 1;
+		pl->mapping_id = l->mapping;
+		pl->address = l->address;
+		pl->n_line = l->nframes;
+		pl->line = &b->linep[li];
+		/* innermost (inlined) frame first, the caller they were
+		 * inlined into last: the order of both prof_location.frames
+		 * and Location.line */
+		for (uint32_t j = 0; j < l->nframes; j++, li++) {
+			const struct prof_frame *f = &l->frames[j];
+			Perftools__Profiles__Line *ln = &b->lines[li];
+			int64_t name = intern(&b->st, f->function);
+			int64_t file = intern(&b->st, f->file);
+
+			perftools__profiles__line__init(ln);
+			ln->function_id = function_id(b, name, file);
+			ln->line = f->line > 0 ? f->line : 0;
+			b->linep[li] = ln;
+			if (pm) {
+				pm->has_functions = true;
+				if (f->file && *f->file)
+					pm->has_filenames = true;
+				if (f->line > 0)
+					pm->has_line_numbers = true;
+			}
+		}
+		if (pm && l->nframes > 1)
+			pm->has_inline_frames = true;
+		b->locp[i] = pl;
+	}
+	pr->n_location = p->nlocations;
+	pr->location = b->locp;
+	pr->n_function = b->nfuncs;
+	pr->function = b->funcp;
+
+	/* samples */
+	lj = lk = 0;
+	for (uint32_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+		Perftools__Profiles__Sample *ps = &b->samples[i];
+
+		perftools__profiles__sample__init(ps);
+		ps->n_location_id = s->nlocs;
+		ps->location_id = &b->locids[lj];
+		for (uint32_t j = 0; j < s->nlocs; j++)
+			b->locids[lj++] = (uint64_t)s->locs[j] + 1;
+		ps->n_value = p->ntypes;
+		ps->value = &b->values[(size_t)i * p->ntypes];
+		memcpy(ps->value, s->values, p->ntypes * sizeof(*ps->value));
+		ps->n_label = s->nlabels;
+		ps->label = &b->labelp[lk];
+		for (uint32_t j = 0; j < s->nlabels; j++, lk++) {
+			const struct prof_label *l = &s->labels[j];
+			Perftools__Profiles__Label *pl = &b->labels[lk];
+
+			perftools__profiles__label__init(pl);
+			pl->key = intern(&b->st, l->key);
+			if (l->str) {
+				pl->str = intern(&b->st, l->str);
+			} else {
+				pl->num = l->num;
+				pl->num_unit = intern(&b->st, l->num_unit);
+			}
+			b->labelp[lk] = pl;
+		}
+		b->samplep[i] = ps;
+	}
+	pr->n_sample = p->nsamples;
+	pr->sample = b->samplep;
+
+	for (uint32_t i = 0; i < p->ncomments; i++)
+		b->comments[i] = intern(&b->st, p->comments[i]);
+	pr->n_comment = p->ncomments;
+	pr->comment = b->comments;
+
+	if (b->st.oom)
+		goto oom;
+	pr->n_string_table = b->st.n;
+	pr->string_table = b->st.strs;
+	return 0;
+oom:
+	errbuf_set(errbuf, errlen, "pprof: out of memory building the profile");
+	return -ENOMEM;
+}
+
+/* gzip-compresses buf into the open atomic file */
+static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
+		      char *errbuf, size_t errlen)
+{
+	z_stream zs;
+	uint8_t *out;
+	int flush, zret, ret = 0;
+
+	out = malloc(GZ_CHUNK);
+	if (!out) {
+		errbuf_set(errbuf, errlen, "pprof: out of memory");
+		return -ENOMEM;
+	}
+	memset(&zs, 0, sizeof(zs));
+	/* windowBits 16 + 15: a gzip wrapper around a 32 KiB window */
+	zret = deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + 15, 8,
+			    Z_DEFAULT_STRATEGY);
+	if (zret != Z_OK) {
+		free(out);
+		errbuf_set(errbuf, errlen, "pprof: deflateInit2 failed (%d)", zret);
+		return zret == Z_MEM_ERROR ? -ENOMEM : -EIO;
+	}
+	zs.next_in = (Bytef *)buf;
+	do {
+		uInt chunk = len > UINT_MAX ? UINT_MAX : (uInt)len;
+
+		zs.avail_in = chunk;
+		len -= chunk;
+		flush = len ? Z_NO_FLUSH : Z_FINISH;
+		do {
+			zs.next_out = out;
+			zs.avail_out = GZ_CHUNK;
+			zret = deflate(&zs, flush);
+			if (zret == Z_STREAM_ERROR) {
+				errbuf_set(errbuf, errlen, "pprof: deflate failed");
+				ret = -EIO;
+				goto out;
+			}
+			ret = atomic_file_write(af, out, GZ_CHUNK - zs.avail_out, errbuf, errlen);
+			if (ret < 0)
+				goto out;
+		} while (zs.avail_out == 0);
+	} while (flush != Z_FINISH);
+	if (zret != Z_STREAM_END) {
+		errbuf_set(errbuf, errlen, "pprof: deflate did not finish (%d)", zret);
+		ret = -EIO;
+	}
+out:
+	deflateEnd(&zs);
+	free(out);
+	return ret;
+}
+
+int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t errlen)
+{
+	struct builder b;
+	struct atomic_file af;
+	uint8_t *buf = NULL;
+	size_t len;
+	int ret;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!p || !path) {
+		errbuf_set(errbuf, errlen, "pprof: no profile or no path");
+		return -EINVAL;
+	}
+	memset(&b, 0, sizeof(b));
+	ret = build(&b, p, errbuf, errlen);
+	if (ret < 0)
+		goto out;
+	len = perftools__profiles__profile__get_packed_size(&b.prof);
+	buf = malloc(len ? len : 1);
+	if (!buf) {
+		errbuf_set(errbuf, errlen, "pprof: out of memory (%zu bytes)", len);
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (perftools__profiles__profile__pack(&b.prof, buf) != len) {
+		errbuf_set(errbuf, errlen, "pprof: protobuf packing size mismatch");
+		ret = -EIO;
+		goto out;
+	}
+	ret = atomic_file_open(&af, path, errbuf, errlen);
+	if (ret < 0)
+		goto out;
+	ret = write_gzip(&af, buf, len, errbuf, errlen);
+	if (ret < 0) {
+		atomic_file_abort(&af);
+		goto out;
+	}
+	ret = atomic_file_commit(&af, errbuf, errlen);
+out:
+	free(buf);
+	builder_free(&b);
+	return ret;
+}

@@ -1,0 +1,344 @@
+#include "agent/procs/procs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/unwind/bpf_maps.h"
+#include "agent/util/clock.h"
+#include "agent/container/container.h"
+#include "agent/procs/procmaps.h"
+
+static uint32_t slot_of(uint32_t pid, uint32_t cap)
+{
+	return (pid * 2654435761u) & (cap - 1);
+}
+
+struct proc *procs_get(const struct proc_registry *r, int pid)
+{
+	uint32_t i;
+
+	if (!r->cap)
+		return NULL;
+	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		if (r->slots[i]->pid == pid)
+			return r->slots[i];
+	return NULL;
+}
+
+static void free_proc(struct proc *p)
+{
+	free(p->maps);
+	free(p->container_id);
+	free(p->cgroup);
+	free(p);
+}
+
+/* Its container and cgroup, for the samples' labels: read at every scan,
+ * since a process can be moved to another cgroup (as runtimes do right
+ * before exec'ing the container's program). */
+static void read_labels(struct proc *p)
+{
+	struct cgroup_info *ci = malloc(sizeof(*ci));
+
+	if (!ci)
+		return;
+	if (!cgroup_read(p->pid, ci)) {
+		if (!p->cgroup || strcmp(p->cgroup, ci->path)) {
+			free(p->cgroup);
+			p->cgroup = ci->has_v2 && ci->path[0] ? strdup(ci->path) : NULL;
+		}
+		if (!p->container_id || strcmp(p->container_id, ci->container_id)) {
+			free(p->container_id);
+			p->container_id = ci->container_id[0] ? strdup(ci->container_id) : NULL;
+		}
+	}
+	free(ci);
+}
+
+/* Drops the table references a mapping array holds. */
+static void release_maps(struct proc_registry *r, const struct proc_mapping *maps, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (maps[i].mod && r->mods->tables)
+			tables_unref(r->mods->tables, maps[i].mod);
+}
+
+void procs_forget(struct proc_registry *r, int pid)
+{
+	uint32_t i, j, k;
+
+	if (!r->cap)
+		return;
+	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		if (r->slots[i]->pid == pid)
+			break;
+	if (!r->slots[i])
+		return;
+	release_maps(r, r->slots[i]->maps, r->slots[i]->n);
+	bpf_proc_unload(r->mappings_fd, r->infos_fd, (uint32_t)pid, &r->slots[i]->slots);
+	free_proc(r->slots[i]);
+	r->slots[i] = NULL;
+	r->count--;
+	/* Backward-shift deletion keeps every probe chain unbroken. */
+	for (j = (i + 1) & (r->cap - 1); r->slots[j]; j = (j + 1) & (r->cap - 1)) {
+		k = slot_of((uint32_t)r->slots[j]->pid, r->cap);
+		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
+			r->slots[i] = r->slots[j];
+			r->slots[j] = NULL;
+			i = j;
+		}
+	}
+}
+
+static int insert(struct proc_registry *r, struct proc *p)
+{
+	uint32_t i;
+
+	if ((r->count + 1) * 2 > r->cap) {
+		uint32_t ncap = r->cap ? r->cap * 2 : 256, k;
+		struct proc **ns = calloc(ncap, sizeof(*ns));
+
+		if (!ns)
+			return -ENOMEM;
+		for (k = 0; k < r->cap; k++) {
+			if (!r->slots[k])
+				continue;
+			for (i = slot_of((uint32_t)r->slots[k]->pid, ncap); ns[i]; i = (i + 1) & (ncap - 1))
+				;
+			ns[i] = r->slots[k];
+		}
+		free(r->slots);
+		r->slots = ns;
+		r->cap = ncap;
+	}
+	for (i = slot_of((uint32_t)p->pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
+		;
+	r->slots[i] = p;
+	r->count++;
+	return 0;
+}
+
+/* The vDSO is no file: copy its image out of the process into a memfd so
+ * it is compiled and symbolized like any ELF.  It is the same for every
+ * process of this kernel, so this happens once. */
+static struct module *vdso_module(struct proc_registry *r, int pid, const struct procmap *m)
+{
+	char path[64];
+	size_t len = m->end - m->start;
+	void *buf;
+	int memfd, fd;
+
+	if (r->vdso)
+		return r->vdso;
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	buf = malloc(len);
+	memfd = memfd_create("vdso", MFD_CLOEXEC);
+	if (buf && memfd >= 0 && pread(fd, buf, len, (off_t)m->start) == (ssize_t)len &&
+	    write(memfd, buf, len) == (ssize_t)len)
+		r->vdso = modules_get(r->mods, memfd, "[vdso]");
+	free(buf);
+	if (memfd >= 0)
+		close(memfd);
+	close(fd);
+	return r->vdso;
+}
+
+static int open_mapping(int pid, const struct procmap *m)
+{
+	char path[4200], err[256];
+	const char *p = m->path;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
+		 (unsigned long long)m->start, (unsigned long long)m->end);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 || p[0] != '/')
+		return fd;
+	/* Without map_files, the path as the process sees it: inside its
+	 * root, which a container's symlinks must never lead out of. */
+	return container_open(pid, p, O_RDONLY, err, sizeof(err));
+}
+
+/* Marks the module that is the process's executable. */
+static bool mark_main(struct proc_registry *r, int pid)
+{
+	char path[64];
+	struct stat st;
+	uint32_t i;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st))
+		return false;
+	for (i = 0; i < r->mods->n; i++) {
+		struct module *m = r->mods->mods[i];
+
+		if (m->dev == st.st_dev && m->ino == st.st_ino) {
+			m->is_main = true;
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool same_maps(const struct proc_mapping *a, uint32_t na, const struct proc_mapping *b,
+		      uint32_t nb)
+{
+	uint32_t i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].bias != b[i].bias ||
+		    a[i].mod != b[i].mod)
+			return false;
+	return true;
+}
+
+int procs_scan(struct proc_registry *r, int pid)
+{
+	struct procmap *maps = NULL;
+	struct proc_mapping *pm = NULL;
+	struct cfi_mapping *bm = NULL;
+	struct proc *p = procs_get(r, pid);
+	size_t n = 0, i;
+	uint32_t k = 0;
+	bool unchanged;
+	int ret;
+
+	r->scans++;
+	ret = procmaps_read(pid, &maps, &n);
+	if (ret) {
+		if (p)
+			p->gone = true;
+		return ret;
+	}
+	pm = calloc(n, sizeof(*pm));
+	bm = calloc(n, sizeof(*bm));
+	if (!pm || !bm) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		const struct procmap *m = &maps[i];
+		struct proc_mapping *o = &pm[k];
+
+		if (!m->exec)
+			continue;
+		o->start = m->start;
+		o->end = m->end;
+		o->offset = m->offset;
+		if (!strcmp(m->path, "[vdso]")) {
+			o->mod = vdso_module(r, pid, m);
+			o->offset = 0;
+		} else if (m->path[0] == '/' || m->inode) {
+			int fd = open_mapping(pid, m);
+
+			if (fd >= 0) {
+				o->mod = modules_get(r->mods, fd, m->path);
+				close(fd);
+			} else {
+				r->scan_errors++;
+			}
+		}
+		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
+			o->mod = NULL;
+		k++;
+	}
+	/* Take the new references before dropping the old ones, so that a
+	 * table both arrays use is never unloaded in between. */
+	for (i = 0; i < k; i++) {
+		struct module *mod = pm[i].mod;
+
+		if (mod && r->mods->tables) {
+			tables_ref(r->mods->tables, mod);
+			if (r->mods->unwind == UNWIND_DWARF)
+				tables_load_now(r->mods->tables, mod);
+		}
+		bm[i].start = pm[i].start;
+		bm[i].end = pm[i].end;
+		bm[i].bias = pm[i].bias;
+		/* A table that cannot be built: frame-pointer steps, without
+		 * reporting misses nobody can satisfy. */
+		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
+		bm[i].module_id = mod ? mod->id : 0;
+	}
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (p)
+			p->pid = pid;
+		if (!p || insert(r, p)) {
+			free(p);
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
+	release_maps(r, p->maps, p->n);
+	free(p->maps);
+	p->maps = pm;
+	pm = NULL;
+	p->n = k;
+	p->gone = false;
+	read_labels(p);
+	p->last_scan_ns = mono_ns();
+	/* Most rescans (an mmap of data near code, a thread's stack) change
+	 * nothing the walker sees: leave its maps alone. */
+	if (!unchanged || !p->published) {
+		p->generation++;
+		ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation,
+				    &p->slots);
+		p->published = !ret;
+		r->publishes++;
+	}
+	if (!p->main_marked)
+		p->main_marked = mark_main(r, pid);
+out:
+	free(pm);
+	free(bm);
+	procmaps_free(maps, n);
+	return ret;
+}
+
+const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr)
+{
+	uint32_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (p->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= p->maps[lo - 1].end)
+		return NULL;
+	return &p->maps[lo - 1];
+}
+
+void procs_free(struct proc_registry *r)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->cap; i++) {
+		if (r->slots[i]) {
+			release_maps(r, r->slots[i]->maps, r->slots[i]->n);
+			free_proc(r->slots[i]);
+		}
+	}
+	free(r->slots);
+	r->slots = NULL;
+	r->cap = r->count = 0;
+}

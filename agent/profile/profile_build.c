@@ -1,0 +1,375 @@
+#include "agent/profile/profile_build.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/abi.h"
+
+#define MAX_INLINE 32
+
+const char *walk_end_name(unsigned reason)
+{
+	static const char *const names[WALK_END_NR] = {
+		[WALK_END_OUTERMOST] = "outermost",
+		[WALK_END_NO_MAPPING] = "no_mapping",
+		[WALK_END_NO_TABLE] = "no_table",
+		[WALK_END_UNSUPPORTED] = "unsupported_rule",
+		[WALK_END_READ_FAULT] = "read_fault",
+		[WALK_END_DEPTH] = "depth_limit",
+		[WALK_END_BAD_FRAME] = "bad_frame",
+		[WALK_END_NO_USER] = "kernel_thread",
+		[WALK_END_FP_FAILED] = "fp_fallback_failed",
+	};
+
+	return reason < WALK_END_NR && names[reason] ? names[reason] : "unknown";
+}
+
+static const char *keep(struct built_profile *b, const char *fmt, ...)
+{
+	char *s;
+	va_list ap;
+	int n;
+
+	if (b->nstrings == b->cap_strings) {
+		uint32_t ncap = b->cap_strings ? b->cap_strings * 2 : 256;
+		void *p = realloc(b->strings, ncap * sizeof(*b->strings));
+
+		if (!p)
+			return "?";
+		b->strings = p;
+		b->cap_strings = ncap;
+	}
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return "?";
+	b->strings[b->nstrings++] = s;
+	return s;
+}
+
+struct loc_key {
+	uint64_t addr;
+	uint32_t pmap;
+	uint32_t idx;   /* location index + 1, 0 = empty slot */
+};
+
+static uint32_t loc_hash(uint64_t addr, uint32_t pmap, uint32_t cap)
+{
+	uint64_t h = (addr ^ ((uint64_t)pmap << 40)) * 0x9e3779b97f4a7c15ull;
+
+	return (uint32_t)(h >> 32) & (cap - 1);
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+
+	return s ? s + 1 : p;
+}
+
+/* Symbolizes one frame into b->frames from index nf (room for
+ * MAX_INLINE); returns the count. */
+static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, struct symbolizer *sym,
+			  const struct frame_ref *f, uint32_t nf)
+{
+	struct sym_frame sf[MAX_INLINE];
+	struct prof_frame *out = &b->frames[nf];
+	int n, i;
+
+	if (f->pmap == FRAME_MARK) {
+		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
+		out->file = NULL;
+		out->line = 0;
+		return 1;
+	}
+	if (f->pmap == FRAME_KERNEL) {
+		if (sym && symbolizer_kernel(sym, f->addr, &sf[0]) > 0) {
+			out->function = sf[0].function;
+		} else {
+			out->function = keep(b, "[kernel]+0x%llx", (unsigned long long)f->addr);
+		}
+		out->file = NULL;
+		out->line = 0;
+		return 1;
+	}
+	if (f->pmap && f->pmap <= a->npmaps) {
+		const struct pmap *pm = &a->pmaps[f->pmap - 1];
+
+		if (pm->mod && pm->mod->sym >= 0 && sym) {
+			n = symbolizer_lookup(sym, pm->mod->sym, f->addr - pm->bias, sf, MAX_INLINE);
+			if (n > 0) {
+				for (i = 0; i < n; i++) {
+					out[i].function = sf[i].function;
+					out[i].file = sf[i].file;
+					out[i].line = sf[i].line;
+				}
+				return (uint32_t)n;
+			}
+		}
+		out->function = pm->mod ? keep(b, "%s+0x%llx", base_name(pm->mod->path),
+					      (unsigned long long)(f->addr - pm->bias))
+				       : keep(b, "[anon]+0x%llx", (unsigned long long)f->addr);
+	} else {
+		out->function = keep(b, "[unknown]+0x%llx", (unsigned long long)f->addr);
+	}
+	out->file = NULL;
+	out->line = 0;
+	return 1;
+}
+
+struct sym_addr {
+	int module;
+	uint64_t vaddr;
+};
+
+static int cmp_sym_addr(const void *x, const void *y)
+{
+	const struct sym_addr *a = x, *b = y;
+
+	if (a->module != b->module)
+		return a->module < b->module ? -1 : 1;
+	return a->vaddr < b->vaddr ? -1 : a->vaddr > b->vaddr;
+}
+
+/* Symbolizes every user address one module at a time, releasing each
+ * module's DWARF once its addresses are done: the agent then holds one
+ * module's debug information at a time (libc's alone is tens of MiB),
+ * not all of them.  The lookups below are answered from the
+ * symbolizer's cache.  Without memory for the list, they are simply
+ * done below, all modules held. */
+static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sym,
+				uint64_t total_frames)
+{
+	struct sym_addr *v = malloc((total_frames + 1) * sizeof(*v));
+	struct sym_frame sf[MAX_INLINE];
+	uint64_t n = 0, i;
+	uint32_t k, j;
+
+	if (!v)
+		return;
+	for (k = 0; k < a->cap; k++) {
+		const struct stack *s = a->slots[k];
+
+		for (j = 0; s && j < s->nframes; j++) {
+			const struct frame_ref *f = &s->frames[j];
+			const struct pmap *pm;
+
+			if (f->pmap == FRAME_KERNEL || !f->pmap || f->pmap > a->npmaps)
+				continue;
+			pm = &a->pmaps[f->pmap - 1];
+			if (pm->mod && pm->mod->sym >= 0)
+				v[n++] = (struct sym_addr){ pm->mod->sym, f->addr - pm->bias };
+		}
+	}
+	qsort(v, n, sizeof(*v), cmp_sym_addr);
+	for (i = 0; i < n; i++) {
+		if (i && v[i].module == v[i - 1].module && v[i].vaddr == v[i - 1].vaddr)
+			continue;
+		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
+		if (i + 1 == n || v[i + 1].module != v[i].module) {
+			symbolizer_release(sym, v[i].module);
+			/* Give the freed DWARF indexes back, or the heap keeps
+			 * the largest module's high-water mark for the next. */
+			malloc_trim(0);
+		}
+	}
+	free(v);
+}
+
+/* The sample types the options ask for, in a fixed order; the period is
+ * the sampling period when there are on-CPU samples, else 1 ns. */
+static void set_types(struct built_profile *b, const struct profile_opts *o)
+{
+	struct profile *p = &b->p;
+
+	b->type_samples = b->type_cpu = b->type_off_cpu = b->type_off_events = b->type_woken_by = -1;
+	if (!o->off_cpu_only) {
+		b->type_samples = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "samples", "count" };
+		b->type_cpu = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "cpu", "nanoseconds" };
+		p->period_type = p->types[b->type_cpu];
+		p->period = o->period_ns;
+		p->default_type = (uint32_t)b->type_cpu;
+	}
+	if (o->off_cpu || o->off_cpu_only) {
+		b->type_off_cpu = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "off_cpu", "nanoseconds" };
+		b->type_off_events = (int)p->ntypes;
+		p->types[p->ntypes++] = (struct prof_value_type){ "off_cpu_events", "count" };
+		if (o->woken_by) {
+			b->type_woken_by = (int)p->ntypes;
+			p->types[p->ntypes++] = (struct prof_value_type){ "woken_by", "nanoseconds" };
+		}
+		if (o->off_cpu_only) {
+			p->period_type = p->types[b->type_off_cpu];
+			p->period = 1;
+			p->default_type = (uint32_t)b->type_off_cpu;
+		}
+	}
+}
+
+int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
+		  struct built_profile *b)
+{
+	uint64_t total_frames = 0, nlabels;
+	struct loc_key *lk = NULL;
+	uint32_t lcap = 1024, nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
+	uint32_t *pmap_to_mapping = NULL;
+	uint32_t nmappings = 0;
+	uint32_t locs_used = 0, frames_cap, *frame_start = NULL;
+	int ret = -ENOMEM;
+
+	memset(b, 0, sizeof(*b));
+	set_types(b, o);
+	for (i = 0; i < a->cap; i++)
+		if (a->slots[i])
+			total_frames += a->slots[i]->nframes;
+	while (lcap < 2 * total_frames + 2)
+		lcap *= 2;
+	if (sym)
+		symbolize_by_module(a, sym, total_frames);
+	lk = calloc(lcap, sizeof(*lk));
+	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
+	frames_cap = 4096;
+	b->frames = calloc(frames_cap, sizeof(*b->frames));
+	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
+	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
+	b->samples = calloc(a->n + 1, sizeof(*b->samples));
+	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
+	b->labels = calloc(nlabels, sizeof(*b->labels));
+	b->mappings = calloc(a->npmaps + 1, sizeof(*b->mappings));
+	pmap_to_mapping = calloc(a->npmaps + 1, sizeof(*pmap_to_mapping));
+	if (!lk || !b->locations || !b->frames || !b->locs || !b->samples || !b->labels ||
+	    !b->mappings || !pmap_to_mapping || !frame_start)
+		goto out;
+
+	/* pprof takes the first mapping for the main binary: executables
+	 * first, then the rest in the order they were met. */
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < a->npmaps; i++) {
+			const struct pmap *pm = &a->pmaps[i];
+			struct prof_mapping *m;
+
+			if (!pm->mod || pm->mod->is_main != (k == 0))
+				continue;
+			m = &b->mappings[nmappings++];
+			m->start = pm->start;
+			m->limit = pm->end;
+			m->file_offset = pm->offset;
+			m->path = pm->mod->path;
+			m->build_id = pm->mod->build_id;
+			pmap_to_mapping[i + 1] = nmappings;
+		}
+	}
+
+	for (i = 0; i < a->cap; i++) {
+		const struct stack *s = a->slots[i];
+		struct prof_sample *ps;
+		struct prof_label *lab;
+
+		if (!s)
+			continue;
+		ps = &b->samples[ns++];
+		ps->locs = &b->locs[locs_used];
+		ps->nlocs = s->nframes;
+		for (j = 0; j < s->nframes; j++) {
+			const struct frame_ref *f = &s->frames[j];
+			uint32_t h = loc_hash(f->addr, f->pmap, lcap);
+
+			while (lk[h].idx && !(lk[h].addr == f->addr && lk[h].pmap == f->pmap))
+				h = (h + 1) & (lcap - 1);
+			if (!lk[h].idx) {
+				struct prof_location *l = &b->locations[nloc];
+
+				l->address = f->addr;
+				l->mapping = f->pmap != FRAME_KERNEL && f->pmap <= a->npmaps ?
+					     pmap_to_mapping[f->pmap] : 0;
+				if (nf + MAX_INLINE > frames_cap) {
+					void *np = realloc(b->frames, 2 * frames_cap * sizeof(*b->frames));
+
+					if (!np)
+						goto out;
+					b->frames = np;
+					frames_cap *= 2;
+				}
+				frame_start[nloc] = nf;
+				l->nframes = symbolize(b, a, sym, f, nf);
+				nf += l->nframes;
+				lk[h].addr = f->addr;
+				lk[h].pmap = f->pmap;
+				lk[h].idx = ++nloc;
+			}
+			b->locs[locs_used++] = lk[h].idx - 1;
+		}
+		if (b->type_samples >= 0)
+			ps->values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
+		if (b->type_cpu >= 0)
+			ps->values[b->type_cpu] = (int64_t)s->weight[STACK_ON_CPU] * o->period_ns;
+		if (b->type_off_cpu >= 0)
+			ps->values[b->type_off_cpu] = (int64_t)s->weight[STACK_OFF_CPU];
+		if (b->type_off_events >= 0)
+			ps->values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
+		if (b->type_woken_by >= 0)
+			ps->values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
+		ps->comm = s->comm;
+		lab = &b->labels[nl];
+		lab[0] = (struct prof_label){ .key = "pid", .num = s->pid };
+		lab[1] = (struct prof_label){ .key = "tid", .num = s->tid };
+		lab[2] = (struct prof_label){ .key = "comm", .str = s->comm };
+		lab[3] = (struct prof_label){ .key = "walk_end", .str = walk_end_name(s->end_reason) };
+		ps->nlabels = 4;
+		if (s->container_id)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = s->container_id };
+		if (s->cgroup)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = s->cgroup };
+		for (k = 0; k < o->ntags; k++)
+			lab[ps->nlabels++] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };
+		ps->labels = lab;
+		nl += ps->nlabels;
+	}
+
+	/* b->frames moved while growing: point the locations at it now. */
+	for (i = 0; i < nloc; i++)
+		b->locations[i].frames = &b->frames[frame_start[i]];
+
+	b->p.time_nanos = o->time_nanos;
+	b->p.duration_nanos = o->duration_nanos;
+	b->p.mappings = b->mappings;
+	b->p.nmappings = nmappings;
+	b->p.locations = b->locations;
+	b->p.nlocations = nloc;
+	b->p.samples = b->samples;
+	b->p.nsamples = ns;
+	b->p.comments = o->comments;
+	b->p.ncomments = o->ncomments;
+	ret = 0;
+out:
+	free(lk);
+	free(pmap_to_mapping);
+	free(frame_start);
+	if (ret)
+		profile_built_free(b);
+	return ret;
+}
+
+void profile_built_free(struct built_profile *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->nstrings; i++)
+		free(b->strings[i]);
+	free(b->strings);
+	free(b->mappings);
+	free(b->locations);
+	free(b->frames);
+	free(b->samples);
+	free(b->labels);
+	free(b->locs);
+	memset(b, 0, sizeof(*b));
+}

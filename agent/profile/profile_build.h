@@ -1,0 +1,46 @@
+/* Turns aggregated stacks into a symbolized struct profile. */
+#ifndef AGENT_PROFILE_BUILD_H
+#define AGENT_PROFILE_BUILD_H
+
+#include <stdbool.h>
+
+#include "agent/profile/profile.h"
+#include "agent/profile/stacks.h"
+
+struct profile_opts {
+	int64_t period_ns;          /* nanoseconds one sample stands for */
+	int64_t time_nanos;         /* wall-clock start */
+	int64_t duration_nanos;
+	const char *const *tag_keys;/* --tag KEY=VALUE labels */
+	const char *const *tag_vals;
+	uint32_t ntags;
+	const char *const *comments;
+	uint32_t ncomments;
+	/* Sample types: samples/count and cpu/nanoseconds unless off_cpu_only;
+	 * off_cpu/nanoseconds and off_cpu_events/count with off_cpu;
+	 * woken_by/nanoseconds with woken_by. */
+	bool off_cpu, off_cpu_only, woken_by;
+};
+
+struct built_profile {
+	struct profile p;
+	/* index of each sample type in p.types, -1 if absent */
+	int type_samples, type_cpu, type_off_cpu, type_off_events, type_woken_by;
+	/* storage behind p's pointers */
+	struct prof_mapping *mappings;
+	struct prof_location *locations;
+	struct prof_frame *frames;
+	struct prof_sample *samples;
+	struct prof_label *labels;
+	uint32_t *locs;
+	char **strings;
+	uint32_t nstrings, cap_strings;
+};
+
+int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
+		  struct built_profile *out);
+void profile_built_free(struct built_profile *b);
+
+const char *walk_end_name(unsigned reason);
+
+#endif

@@ -1,0 +1,85 @@
+/*
+ * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
+ * frames) samples are counted once, with a count and a summed weight per
+ * kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
+ * they were in when the sample arrived, so later exits, exec()s and
+ * mapping changes cannot misattribute them.
+ */
+#ifndef AGENT_STACKS_H
+#define AGENT_STACKS_H
+
+#include <stdint.h>
+
+#include "agent/procs/procs.h"
+
+/* A mapping as it was when a frame was taken (interned). */
+struct pmap {
+	uint64_t start, end, offset, bias;
+	struct module *mod;        /* NULL: anonymous memory */
+};
+
+#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.pmap of kernel frames */
+#define FRAME_MARK    (UINT32_MAX - 1)  /* a synthetic frame: addr indexes marks */
+
+struct frame_ref {
+	uint64_t addr;
+	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
+};
+
+enum stack_kind {
+	STACK_ON_CPU,              /* weight: samples */
+	STACK_OFF_CPU,             /* weight: nanoseconds blocked */
+	STACK_WOKEN_BY,            /* the same, on the blocked + [woken by] + waker stack */
+	STACK_KINDS
+};
+
+struct stack {
+	uint64_t hash;
+	uint32_t pid, tid;
+	char comm[16];
+	uint8_t end_reason;
+	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
+	const char *container_id;  /* interned in the aggregation, or NULL */
+	const char *cgroup;        /* the same */
+	uint64_t count[STACK_KINDS];  /* samples */
+	uint64_t weight[STACK_KINDS]; /* summed weights */
+	struct frame_ref frames[];
+};
+
+struct stack_agg {
+	struct stack **slots;
+	uint32_t cap, n;
+	struct pmap *pmaps;
+	uint32_t npmaps, cap_pmaps;
+	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
+	char **marks;              /* names of synthetic frames */
+	uint32_t nmarks, cap_marks;
+	uint32_t *mark_slots;      /* open addressing: index + 1, 0 = empty */
+	uint32_t mark_cap;
+	/* the labels of the samples added next (stack_agg_set_labels) */
+	const char *cur_container_id, *cur_cgroup;
+	char **label_strs;         /* every distinct label value, owned */
+	uint32_t nlabel_strs, cap_label_strs;
+};
+
+uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
+
+/* The frame_ref.addr of a synthetic frame named `name` (interned), or
+ * -ENOMEM. */
+int64_t stack_agg_mark(struct stack_agg *a, const char *name);
+
+/* The container id and cgroup (v2 path) of the process whose samples are
+ * added next; NULL or "" for none.  Part of a stack's identity, so a
+ * reused pid in another container never shares stacks with the old one.
+ * Returns 0 or -ENOMEM (the labels are then left out). */
+int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup);
+
+int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
+		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
+int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
+		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
+		       uint32_t n, uint64_t weight);
+
+void stack_agg_free(struct stack_agg *a);
+
+#endif

@@ -1,0 +1,153 @@
+#include "agent/stat/targets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "agent/perf/cpus.h"
+#include "agent/util/errbuf.h"
+
+int targets_add_unit(struct counter_unit **units, int *n, pid_t pid, int cpu)
+{
+	struct counter_unit *u = realloc(*units, (size_t)(*n + 1) * sizeof(*u));
+
+	if (!u)
+		return -ENOMEM;
+	*units = u;
+	u[*n].pid = pid;
+	u[*n].cpu = cpu;
+	(*n)++;
+	return 0;
+}
+
+static bool all_digits(const char *s)
+{
+	return *s && strspn(s, "0123456789") == strlen(s);
+}
+
+int targets_add_threads(struct counter_unit **units, int *n, int pid)
+{
+	char path[64];
+	struct dirent *de;
+	DIR *d;
+	int found = 0, ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d)) && !ret) {
+		if (!all_digits(de->d_name))
+			continue;
+		ret = targets_add_unit(units, n, (pid_t)atoi(de->d_name), -1);
+		found++;
+	}
+	closedir(d);
+	return ret ? ret : found ? 0 : -ESRCH;
+}
+
+bool targets_process_alive(int pid)
+{
+	char path[300], state = 0;
+	struct dirent *de;
+	bool alive = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!alive && (de = readdir(d))) {
+		FILE *f;
+
+		if (!all_digits(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", pid, de->d_name);
+		f = fopen(path, "re");
+		/* "tid (comm) S ...": comm may hold spaces and parentheses. */
+		if (f) {
+			char line[512], *rp;
+
+			if (fgets(line, sizeof(line), f) && (rp = strrchr(line, ')')) && rp[1] == ' ')
+				state = rp[2];
+			fclose(f);
+			alive = state && state != 'Z' && state != 'X';
+		}
+	}
+	closedir(d);
+	return alive;
+}
+
+int targets_open_cgroup(const char *arg, char *err, size_t errlen)
+{
+	char path[PATH_MAX] = "", line[4096];
+	struct statfs st;
+	int fd, e;
+
+	if (arg[0] == '/') {
+		snprintf(path, sizeof(path), "%s", arg);
+	} else {
+		FILE *f = fopen("/proc/self/mountinfo", "re");
+
+		/* "id parent maj:min root mountpoint opts [optional...] - fstype src opts" */
+		while (f && fgets(line, sizeof(line), f)) {
+			char mnt[PATH_MAX], *dash = strstr(line, " - ");
+
+			if (dash && !strncmp(dash, " - cgroup2 ", 11) &&
+			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
+				snprintf(path, sizeof(path), "%s/%s", mnt, arg);
+				break;
+			}
+		}
+		if (f)
+			fclose(f);
+		if (!path[0]) {
+			errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
+			return -ENOENT;
+		}
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (fstatfs(fd, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
+		close(fd);
+		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
+		return -ENOTDIR;
+	}
+	return fd;
+}
+
+int targets_add_cpus(const bool *only, struct counter_unit **units, int *n, char *err,
+		     size_t errlen)
+{
+	int ncpus = cpu_count_possible(), cpu, ret;
+	bool *online = calloc((size_t)ncpus, sizeof(bool));
+
+	if (!online)
+		return -ENOMEM;
+	ret = cpu_online_set(online, ncpus, err, errlen);
+	for (cpu = 0; cpu < ncpus && !ret; cpu++) {
+		if (only && !only[cpu])
+			continue;
+		if (!online[cpu]) {
+			if (!only)
+				continue;
+			errbuf_set(err, errlen, "CPU %d is offline", cpu);
+			ret = -ENODEV;
+			break;
+		}
+		ret = targets_add_unit(units, n, -1, cpu);
+	}
+	free(online);
+	return ret;
+}

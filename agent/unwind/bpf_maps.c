@@ -1,0 +1,114 @@
+#include "agent/unwind/bpf_maps.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
+	uint32_t nchunks = (uint32_t)((t->size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE), i;
+	uint8_t *buf = NULL;
+	int fd, ret = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "cfi_table", sizeof(uint32_t), CFI_CHUNK_SIZE,
+			    nchunks, &opts);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(CFI_CHUNK_SIZE);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < nchunks; i++) {
+		size_t off = (size_t)i * CFI_CHUNK_SIZE, len = t->size - off;
+
+		if (len > CFI_CHUNK_SIZE)
+			len = CFI_CHUNK_SIZE;
+		memcpy(buf, (const uint8_t *)t->blob + off, len);
+		memset(buf + len, 0, CFI_CHUNK_SIZE - len);
+		if (bpf_map_update_elem(fd, &i, buf, BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (bpf_map_update_elem(outer_fd, &id, &fd, BPF_ANY)) {
+		ret = -errno;
+		goto out;
+	}
+	if (kernel_bytes)
+		*kernel_bytes += (uint64_t)nchunks * CFI_CHUNK_SIZE;
+out:
+	free(buf);
+	/* The outer map holds its own reference to the inner map. */
+	close(fd);
+	return ret;
+}
+
+int bpf_table_unload(int outer_fd, uint32_t id)
+{
+	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
+}
+
+/* Deletes entries [from, to) of one slot of `pid`'s mappings. */
+static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t from, uint32_t to)
+{
+	struct mapping_key key = { .tgid = pid };
+	uint32_t i;
+
+	for (i = from; i < to; i++) {
+		key.idx = slot | i;
+		bpf_map_delete_elem(mappings_fd, &key);
+	}
+}
+
+int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
+		  uint32_t n, uint32_t generation, struct bpf_proc_slots *slots)
+{
+	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;
+	struct proc_info info = { .nmappings = n, .generation = generation, .slot = bit };
+	struct mapping_key key = { .tgid = pid };
+
+	/* The walker reads the other slot until proc_info switches below. */
+	for (i = 0; i < n; i++) {
+		key.idx = bit | i;
+		if (bpf_map_update_elem(mappings_fd, &key, &m[i], BPF_ANY))
+			return -errno;
+	}
+	delete_range(mappings_fd, pid, bit, n, slots->n[slot]);
+	slots->n[slot] = n;
+	if (bpf_map_update_elem(infos_fd, &pid, &info, BPF_ANY))
+		return -errno;
+	slots->live = slot;
+	return 0;
+}
+
+int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc_slots *slots)
+{
+	int ret = bpf_map_delete_elem(infos_fd, &pid) ? -errno : 0;
+
+	delete_range(mappings_fd, pid, 0, 0, slots->n[0]);
+	delete_range(mappings_fd, pid, MAPPING_SLOT_BIT, 0, slots->n[1]);
+	slots->n[0] = slots->n[1] = 0;
+	return ret == -ENOENT ? 0 : ret;
+}
+
+uint64_t bpf_counter_sum(int counters_fd, uint32_t idx)
+{
+	int ncpu = libbpf_num_possible_cpus(), i;
+	uint64_t *vals, sum = 0;
+
+	if (ncpu <= 0)
+		return 0;
+	vals = calloc((size_t)ncpu, sizeof(*vals));
+	if (!vals)
+		return 0;
+	if (!bpf_map_lookup_elem(counters_fd, &idx, vals))
+		for (i = 0; i < ncpu; i++)
+			sum += vals[i];
+	free(vals);
+	return sum;
+}

@@ -1,0 +1,480 @@
+#include "agent/unwind/tables.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cfi/cache.h"
+#include "agent/unwind/bpf_maps.h"
+#include "agent/util/clock.h"
+#include "agent/unwind/modules.h"
+
+static void set_error(struct module *m, const char *fmt, const char *arg)
+{
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), fmt, arg);
+	free(m->error);
+	m->error = strdup(buf);
+}
+
+/* Kernel memory of a table of `size` bytes: whole chunks. */
+static uint64_t kernel_size(uint64_t size)
+{
+	return (size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE * CFI_CHUNK_SIZE;
+}
+
+/* Takes `m`'s table out of the accounting; the caller deletes it from
+ * the kernel map after dropping the lock (a map-of-maps delete waits for
+ * an RCU grace period: milliseconds the main thread must not wait), then
+ * calls evicted().  Until then no load of it may start: the delete would
+ * remove the new table. */
+static void unaccount_locked(struct table_manager *tm, struct module *m)
+{
+	tm->stats.loaded--;
+	tm->stats.kernel_bytes -= m->kernel_bytes;
+	m->kernel_bytes = 0;
+	m->table_state = TABLE_EVICTING;
+}
+
+static void delete_table(struct table_manager *tm, struct module *m)
+{
+	bpf_table_unload(tm->tables_fd, m->table_id);
+	pthread_mutex_lock(&tm->lock);
+	m->table_state = TABLE_IDLE;
+	pthread_mutex_unlock(&tm->lock);
+}
+
+/* Picks least recently used tables to evict until `need` more bytes fit
+ * the budget, into victims[] (ids).  Returns how many, or -1 if even an
+ * empty kernel could not hold them.  Called with the lock held. */
+static int pick_victims_locked(struct table_manager *tm, const struct module *self, uint64_t need,
+			       struct module **victims, int max)
+{
+	int n = 0;
+
+	if (need > tm->budget)
+		return -1;
+	/* cfi_tables holds CFIPROF_MAX_TABLES: a full map is a budget too. */
+	while (tm->stats.kernel_bytes + need > tm->budget || tm->stats.loaded >= CFIPROF_MAX_TABLES) {
+		struct module *victim = NULL;
+		uint64_t oldest = UINT64_MAX;
+		bool victim_unused = false;
+		uint32_t i;
+
+		/* Tables no process maps go first (the longest unused first),
+		 * then the least recently used. */
+		for (i = 0; i < tm->reg->n; i++) {
+			struct module *m = tm->reg->mods[i];
+			bool unused = m->refs == 0;
+			uint64_t used = unused ? m->unref_ns :
+				__atomic_load_n(&m->last_used_ns, __ATOMIC_RELAXED);
+
+			if (m == self || m->table_state != TABLE_LOADED || (victim_unused && !unused))
+				continue;
+			if ((unused && !victim_unused) || used < oldest) {
+				oldest = used;
+				victim = m;
+				victim_unused = unused;
+			}
+		}
+		if (!victim || n == max)
+			return -1;
+		unaccount_locked(tm, victim);
+		victims[n++] = victim;
+		tm->stats.evictions++;
+	}
+	return n;
+}
+
+static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size)
+{
+	if (tm->nlatency == tm->cap_latency) {
+		uint32_t ncap = tm->cap_latency ? tm->cap_latency * 2 : 256;
+		struct table_latency *p = realloc(tm->latency, ncap * sizeof(*p));
+
+		if (!p)
+			return;
+		tm->latency = p;
+		tm->cap_latency = ncap;
+	}
+	tm->latency[tm->nlatency].ns = ns;
+	tm->latency[tm->nlatency].object_size = object_size;
+	tm->nlatency++;
+}
+
+/* Compiles (or reads from the cache) and loads `m`'s table.  Called
+ * without the lock: compiling takes milliseconds, and the main thread
+ * keeps draining samples meanwhile.  The module's fd and path never
+ * change after registration, so reading them here is safe. */
+static int build_and_load(struct table_manager *tm, struct module *m)
+{
+	struct cfi_error err = { { 0 } };
+	struct cfi_compile_opts copts = tm->copts;
+	struct cfi_get_info info;
+	struct module *victims[64];
+	struct cfi_table t;
+	struct cfi_elf e;
+	uint64_t kbytes;
+	int ret, nvictims, i;
+
+	ret = cfi_elf_open_fd(&e, m->fd, m->path, &err);
+	if (!ret) {
+		copts.path = m->path;
+		ret = cfi_table_get(&e, &copts, tm->cache_dir, &t, &info, &err);
+		cfi_elf_close(&e);
+	}
+	pthread_mutex_lock(&tm->lock);
+	if (ret) {
+		set_error(m, "%s", err.msg[0] ? err.msg : strerror(-ret));
+		m->table_state = TABLE_FAILED;
+		tm->stats.failed++;
+		pthread_mutex_unlock(&tm->lock);
+		return ret;
+	}
+	if (info.outcome == CFI_CACHE_HIT) {
+		tm->stats.cache_hits++;
+	} else {
+		tm->stats.compiled++;
+		tm->stats.compile_ms += info.stats.compile_ms;
+		tm->stats.compile_cpu_ms += info.stats.compile_cpu_ms;
+	}
+	kbytes = kernel_size(t.size);
+	m->table_bytes = t.size;
+	/* Nobody maps it any more: loading it would only waste memory. */
+	if (m->refs == 0) {
+		m->table_state = TABLE_IDLE;
+		pthread_mutex_unlock(&tm->lock);
+		cfi_table_free(&t);
+		return 0;
+	}
+	nvictims = pick_victims_locked(tm, m, kbytes, victims, 64);
+	if (nvictims < 0) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "%llu", (unsigned long long)kbytes);
+		set_error(m, "its CFI table (%s bytes of kernel memory) exceeds --max-table-memory", what);
+		m->table_state = TABLE_FAILED;
+		tm->stats.failed++;
+		pthread_mutex_unlock(&tm->lock);
+		cfi_table_free(&t);
+		return -E2BIG;
+	}
+	/* Counted now, so that no other load can overrun the budget. */
+	tm->stats.kernel_bytes += kbytes;
+	pthread_mutex_unlock(&tm->lock);
+
+	for (i = 0; i < nvictims; i++)
+		delete_table(tm, victims[i]);
+	ret = bpf_table_load(tm->tables_fd, m->table_id, &t, NULL);
+
+	pthread_mutex_lock(&tm->lock);
+	if (ret) {
+		tm->stats.kernel_bytes -= kbytes;
+		set_error(m, "loading its CFI table into BPF: %s", strerror(-ret));
+		m->table_state = TABLE_FAILED;
+		tm->stats.failed++;
+	} else {
+		uint64_t now = mono_ns();
+
+		m->table_state = TABLE_LOADED;
+		m->kernel_bytes = kbytes;
+		__atomic_store_n(&m->last_used_ns, now, __ATOMIC_RELAXED);
+		tm->stats.loads++;
+		tm->stats.loaded++;
+		tm->stats.table_bytes_loaded += t.size;
+		if (tm->stats.kernel_bytes > tm->stats.kernel_bytes_peak)
+			tm->stats.kernel_bytes_peak = tm->stats.kernel_bytes;
+		if (m->miss_ns)
+			record_latency_locked(tm, now > m->miss_ns ? now - m->miss_ns : 0, (uint64_t)m->size);
+		m->miss_ns = 0;
+		/* Its last process went away while it loaded. */
+		if (m->refs == 0) {
+			unaccount_locked(tm, m);
+			tm->stats.unloads++;
+			pthread_mutex_unlock(&tm->lock);
+			delete_table(tm, m);
+			cfi_table_free(&t);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&tm->lock);
+	cfi_table_free(&t);
+	return ret;
+}
+
+/* A table whose last process went away: unload it, unless a process
+ * mapped it again meanwhile. */
+static void unload_unused(struct table_manager *tm, struct module *m)
+{
+	pthread_mutex_lock(&tm->lock);
+	if (m->table_state != TABLE_UNLOADING) {
+		pthread_mutex_unlock(&tm->lock);
+		return;
+	}
+	if (m->refs) {
+		m->table_state = TABLE_LOADED;
+		pthread_mutex_unlock(&tm->lock);
+		return;
+	}
+	unaccount_locked(tm, m);
+	tm->stats.unloads++;
+	pthread_mutex_unlock(&tm->lock);
+	delete_table(tm, m);
+}
+
+static void *worker_main(void *arg)
+{
+	struct table_manager *tm = arg;
+
+	pthread_mutex_lock(&tm->lock);
+	for (;;) {
+		struct module *m;
+		bool unload;
+
+		while (!tm->qlen && !tm->nunloads && !tm->stopping) {
+			if (!tm->busy)
+				pthread_cond_broadcast(&tm->idle);
+			pthread_cond_wait(&tm->wake, &tm->lock);
+		}
+		if (tm->stopping)
+			break;
+		tm->busy++;
+		/* A load is waited for by walks; an unload only frees memory.
+		 * Small objects first: their tables take a millisecond, and a
+		 * big one's compile would hold them all up. */
+		if (tm->qlen) {
+			uint32_t i, best = 0;
+
+			for (i = 1; i < tm->qlen; i++)
+				if (tm->queue[i]->size < tm->queue[best]->size)
+					best = i;
+			m = tm->queue[best];
+			tm->queue[best] = tm->queue[--tm->qlen];
+		} else {
+			m = tm->unloads[--tm->nunloads];
+		}
+		unload = m->table_state == TABLE_UNLOADING;
+		pthread_mutex_unlock(&tm->lock);
+		if (unload)
+			unload_unused(tm, m);
+		else
+			build_and_load(tm, m);
+		pthread_mutex_lock(&tm->lock);
+		tm->busy--;
+	}
+	pthread_mutex_unlock(&tm->lock);
+	return NULL;
+}
+
+int tables_start(struct table_manager *tm)
+{
+	int ret;
+
+	pthread_mutex_init(&tm->lock, NULL);
+	pthread_cond_init(&tm->wake, NULL);
+	pthread_cond_init(&tm->idle, NULL);
+	for (tm->nworkers = 0; tm->nworkers < TABLES_WORKERS; tm->nworkers++) {
+		ret = pthread_create(&tm->workers[tm->nworkers], NULL, worker_main, tm);
+		if (ret)
+			break;
+	}
+	tm->worker_running = tm->nworkers > 0;
+	return tm->nworkers ? 0 : -ret;
+}
+
+void tables_stop(struct table_manager *tm)
+{
+	if (!tm->worker_running)
+		return;
+	pthread_mutex_lock(&tm->lock);
+	tm->stopping = true;
+	pthread_cond_broadcast(&tm->wake);
+	pthread_mutex_unlock(&tm->lock);
+	while (tm->nworkers)
+		pthread_join(tm->workers[--tm->nworkers], NULL);
+	tm->worker_running = false;
+}
+
+static int enqueue_locked(struct table_manager *tm, struct module *m)
+{
+	if (tm->qlen == tm->qcap) {
+		uint32_t ncap = tm->qcap ? tm->qcap * 2 : 64;
+		struct module **q = realloc(tm->queue, ncap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		tm->queue = q;
+		tm->qcap = ncap;
+	}
+	tm->queue[tm->qlen++] = m;
+	pthread_cond_signal(&tm->wake);
+	return 0;
+}
+
+static int push_unload_locked(struct table_manager *tm, struct module *m)
+{
+	if (tm->nunloads == tm->cap_unloads) {
+		uint32_t ncap = tm->cap_unloads ? tm->cap_unloads * 2 : 64;
+		struct module **u = realloc(tm->unloads, ncap * sizeof(*u));
+
+		if (!u)
+			return -ENOMEM;
+		tm->unloads = u;
+		tm->cap_unloads = ncap;
+	}
+	tm->unloads[tm->nunloads++] = m;
+	pthread_cond_signal(&tm->wake);
+	return 0;
+}
+
+void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns)
+{
+	pthread_mutex_lock(&tm->lock);
+	if (miss_ns)
+		tm->stats.misses++;
+	else
+		tm->stats.preloads++;
+	if (m->table_state != TABLE_IDLE || !m->refs || !tm->worker_running) {
+		if (miss_ns)
+			tm->stats.misses_ignored++;
+	} else {
+		m->miss_ns = miss_ns;
+		if (!enqueue_locked(tm, m))
+			m->table_state = TABLE_QUEUED;
+	}
+	pthread_mutex_unlock(&tm->lock);
+}
+
+int tables_wait(struct table_manager *tm, int timeout_ms)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (deadline.tv_nsec >= 1000000000) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&tm->lock);
+	while ((tm->qlen || tm->nunloads || tm->busy) && tm->worker_running && !ret)
+		ret = pthread_cond_timedwait(&tm->idle, &tm->lock, &deadline);
+	pthread_mutex_unlock(&tm->lock);
+	return ret ? -ETIMEDOUT : 0;
+}
+
+int tables_load_now(struct table_manager *tm, struct module *m)
+{
+	pthread_mutex_lock(&tm->lock);
+	if (m->table_state != TABLE_IDLE) {
+		pthread_mutex_unlock(&tm->lock);
+		return m->table_state == TABLE_FAILED ? -EINVAL : 0;
+	}
+	m->table_state = TABLE_QUEUED;
+	pthread_mutex_unlock(&tm->lock);
+	return build_and_load(tm, m);
+}
+
+void tables_ref(struct table_manager *tm, struct module *m)
+{
+	if (!m->table_id)
+		return;
+	pthread_mutex_lock(&tm->lock);
+	m->refs++;
+	m->unref_ns = 0;
+	pthread_mutex_unlock(&tm->lock);
+}
+
+void tables_unref(struct table_manager *tm, struct module *m)
+{
+	if (!m->table_id)
+		return;
+	pthread_mutex_lock(&tm->lock);
+	/* Not unloaded at once: the same program often starts again right
+	 * away (a shell loop, a build), and would miss again.  tables_sweep
+	 * unloads it once TABLES_UNUSED_GRACE_NS passed. */
+	if (m->refs && --m->refs == 0)
+		m->unref_ns = mono_ns();
+	pthread_mutex_unlock(&tm->lock);
+}
+
+void tables_sweep(struct table_manager *tm, uint64_t now_ns)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&tm->lock);
+	for (i = 0; i < tm->reg->n; i++) {
+		struct module *m = tm->reg->mods[i];
+
+		/* The worker unloads it: a map-of-maps delete waits for an RCU
+		 * grace period, which the main thread must not. */
+		if (m->table_state == TABLE_LOADED && m->refs == 0 && m->unref_ns &&
+		    now_ns - m->unref_ns >= TABLES_UNUSED_GRACE_NS && tm->worker_running &&
+		    !push_unload_locked(tm, m))
+			m->table_state = TABLE_UNLOADING;
+	}
+	pthread_mutex_unlock(&tm->lock);
+}
+
+void tables_touch(struct module *m, uint64_t now_ns)
+{
+	__atomic_store_n(&m->last_used_ns, now_ns, __ATOMIC_RELAXED);
+}
+
+void tables_stats(struct table_manager *tm, struct table_stats *out)
+{
+	pthread_mutex_lock(&tm->lock);
+	*out = tm->stats;
+	pthread_mutex_unlock(&tm->lock);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t percentile_u64(uint64_t *v, uint32_t n, double p)
+{
+	uint32_t idx;
+
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	/* Nearest rank: the smallest value with at least p% at or below. */
+	idx = (uint32_t)((p / 100.0) * n + 0.999999);
+	idx = idx ? idx - 1 : 0;
+	return v[idx < n ? idx : n - 1];
+}
+
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+{
+	uint64_t *v, r;
+	uint32_t i, n = 0;
+
+	pthread_mutex_lock(&tm->lock);
+	v = malloc((tm->nlatency + 1) * sizeof(*v));
+	for (i = 0; v && i < tm->nlatency; i++)
+		if (tm->latency[i].object_size <= max_size)
+			v[n++] = tm->latency[i].ns;
+	pthread_mutex_unlock(&tm->lock);
+	*count = n;
+	r = v ? percentile_u64(v, n, p) : 0;
+	free(v);
+	return r;
+}
+
+void tables_free(struct table_manager *tm)
+{
+	tables_stop(tm);
+	free(tm->queue);
+	free(tm->unloads);
+	free(tm->latency);
+	tm->queue = NULL;
+	tm->latency = NULL;
+}

@@ -1,0 +1,123 @@
+/*
+ * The CFI tables in the kernel: which modules' tables are loaded into the
+ * walker's cfi_tables map, and when.
+ *
+ * With lazy loading a table is compiled (or read from the disk cache) on
+ * a worker thread the first time a walk reports a miss for it, so that an
+ * agent watching a whole machine only pays for code that is actually
+ * running.  Tables are reference-counted by the process mappings that use
+ * them: a second after the last process unmapped an object, its table
+ * is unloaded.  Kernel
+ * memory stays under a budget: when a new table would exceed it, the
+ * least recently used tables are evicted (a later miss loads them again).
+ */
+#ifndef AGENT_TABLES_H
+#define AGENT_TABLES_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cfi/compile.h"
+
+struct module;
+struct module_registry;
+
+enum table_state {
+	TABLE_NONE = 0,    /* no CFI in the object: the walker steps by frame pointer */
+	TABLE_IDLE,        /* not loaded; a miss will queue it */
+	TABLE_QUEUED,      /* waiting for, or on, the worker */
+	TABLE_LOADED,
+	TABLE_UNLOADING,   /* loaded, unused: queued for the worker to unload */
+	TABLE_EVICTING,    /* being deleted from the kernel (misses wait for it) */
+	TABLE_FAILED,      /* compiling or loading failed (module->error says why) */
+};
+
+struct table_stats {
+	uint64_t misses;           /* miss notifications received */
+	uint64_t misses_ignored;   /* for tables already loaded, queued or failed */
+	uint64_t preloads;         /* requested without a miss (record -- CMD) */
+	uint64_t loads;            /* tables loaded into the kernel */
+	uint64_t cache_hits, compiled, failed;
+	uint64_t evictions;        /* unloaded to stay under the budget */
+	uint64_t unloads;          /* unloaded because no process maps them any more */
+	uint64_t loaded;           /* tables in the kernel now */
+	uint64_t kernel_bytes;     /* their map memory now (chunks rounded up) */
+	uint64_t kernel_bytes_peak;
+	uint64_t table_bytes_loaded; /* blob bytes loaded, summed over all loads */
+	double compile_ms;         /* compiling only (cache hits excluded), wall time */
+	double compile_cpu_ms;     /* the same in CPU time: the work done */
+};
+
+/* Two workers: one large object (cc1's table takes 100 ms of CPU to
+ * compile) must not hold up the small ones queued behind it. */
+#define TABLES_WORKERS 2
+
+struct table_manager {
+	struct module_registry *reg; /* its array grows under our lock */
+	int tables_fd;             /* the cfi_tables outer map */
+	uint64_t budget;           /* bytes of kernel memory for tables */
+	const char *cache_dir;     /* NULL: no disk cache */
+	struct cfi_compile_opts copts;
+
+	pthread_mutex_t lock;      /* everything below, and modules' table fields */
+	pthread_cond_t wake;       /* work for the workers */
+	pthread_cond_t idle;       /* the workers ran out of work */
+	uint32_t busy;             /* workers building or unloading */
+	pthread_t workers[TABLES_WORKERS];
+	uint32_t nworkers;
+	bool worker_running, stopping;
+	struct module **queue;     /* loads, smallest object first; before any unload */
+	uint32_t qlen, qcap;
+	struct module **unloads;   /* tables whose processes are gone */
+	uint32_t nunloads, cap_unloads;
+	struct table_stats stats;
+	struct table_latency { uint64_t ns, object_size; } *latency;
+	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table */
+};
+
+/* Starts the workers.  Returns 0 or a negative errno. */
+int tables_start(struct table_manager *tm);
+
+/* Stops the workers (compiles in progress finish first). */
+void tables_stop(struct table_manager *tm);
+
+/* A walk needed `m`'s table at `miss_ns` (CLOCK_MONOTONIC): queue it.
+ * miss_ns 0: a preload, not a miss. */
+void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns);
+
+/* Waits until every queued table is loaded (or failed), at most
+ * `timeout_ms`.  Returns 0, or -ETIMEDOUT. */
+int tables_wait(struct table_manager *tm, int timeout_ms);
+
+/* Eager loading: compile and load `m`'s table now, on this thread, if it
+ * is not loaded.  Returns 0 or a negative errno (reason in m->error). */
+int tables_load_now(struct table_manager *tm, struct module *m);
+
+/* A process mapping starts or stops using `m`'s table.  The last unref
+ * unloads it. */
+void tables_ref(struct table_manager *tm, struct module *m);
+void tables_unref(struct table_manager *tm, struct module *m);
+
+/* How long a table no process maps any more stays loaded. */
+#define TABLES_UNUSED_GRACE_NS (1000ull * 1000 * 1000)
+
+/* Queues the unloading of tables unused for TABLES_UNUSED_GRACE_NS. */
+void tables_sweep(struct table_manager *tm, uint64_t now_ns);
+
+/* A sample walked through `m` at `now_ns`: it is recently used. */
+void tables_touch(struct module *m, uint64_t now_ns);
+
+/* A consistent copy of the counters. */
+void tables_stats(struct table_manager *tm, struct table_stats *out);
+
+/* Percentile p (0..100) of the miss-to-loaded latency in ns, over the
+ * tables of objects of at most `max_size` bytes; 0 if none. */
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
+
+/* Percentile p (0..100) of v[0..n) by nearest rank; sorts v.  0 if n is 0. */
+uint64_t percentile_u64(uint64_t *v, uint32_t n, double p);
+
+void tables_free(struct table_manager *tm);
+
+#endif

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Every map the BPF programs share with each other and with the agent,
+ * with the values they hold, and the load-time configuration.  Who writes
+ * which map is said at each; bpf/abi.h has the layouts the agent sees.
+ */
+#ifndef CFIPROF_MAPS_H
+#define CFIPROF_MAPS_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+#include "abi.h"
+
+const volatile struct cfiprof_config cfg = {
+	.max_depth = CFIPROF_MAX_DEPTH_DEFAULT,
+};
+
+/* One table: an array of chunks of its blob.  BPF_F_INNER_MAP lets each
+ * table's array have its own number of chunks. */
+struct cfi_chunk_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_INNER_MAP);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, CFI_CHUNK_SIZE);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH_OF_MAPS);
+	__uint(max_entries, CFIPROF_MAX_TABLES);
+	__type(key, __u32);                 /* table id */
+	__array(values, struct cfi_chunk_map);
+} cfi_tables SEC(".maps");
+
+/* Every profiled process's mappings (see struct mapping_key): 512K in all
+ * (32768 processes of 8 executable mappings, in both slots), allocated as
+ * used, with no limit per process.  The bucket array is allocated up front
+ * whatever the flags: 16 bytes an entry, 8 MiB. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 19);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct mapping_key);
+	__type(value, struct cfi_mapping);
+} proc_mappings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__type(value, struct proc_info);
+} proc_infos SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__type(value, __u8);
+} target_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_NR);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, CFIPROF_RINGBUF_SIZE);
+} events SEC(".maps");
+
+/* When each (process, table) miss was last reported.  LRU: a busy host
+ * has more pairs than fit, and a forgotten pair merely reports again. */
+struct miss_key {
+	__u32 tgid;
+	__u32 table_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct miss_key);
+	__type(value, __u64);
+} miss_last SEC(".maps");
+
+/* Everything a walk keeps between frames.  Per CPU: too big for the
+ * 512-byte BPF stack, and a sample never migrates mid-program. */
+struct walk_state {
+	__u64 ip, sp, bp;
+	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
+	struct cfi_mapping cur;
+	__u32 nmappings;
+	__u32 slot;           /* the process's current mapping slot */
+	__u32 n;              /* frames recorded */
+	__u32 tgid;
+	__u8 bp_valid;
+	__u8 first;           /* all of regs[] are valid */
+	__u8 exact;           /* ip is an interrupted instruction, not a return address */
+	__u8 have_cur;
+	__u8 end;             /* enum cfiprof_walk_end */
+	__u8 via_fp;          /* ip came from a frame-pointer step */
+	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
+	__u32 miss_steps;     /* frame-pointer steps taken because a table was missing */
+	__u32 missed_id;      /* the last table found missing (reported once per walk) */
+	/* the current table's header fields, cached while frames stay in it */
+	__u32 tbl_id;
+	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
+	__u64 tbl_base, tbl_end;
+};
+
+struct sample_scratch {
+	struct walk_state st;
+	struct sample_event ev;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_scratch);
+} scratch SEC(".maps");
+
+/* --cgroup: the one cgroup (v2) whose tasks, and its descendants', are
+ * profiled. */
+struct {
+	__uint(type, BPF_MAP_TYPE_CGROUP_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cgroup_filter SEC(".maps");
+
+/* Counters (enum cfiprof_counter), per CPU: summed by the agent. */
+static __always_inline void count(__u32 idx)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
+
+	if (v)
+		*v += 1;
+}
+
+static __always_inline void add_count(__u32 idx, __u64 n)
+{
+	__u64 *v;
+
+	if (!n)
+		return;
+	v = bpf_map_lookup_elem(&counters, &idx);
+	if (v)
+		*v += n;
+}
+
+#endif /* CFIPROF_MAPS_H */

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Process tracking: fork, exec and exit of profiled processes, and code
+ * they map or unmap, reported to the agent on the ring buffer in the
+ * order they happen, between the samples they affect.
+ */
+#ifndef CFIPROF_PROC_TRACK_H
+#define CFIPROF_PROC_TRACK_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+
+#include "abi.h"
+#include "events.h"
+#include "maps.h"
+#include "offcpu.h"
+
+/* Forget a process's mappings in BPF at once (no walk may use them any
+ * more: without its proc_infos entry a walk finds no mapping) and tell the
+ * agent, which removes the mapping array itself (BPF programs cannot
+ * delete from a map of maps). */
+static __always_inline void drop_proc(__u32 tgid, __u32 kind)
+{
+	bpf_map_delete_elem(&proc_infos, &tgid);
+	send_proc_event(kind, tgid, 0, 0, 0);
+}
+
+/* Children of profiled processes are profiled too (perf's inherit).  The
+ * agent reads a new process's mappings at once, so that a process that
+ * lives a few milliseconds still has its stacks symbolized. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (ptgid == ctgid)
+		return 0;
+	if (cfg.filter_pids) {
+		if (!bpf_map_lookup_elem(&target_pids, &ptgid))
+			return 0;
+		bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
+	}
+	if (wanted(ptgid))
+		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0);
+	return 0;
+}
+
+/* After exec the old mappings describe nothing: walking with them would
+ * produce wrong frames, so they go before the new program runs. */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	__u32 tgid = p->tgid;
+
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
+		drop_proc(tgid, EVENT_EXEC);
+	return 0;
+}
+
+/* When the last thread exits, the pid may be reused by another process. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	offcpu_forget(p->pid);
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
+		return 0;
+	/* Also when its mappings are not published (yet): the agent may be
+	 * reading them right now, and must learn that it has to forget them. */
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
+		drop_proc(tgid, EVENT_EXIT);
+	bpf_map_delete_elem(&target_pids, &tgid);
+	return 0;
+}
+
+#define PROT_EXEC 0x4
+
+/* New code: mmap() or mprotect() with PROT_EXEC (ld.so and dlopen map
+ * each library's text segment so).  The mapping does not exist yet at
+ * syscall entry; the agent reads the process's mappings a moment later.
+ * Syscall tracepoints, because this kernel has neither kprobes nor
+ * fentry, and perf_event_mmap, where perf's own records come from, is
+ * not traceable. */
+static __always_inline int on_prot_exec(__u64 prot)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if ((prot & PROT_EXEC) && wanted(tgid))
+		send_proc_event(EVENT_MMAP, tgid, 0, 0, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int on_mmap(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_prot_exec(ctx->args[2]);
+}
+
+SEC("tracepoint/syscalls/sys_enter_mprotect")
+int on_mprotect(struct trace_event_raw_sys_enter *ctx)
+{
+	return on_prot_exec(ctx->args[2]);
+}
+
+/* Whether [lo, hi) overlaps one of the process's executable mappings:
+ * most munmap() calls free heap memory and are none of our business. */
+static __always_inline int overlaps_code(__u32 tgid, __u64 lo, __u64 hi)
+{
+	struct proc_info *pi = bpf_map_lookup_elem(&proc_infos, &tgid);
+	struct mapping_key key = { .tgid = tgid };
+	__u32 l = 0, h, i, slot;
+	struct cfi_mapping *m;
+
+	if (!pi)
+		return 0;
+	h = pi->nmappings;
+	slot = pi->slot & MAPPING_SLOT_BIT;
+	/* The last mapping starting below hi. */
+	for (i = 0; i < 24 && l < h; i++) {
+		__u32 mid = l + (h - l) / 2;
+
+		key.idx = slot | mid;
+		m = bpf_map_lookup_elem(&proc_mappings, &key);
+		if (!m)
+			return 1;
+		if (m->start < hi)
+			l = mid + 1;
+		else
+			h = mid;
+	}
+	if (l == 0)
+		return 0;
+	key.idx = slot | (l - 1);
+	m = bpf_map_lookup_elem(&proc_mappings, &key);
+	return !m || m->end > lo;
+}
+
+SEC("tracepoint/syscalls/sys_enter_munmap")
+int on_munmap(struct trace_event_raw_sys_enter *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 addr = ctx->args[0], len = ctx->args[1];
+
+	if (!len || !wanted(tgid) || !overlaps_code(tgid, addr, addr + len))
+		return 0;
+	send_proc_event(EVENT_MUNMAP, tgid, 0, addr, addr + len);
+	return 0;
+}
+
+#endif /* CFIPROF_PROC_TRACK_H */
