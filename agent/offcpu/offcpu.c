@@ -20,6 +20,7 @@
  * twice there.
  */
 #include "agent/offcpu/offcpu.h"
+#include "agent/util/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -373,13 +374,10 @@ int offcpu_flush(struct offcpu *oc, struct cfiprof_bpf *skel,
 	size_t size = bpf_map__value_size(skel->maps.offcpu_stash);
 	struct sample_event *ev = calloc(1, sizeof(*ev));
 	uint32_t key, next, *prev = NULL;
-	struct timespec ts;
-	uint64_t now;
+	uint64_t now = mono_ns();
 
 	if (!ev)
 		return -ENOMEM;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;

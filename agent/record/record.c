@@ -38,6 +38,7 @@
 #include "agent/cli/args.h"
 #include "agent/unwind/bpf_maps.h"
 #include "agent/util/child.h"
+#include "agent/util/fdlimit.h"
 #include "agent/util/clock.h"
 #include "cfiprof.skel.h"
 #include "agent/container/container.h"
@@ -692,19 +693,6 @@ static int spawn_child(struct recorder *r, int *go_fd, int *exec_fd)
 	return held_child_spawn(r->o->cmd, trace_me, NULL, &r->child, go_fd, exec_fd);
 }
 
-/* Every mapped object is kept open (for lazy compilation and for
- * symbolization after its process exits): a whole machine maps more
- * objects than the default 1024 descriptors. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static int scan_all(struct recorder *r)
 {
 	DIR *d = opendir("/proc");
@@ -1274,7 +1262,7 @@ int cmd_record(int argc, char **argv)
 		libbpf_set_print(NULL);
 	if (load_bpf(&r))
 		goto out;
-	raise_fd_limit();
+	fd_limit_raise();
 	sopts.debug_dir = o.debug_dir;
 	r.sym = symbolizer_new(&sopts);
 	r.mods.sym = r.sym;

@@ -38,6 +38,7 @@
 #include "agent/cli/args.h"
 #include "agent/output/atomic_file.h"
 #include "agent/util/child.h"
+#include "agent/util/fdlimit.h"
 #include "agent/util/clock.h"
 #include "agent/perf/counters.h"
 #include "agent/perf/cpus.h"
@@ -657,18 +658,6 @@ out:
 	return ret ? ret : stop_signal;
 }
 
-/* Counters for this many fds need more than the usual 1024 with many
- * threads or CPUs: take what the hard limit allows. */
-static void raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-}
-
 static int build_units(struct run *r, char *err, size_t errlen)
 {
 	struct stat_opts *o = r->o;
@@ -741,7 +730,7 @@ int cmd_stat(int argc, char **argv)
 		}
 		r.out_open = true;
 	}
-	raise_fd_limit();
+	fd_limit_raise();
 
 	/* Signals arrive through the signalfd, never as interruptions. */
 	sigemptyset(&mask);
