@@ -112,12 +112,12 @@ int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint
 	uint32_t size = (uint32_t)CFIPROF_STASH_VALUE_SIZE(frames);
 	int err;
 
-	skel->rodata->cfg.off_cpu = o->on;
+	skel->rodata->cfg.off_cpu = o->enabled;
 	skel->rodata->cfg.off_cpu_preempted = o->preempted;
 	skel->rodata->cfg.wakers = o->wakers;
 	skel->rodata->cfg.off_cpu_min_ns = o->min_ns;
 	skel->rodata->cfg.stash_frames = frames;
-	if (o->on) {
+	if (o->enabled) {
 		struct btf *btf = btf__load_vmlinux_btf();
 
 		if (btf) {
@@ -131,7 +131,7 @@ int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint
 	err = bpf_map__set_value_size(skel->maps.offcpu_stash, size);
 	if (!err)
 		err = bpf_map__set_value_size(skel->maps.offcpu_wakers, size);
-	if (!err && !o->on)
+	if (!err && !o->enabled)
 		err = bpf_program__set_autoload(skel->progs.on_switch, false);
 	if (!err && !o->wakers)
 		err = bpf_program__set_autoload(skel->progs.on_waking, false);
@@ -283,8 +283,8 @@ static struct pending_waker *take_waker(struct offcpu *oc, uint32_t tid, uint64_
 
 void offcpu_ignore_before(struct offcpu *oc, uint32_t pid, uint64_t until_ns)
 {
-	oc->own_pid = pid;
-	oc->own_until_ns = until_ns;
+	oc->held_cmd_pid = pid;
+	oc->held_cmd_until_ns = until_ns;
 }
 
 int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32_t tid,
@@ -301,9 +301,9 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 
 	/* The stops happen before the program has threads: its pid is the
 	 * tid of the thread stopped. */
-	if ((flags & SAMPLE_FLAG_WAKER ? peer_tid : pid) == oc->own_pid &&
-	    time_ns < oc->own_until_ns) {
-		oc->own_stops += !(flags & SAMPLE_FLAG_WAKER);
+	if ((flags & SAMPLE_FLAG_WAKER ? peer_tid : pid) == oc->held_cmd_pid &&
+	    time_ns < oc->held_cmd_until_ns) {
+		oc->held_cmd_stops += !(flags & SAMPLE_FLAG_WAKER);
 		return 0;
 	}
 	if (flags & SAMPLE_FLAG_WAKER) {
@@ -499,7 +499,7 @@ void offcpu_print_stats(const struct offcpu *oc, struct cfiprof_bpf *skel, FILE 
 	fprintf(f, "offcpu_stash_left: %llu\n", (unsigned long long)oc->stash_left);
 	fprintf(f, "offcpu_still_blocked: %llu\n", (unsigned long long)oc->still_blocked);
 	fprintf(f, "offcpu_wakers_unpaired: %llu\n", (unsigned long long)oc->wakers_unpaired);
-	fprintf(f, "offcpu_own_stops: %llu\n", (unsigned long long)oc->own_stops);
+	fprintf(f, "offcpu_own_stops: %llu\n", (unsigned long long)oc->held_cmd_stops);
 	fprintf(f, "offcpu_stash_value_bytes: %u\n", bpf_map__value_size(skel->maps.offcpu_stash));
 }
 

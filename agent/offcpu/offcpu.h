@@ -19,7 +19,7 @@
 #define OFFCPU_MIN_DEFAULT_NS 1000000ull  /* --off-cpu-min default: 1 ms */
 
 struct offcpu_opts {
-	bool on;           /* --off-cpu or --off-cpu-only */
+	bool enabled;      /* --off-cpu or --off-cpu-only */
 	bool only;         /* --off-cpu-only: no on-CPU sampling */
 	bool preempted;    /* --off-cpu-preempted */
 	bool wakers;       /* --wakers */
@@ -41,8 +41,9 @@ struct offcpu {
 	struct frame_ref *chain;           /* scratch: a woken-by stack */
 	uint64_t samples, wakers_paired, wakers_unpaired, still_blocked, stash_left;
 	uint64_t no_mark;                  /* synthetic frames lost to out of memory */
-	uint32_t own_pid;                  /* -- CMD: stopped by us until own_until_ns */
-	uint64_t own_until_ns, own_stops;
+	uint32_t held_cmd_pid;             /* -- CMD: held by us (at exec, at its entry) until */
+	                                   /* held_cmd_until_ns: those stops are not its own */
+	uint64_t held_cmd_until_ns, held_cmd_stops;
 };
 
 /* "0", "1ms", "500us", "2s", "100ns" (no unit: nanoseconds) into *ns;

@@ -330,10 +330,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->quiet = true;
 			break;
 		case OPT_OFF_CPU:
-			o->off.on = true;
+			o->off.enabled = true;
 			break;
 		case OPT_OFF_CPU_ONLY:
-			o->off.on = o->off.only = true;
+			o->off.enabled = o->off.only = true;
 			break;
 		case OPT_OFF_CPU_MIN:
 			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
@@ -366,7 +366,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
 		return -EINVAL;
 	}
-	if (!o->off.on && (o->off.min_given || o->off.preempted || o->off.wakers)) {
+	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers)) {
 		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
 			"need --off-cpu or --off-cpu-only\n");
 		return -EINVAL;
@@ -843,7 +843,7 @@ static void print_stats(struct recorder *r)
 				(unsigned long long)pi.recursion_misses);
 		}
 	}
-	if (r->o->off.on)
+	if (r->o->off.enabled)
 		offcpu_print_stats(&r->off, r->skel, stderr);
 	tables_stats(&r->tables, &ts);
 	fprintf(stderr, "unwind: %s\n", unwind_names[r->o->unwind]);
@@ -918,7 +918,7 @@ static int write_output(struct recorder *r, const struct built_profile *bp)
 	char err[512] = "";
 	int ret;
 
-	if (r->o->format == FORMAT_FOLDED && r->o->off.on) {
+	if (r->o->format == FORMAT_FOLDED && r->o->off.enabled) {
 		/* On- and off-CPU stacks in one flame graph: both in
 		 * microseconds. */
 		uint32_t types[2], n = 0;
@@ -1318,7 +1318,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: out of memory\n");
 		goto out;
 	}
-	ret = o.off.on ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
+	ret = o.off.enabled ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
 	if (!ret && !o.off.only)
 		ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
 	if (!ret && !o.off.only)
@@ -1346,7 +1346,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s%s\n",
 			o.cmd ? o.cmd[0] : o.all ? "all processes" : "the given processes", o.freq,
 			r.sampler.n, r.sampler.n == 1 ? "" : "s", r.sampler.event_name,
-			o.off.on ? ", and off-CPU stacks" : "",
+			o.off.enabled ? ", and off-CPU stacks" : "",
 			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
 
 	while (!stop_requested) {
@@ -1379,7 +1379,7 @@ int cmd_record(int argc, char **argv)
 	perf_sampler_close(&r.sampler);
 	offcpu_detach(&r.off);
 	ring_buffer__consume(r.rb);
-	if (o.off.on)
+	if (o.off.enabled)
 		offcpu_flush(&r.off, r.skel, on_event, &r);
 	/* Let queued loads and unloads finish, so --stats tells the state
 	 * the last events left. */
@@ -1399,7 +1399,7 @@ int cmd_record(int argc, char **argv)
 			.tag_keys = o.tag_keys,
 			.tag_vals = o.tag_vals,
 			.ntags = (uint32_t)o.ntags,
-			.off_cpu = o.off.on,
+			.off_cpu = o.off.enabled,
 			.off_cpu_only = o.off.only,
 			.woken_by = o.off.wakers,
 		};
@@ -1420,7 +1420,7 @@ int cmd_record(int argc, char **argv)
 		if (!o.quiet) {
 			fprintf(stderr, "cfiprof: %llu samples", (unsigned long long)
 				(r.agg.samples[STACK_ON_CPU] + r.agg.samples[STACK_OFF_CPU]));
-			if (o.off.on && !o.off.only)
+			if (o.off.enabled && !o.off.only)
 				fprintf(stderr, " (%llu on-CPU, %llu off-CPU)",
 					(unsigned long long)r.agg.samples[STACK_ON_CPU],
 					(unsigned long long)r.agg.samples[STACK_OFF_CPU]);
@@ -1432,7 +1432,7 @@ int cmd_record(int argc, char **argv)
 				fprintf(stderr, "\n");
 			if (!o.off.only)
 				print_top(&bp.p, r.agg.samples[STACK_ON_CPU]);
-			if (o.off.on)
+			if (o.off.enabled)
 				offcpu_print_summary(&r.off, r.skel, &bp.p, bp.type_off_cpu,
 						     bp.type_off_events, stderr);
 			fprintf(stderr, "walk end reasons:\n");

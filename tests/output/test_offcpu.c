@@ -62,7 +62,7 @@ static const char *mark_name(const struct stack_agg *a, const struct frame_ref *
  * another blocked period does not pair. */
 Test(offcpu, wakers_pprof)
 {
-	struct offcpu_opts o = { .on = true, .wakers = true, .min_ns = 1000000 };
+	struct offcpu_opts o = { .enabled = true, .wakers = true, .min_ns = 1000000 };
 	struct frame_ref blocked[] = { U(0x10), U(0x20), U(0x30) };
 	struct frame_ref waker[] = { U(0x100), U(0x200) };
 	struct stack_agg a = { 0 };
@@ -111,7 +111,7 @@ Test(offcpu, wakers_pprof)
  * preempted thread are named as such. */
 Test(offcpu, wakers_folded)
 {
-	struct offcpu_opts o = { .on = true, .wakers = true, .mark_root = true };
+	struct offcpu_opts o = { .enabled = true, .wakers = true, .mark_root = true };
 	struct frame_ref blocked[] = { U(0x10), U(0x20) };
 	struct frame_ref irq[] = { { 0xffffffff81000000ull, FRAME_KERNEL } };
 	struct stack_agg a = { 0 };
@@ -146,7 +146,7 @@ Test(offcpu, wakers_folded)
 /* -- CMD's own stops (before it was released) are not the program's. */
 Test(offcpu, own_stops)
 {
-	struct offcpu_opts o = { .on = true };
+	struct offcpu_opts o = { .enabled = true };
 	struct frame_ref f[] = { U(0x10) };
 	struct stack_agg a = { 0 };
 	struct offcpu oc;
@@ -155,7 +155,7 @@ Test(offcpu, own_stops)
 	offcpu_ignore_before(&oc, 77, 1000);
 	cr_assert_eq(offcpu_record(&oc, &a, 77, 77, "cmd", 0, SAMPLE_FLAG_OFF_CPU, 0, 999, 5, f, 1, 0), 0);
 	cr_expect_eq(a.n, 0);
-	cr_expect_eq(oc.own_stops, 1);
+	cr_expect_eq(oc.held_cmd_stops, 1);
 	cr_assert_eq(offcpu_record(&oc, &a, 77, 77, "cmd", 0, SAMPLE_FLAG_OFF_CPU, 0, 1000, 5, f, 1, 0), 0);
 	cr_assert_eq(offcpu_record(&oc, &a, 78, 78, "other", 0, SAMPLE_FLAG_OFF_CPU, 0, 10, 5, f, 1, 0), 0);
 	cr_expect_eq(a.samples[STACK_OFF_CPU], 2);
