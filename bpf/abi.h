@@ -129,7 +129,9 @@ struct cfi_table_header {
 enum cfiprof_walk_end {
 	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined / 0) */
 	WALK_END_NO_MAPPING  = 1, /* an address outside every known executable mapping */
-	WALK_END_NO_TABLE    = 2, /* the mapping's CFI table is not loaded (and no FP fallback) */
+	WALK_END_NO_TABLE    = 2, /* unused: a frame without a table takes a frame-pointer
+	                           * step (WALK_END_FP_FAILED when that fails); the value
+	                           * stays reserved so that old and new agents agree */
 	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
 	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
 	WALK_END_DEPTH       = 5, /* --max-depth reached */
