@@ -20,34 +20,15 @@ struct cache_header {
 	char key[CFI_CACHE_KEY_MAX];
 };
 
+/* zlib's _z variants take a size_t length: no 4 GiB chunking needed. */
 static uint32_t crc_of(const void *p, size_t n)
 {
-	uLong c = crc32(0L, Z_NULL, 0);
-	const Bytef *b = p;
-
-	while (n) {
-		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-
-		c = crc32(c, b, chunk);
-		b += chunk;
-		n -= chunk;
-	}
-	return (uint32_t)c;
+	return (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), p, n);
 }
 
 static uint32_t adler_of(uint32_t a, const void *p, size_t n)
 {
-	uLong c = a;
-	const Bytef *b = p;
-
-	while (n) {
-		uInt chunk = n > (1u << 30) ? (1u << 30) : (uInt)n;
-
-		c = adler32(c, b, chunk);
-		b += chunk;
-		n -= chunk;
-	}
-	return (uint32_t)c;
+	return (uint32_t)adler32_z(a, p, n);
 }
 
 void cfi_cache_key(const struct cfi_elf *e, const struct cfi_compile_opts *opts,

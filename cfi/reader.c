@@ -32,14 +32,22 @@ uint8_t cfi_read_u8_slow(struct cfi_reader *r)
 	return *r->pos++;
 }
 
+/* A little-endian value of n bytes (the host's order: x86-64 only). */
+static void read_fixed(struct cfi_reader *r, void *v, size_t n)
+{
+	if (!need(r, n)) {
+		memset(v, 0, n);
+		return;
+	}
+	memcpy(v, r->pos, n);
+	r->pos += n;
+}
+
 uint16_t cfi_read_u16(struct cfi_reader *r)
 {
 	uint16_t v;
 
-	if (!need(r, 2))
-		return 0;
-	memcpy(&v, r->pos, 2);
-	r->pos += 2;
+	read_fixed(r, &v, sizeof(v));
 	return v;
 }
 
@@ -47,10 +55,7 @@ uint32_t cfi_read_u32(struct cfi_reader *r)
 {
 	uint32_t v;
 
-	if (!need(r, 4))
-		return 0;
-	memcpy(&v, r->pos, 4);
-	r->pos += 4;
+	read_fixed(r, &v, sizeof(v));
 	return v;
 }
 
@@ -58,10 +63,7 @@ uint64_t cfi_read_u64(struct cfi_reader *r)
 {
 	uint64_t v;
 
-	if (!need(r, 8))
-		return 0;
-	memcpy(&v, r->pos, 8);
-	r->pos += 8;
+	read_fixed(r, &v, sizeof(v));
 	return v;
 }
 
