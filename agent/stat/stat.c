@@ -290,64 +290,11 @@ static int add_default_events(struct stat_opts *o, char *err, size_t errlen)
 
 /* ---- the command run ------------------------------------------------ */
 
-struct child {
-	pid_t pid;               /* 0: none */
-	int go_fd, exec_fd;      /* release / exec-failure pipes */
-	bool exited;
-	int status;
-	struct rusage ru;
-};
-
 /* The child gets the signal mask cfiprof had before blocking its own
  * signals. */
 static int restore_mask(void *orig_mask)
 {
 	return sigprocmask(SIG_SETMASK, orig_mask, NULL);
-}
-
-static void reap_child(struct child *ch, bool block)
-{
-	if (!ch->pid || ch->exited)
-		return;
-	if (wait4(ch->pid, &ch->status, block ? 0 : WNOHANG, &ch->ru) == ch->pid)
-		ch->exited = true;
-}
-
-/* Lets the child exec.  Returns 0 once it did, or the errno of its
- * failed exec (the child is reaped). */
-static int release_child(struct child *ch)
-{
-	int ret = held_child_release(ch->go_fd, ch->exec_fd);
-
-	ch->go_fd = ch->exec_fd = -1;
-	if (ret)
-		reap_child(ch, true);
-	return ret;
-}
-
-/* Ends a child that is still held or running, and reaps it: SIGTERM, and
- * SIGKILL if it is still there 2 s later (cfiprof's own signals are
- * blocked: it must not hang on a command that ignores SIGTERM). */
-static void end_child(struct child *ch)
-{
-	int i;
-
-	if (ch->go_fd >= 0)
-		close(ch->go_fd); /* a held child exits on its own */
-	if (ch->exec_fd >= 0)
-		close(ch->exec_fd);
-	ch->go_fd = ch->exec_fd = -1;
-	if (!ch->pid || ch->exited)
-		return;
-	kill(ch->pid, SIGTERM);
-	for (i = 0; i < 200 && !ch->exited; i++) {
-		reap_child(ch, false);
-		if (!ch->exited)
-			usleep(10000);
-	}
-	if (!ch->exited)
-		kill(ch->pid, SIGKILL);
-	reap_child(ch, true);
 }
 
 struct run {
@@ -356,7 +303,7 @@ struct run {
 	struct counter_unit *units;
 	int nunits;
 	int cgroup_fd;
-	struct child child;
+	struct held_child child;
 	struct counter_reading *now, *last; /* [unit][event] */
 	struct stat_value *vals;            /* [unit][event] */
 	uint64_t t0, t_last;                /* monotonic ns: start, last interval */
@@ -607,8 +554,7 @@ static int count_loop(struct run *r, int sfd)
 	}
 	ret = 0;
 	/* A command ended before we could wait for its SIGCHLD? */
-	reap_child(&r->child, false);
-	done = r->child.exited;
+	done = held_child_reap(&r->child, false);
 	while (!done) {
 		/* -p targets: their exit is noticed within 100 ms. */
 		int n = poll(pfd, FD_NR, r->o->npids ? 100 : -1);
@@ -623,8 +569,7 @@ static int count_loop(struct run *r, int sfd)
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				if (si.ssi_signo == SIGCHLD) {
-					reap_child(&r->child, false);
-					done |= r->child.exited;
+					done |= held_child_reap(&r->child, false);
 				} else {
 					stop_signal = (int)si.ssi_signo;
 					done = true;
@@ -687,15 +632,9 @@ static int build_units(struct run *r, char *err, size_t errlen)
 /* The exit status: CMD's when it ran to its end (perf stat's), else ours. */
 static int exit_status(const struct run *r, int stop_signal)
 {
-	const struct child *ch = &r->child;
+	int code = held_child_exit_code(&r->child);
 
-	if (stop_signal || !ch->pid || !ch->exited)
-		return 0;
-	if (WIFEXITED(ch->status))
-		return WEXITSTATUS(ch->status);
-	if (WIFSIGNALED(ch->status))
-		return 128 + WTERMSIG(ch->status);
-	return 0;
+	return stop_signal || code < 0 ? 0 : code;
 }
 
 int cmd_stat(int argc, char **argv)
@@ -713,7 +652,7 @@ int cmd_stat(int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	r.cgroup_fd = -1;
-	r.child.go_fd = r.child.exec_fd = -1;
+	r.child = (struct held_child)HELD_CHILD_INIT;
 	ret = parse_args(argc, argv, &o);
 	if (ret) {
 		status = ret > 0 ? 0 : 2;
@@ -746,8 +685,7 @@ int cmd_stat(int argc, char **argv)
 	}
 
 	if (o.cmd) {
-		ret = held_child_spawn(o.cmd, restore_mask, &orig_mask, &r.child.pid, &r.child.go_fd,
-				       &r.child.exec_fd);
+		ret = held_child_start(&r.child, o.cmd, restore_mask, &orig_mask);
 		if (ret) {
 			fprintf(stderr, PROG ": starting %s: %s\n", o.cmd[0], strerror(-ret));
 			goto out;
@@ -790,7 +728,7 @@ int cmd_stat(int argc, char **argv)
 		goto out;
 	}
 	if (o.cmd) {
-		ret = release_child(&r.child);
+		ret = held_child_run(&r.child);
 		if (ret) {
 			fprintf(stderr, PROG ": cannot run %s: %s\n", o.cmd[0], strerror(-ret));
 			goto out;
@@ -833,7 +771,7 @@ int cmd_stat(int argc, char **argv)
 out:
 	if (r.out_open)
 		atomic_file_abort(&r.out_file);
-	end_child(&r.child);
+	held_child_end(&r.child, 2000);
 	counters_close(&r.ctr);
 	if (sfd >= 0)
 		close(sfd);
