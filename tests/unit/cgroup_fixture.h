@@ -18,7 +18,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup_target.h"
 
 struct cg_fixture {
 	char mnt[PATH_MAX], mroot[PATH_MAX];   /* cgroup2_mount() */
