@@ -12,19 +12,21 @@
 #include <unistd.h>
 
 #include "agent/perf/cpus.h"
+#include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 
-int targets_add_unit(struct counter_unit **units, int *n, pid_t pid, int cpu)
+int targets_add_unit(struct target_units *u, pid_t pid, int cpu)
 {
-	struct counter_unit *u = realloc(*units, (size_t)(*n + 1) * sizeof(*u));
-
-	if (!u)
+	if (array_reserve(&u->v, &u->cap, (size_t)u->n + 1))
 		return -ENOMEM;
-	*units = u;
-	u[*n].pid = pid;
-	u[*n].cpu = cpu;
-	(*n)++;
+	u->v[u->n++] = (struct counter_unit){ .pid = pid, .cpu = cpu };
 	return 0;
+}
+
+void targets_free(struct target_units *u)
+{
+	free(u->v);
+	*u = (struct target_units){ 0 };
 }
 
 static bool all_digits(const char *s)
@@ -32,7 +34,7 @@ static bool all_digits(const char *s)
 	return *s && strspn(s, "0123456789") == strlen(s);
 }
 
-int targets_add_threads(struct counter_unit **units, int *n, int pid)
+int targets_add_threads(struct target_units *u, int pid)
 {
 	char path[64];
 	struct dirent *de;
@@ -46,7 +48,7 @@ int targets_add_threads(struct counter_unit **units, int *n, int pid)
 	while ((de = readdir(d)) && !ret) {
 		if (!all_digits(de->d_name))
 			continue;
-		ret = targets_add_unit(units, n, (pid_t)atoi(de->d_name), -1);
+		ret = targets_add_unit(u, (pid_t)atoi(de->d_name), -1);
 		found++;
 	}
 	closedir(d);
@@ -127,8 +129,7 @@ int targets_open_cgroup(const char *arg, char *err, size_t errlen)
 	return fd;
 }
 
-int targets_add_cpus(const bool *only, struct counter_unit **units, int *n, char *err,
-		     size_t errlen)
+int targets_add_cpus(struct target_units *u, const bool *only, char *err, size_t errlen)
 {
 	int ncpus = cpu_count_possible(), cpu, ret;
 	bool *online = calloc((size_t)ncpus, sizeof(bool));
@@ -146,7 +147,7 @@ int targets_add_cpus(const bool *only, struct counter_unit **units, int *n, char
 			ret = -ENODEV;
 			break;
 		}
-		ret = targets_add_unit(units, n, -1, cpu);
+		ret = targets_add_unit(u, -1, cpu);
 	}
 	free(online);
 	return ret;
