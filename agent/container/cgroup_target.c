@@ -141,6 +141,42 @@ static int check_cgroup2_dir(const char *arg, const char *dir, char *errbuf, siz
 	return 0;
 }
 
+/* The path `arg` names below the cgroup2 mount `mnt` (unused for an
+ * absolute one), before anything in it is resolved. */
+static int candidate_path(const char *arg, const char *mnt, char *cand, size_t len)
+{
+	int n;
+
+	if (arg[0] == '/') {
+		n = snprintf(cand, len, "%s", arg);
+	} else {
+		n = snprintf(cand, len, "%s/%s", mnt, arg);
+		/* Relative to /sys/fs/cgroup, as on a unified host, works on
+		 * a hybrid one too ("unified/..."). */
+		if (n < (int)len && access(cand, F_OK) && strcmp(mnt, "/sys/fs/cgroup")) {
+			char alt[PATH_MAX + 32];
+
+			if (snprintf(alt, sizeof(alt), "/sys/fs/cgroup/%s", arg) < (int)sizeof(alt) &&
+			    !access(alt, F_OK))
+				n = snprintf(cand, len, "%s", alt);
+		}
+	}
+	return n >= PATH_MAX || n >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+int cgroup_arg_path(const char *arg, char *path, size_t len)
+{
+	char mnt[PATH_MAX] = "", root[PATH_MAX];
+	int ret;
+
+	if (arg[0] != '/') {
+		ret = cgroup2_mount(mnt, sizeof(mnt), root, sizeof(root));
+		if (ret)
+			return ret;
+	}
+	return candidate_path(arg, mnt, path, len);
+}
+
 int cgroup_resolve(const char *arg, struct cgroup_target *t, char *errbuf, size_t errlen)
 {
 	char mnt[PATH_MAX], root[PATH_MAX], cand[PATH_MAX + 32];
@@ -157,23 +193,10 @@ int cgroup_resolve(const char *arg, struct cgroup_target *t, char *errbuf, size_
 		errbuf_set(errbuf, errlen, "--cgroup %s: no cgroup v2 filesystem is mounted", arg);
 		return ret;
 	}
-	if (arg[0] == '/') {
-		n = snprintf(cand, sizeof(cand), "%s", arg);
-	} else {
-		n = snprintf(cand, sizeof(cand), "%s/%s", mnt, arg);
-		/* Relative to /sys/fs/cgroup, as on a unified host, works on
-		 * a hybrid one too ("unified/..."). */
-		if (n < (int)sizeof(cand) && access(cand, F_OK) && strcmp(mnt, "/sys/fs/cgroup")) {
-			char alt[PATH_MAX + 32];
-
-			if (snprintf(alt, sizeof(alt), "/sys/fs/cgroup/%s", arg) < (int)sizeof(alt) &&
-			    !access(alt, F_OK))
-				n = snprintf(cand, sizeof(cand), "%s", alt);
-		}
-	}
-	if (n >= PATH_MAX) {
+	ret = candidate_path(arg, mnt, cand, sizeof(cand));
+	if (ret) {
 		errbuf_set(errbuf, errlen, "--cgroup %.64s...: path too long", arg);
-		return -ENAMETOOLONG;
+		return ret;
 	}
 	if (!realpath(cand, t->dir)) {
 		int err = errno;

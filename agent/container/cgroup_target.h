@@ -43,6 +43,14 @@ int cgroup2_mount(char *mnt, size_t mntlen, char *root, size_t rootlen);
  * message in errbuf naming `arg` and the reason. */
 int cgroup_resolve(const char *arg, struct cgroup_target *t, char *errbuf, size_t errlen);
 
+/* The path `arg` names before symlinks and ".." are resolved, as
+ * cgroup_resolve() starts from it: `arg` itself when absolute, else below
+ * the cgroup2 mount (or below /sys/fs/cgroup where only that exists).
+ * For callers that word their own messages about what the user gave.
+ * -ENOENT when `arg` is relative and no cgroup2 is mounted,
+ * -ENAMETOOLONG when the path does not fit `len`. */
+int cgroup_arg_path(const char *arg, char *path, size_t len);
+
 /* The cgroup v2 id of the directory `dirfd` (0 for the directory itself)
  * or of `path` relative to it, as bpf_get_current_cgroup_id() names it. */
 int cgroup_id_at(int dirfd, const char *path, uint64_t *id);

@@ -11,6 +11,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "agent/container/cgroup_target.h"
 #include "agent/perf/cpus.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
@@ -87,44 +88,41 @@ bool targets_process_alive(int pid)
 	return alive;
 }
 
+/* The messages `cfiprof stat` has always given, whichever step of the
+ * resolution failed: they name the path before it was resolved. */
+static int cgroup_error(const char *arg, int ret, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int path_ret = cgroup_arg_path(arg, path, sizeof(path));
+
+	if (path_ret == -ENAMETOOLONG)
+		errbuf_set(err, errlen, "--cgroup: %s: %s", arg, strerror(ENAMETOOLONG));
+	else if (path_ret)
+		errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
+	else if (ret == -EMEDIUMTYPE)
+		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
+	else
+		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(-ret));
+	return ret;
+}
+
 int targets_open_cgroup(const char *arg, char *err, size_t errlen)
 {
-	char path[PATH_MAX] = "", line[4096];
+	struct cgroup_target t;
 	struct statfs st;
-	int fd, e;
+	int fd, ret;
 
-	if (arg[0] == '/') {
-		snprintf(path, sizeof(path), "%s", arg);
-	} else {
-		FILE *f = fopen("/proc/self/mountinfo", "re");
-
-		/* "id parent maj:min root mountpoint opts [optional...] - fstype src opts" */
-		while (f && fgets(line, sizeof(line), f)) {
-			char mnt[PATH_MAX], *dash = strstr(line, " - ");
-
-			if (dash && !strncmp(dash, " - cgroup2 ", 11) &&
-			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-				snprintf(path, sizeof(path), "%s/%s", mnt, arg);
-				break;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!path[0]) {
-			errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
-			return -ENOENT;
-		}
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno;
-		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(e));
-		return -e;
-	}
+	ret = cgroup_resolve(arg, &t, err, errlen);
+	if (ret)
+		return cgroup_error(arg, ret, err, errlen);
+	fd = open(t.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cgroup_error(arg, -errno, err, errlen);
+	/* The kernel filters on what fd is: the directory resolved a moment
+	 * ago may have been replaced since. */
 	if (fstatfs(fd, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
 		close(fd);
-		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
-		return -ENOTDIR;
+		return cgroup_error(arg, -EMEDIUMTYPE, err, errlen);
 	}
 	return fd;
 }

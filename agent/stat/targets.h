@@ -37,9 +37,11 @@ void targets_free(struct target_units *u);
  * whose leader exited can live on in its other threads. */
 bool targets_process_alive(int pid);
 
-/* An O_RDONLY fd of the cgroup v2 directory `arg`: an absolute path, or
- * one relative to the cgroup2 mount (as perf -G takes it).  A negative
- * errno with the reason in err when it is missing or not cgroup v2. */
+/* An O_RDONLY fd of the cgroup v2 directory `arg` names, as --cgroup
+ * takes it (cgroup_resolve(): absolute, relative to the cgroup2 mount or
+ * to /sys/fs/cgroup, through symlinks and "..").  A negative errno with
+ * the reason in err, worded as `cfiprof stat` always has, naming the path
+ * before resolution. */
 int targets_open_cgroup(const char *arg, char *err, size_t errlen);
 
 #endif
