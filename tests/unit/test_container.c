@@ -456,20 +456,9 @@ Test(cgroup_read, missing_process)
 
 /* ---- --cgroup --------------------------------------------------------- */
 
-static struct cg_fixture cgf;
 static char errbuf[512];
 
-static void cg_setup(void)
-{
-	cg_fixture_make(&cgf, "cfiprof-unit");
-}
-
-static void cg_teardown(void)
-{
-	cg_fixture_remove(&cgf);
-}
-
-TestSuite(cgroup_resolve, .init = cg_setup, .fini = cg_teardown);
+CG_FIXTURE_SUITE(cgroup_resolve, "cfiprof-unit");
 
 static void one_line(const char *msg)
 {

@@ -23,20 +23,9 @@
 #include "agent/stat/targets.h"
 #include "cgroup_fixture.h"
 
-static struct cg_fixture cgf;
 static char err[1024];
 
-static void setup(void)
-{
-	cg_fixture_make(&cgf, "cfiprof-stat-unit");
-}
-
-static void teardown(void)
-{
-	cg_fixture_remove(&cgf);
-}
-
-TestSuite(stat_cgroup, .init = setup, .fini = teardown);
+CG_FIXTURE_SUITE(stat_cgroup, "cfiprof-stat-unit");
 
 /* Opens `arg` and checks that the fd is the directory `want`. */
 static void expect_opens(const char *arg, const char *want)
