@@ -26,7 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
+#include "agent/container/container_open.h"
 
 enum { NAIVE, MAP_FILES, OPEN_AT, OPEN, CGROUP, NMETHODS };
 static const char *names[NMETHODS] = { "naive", "map_files", "open_at", "open", "cgroup" };

@@ -2,10 +2,51 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/array.h"
 #include "agent/util/errbuf.h"
+
+int args_parse(const struct arg_parser *p, int argc, char **argv, void *ctx, char ***operands)
+{
+	int c, ret;
+
+	*operands = NULL;
+	/* Each command parses afresh (main may have run getopt before). */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, p->shortopts, p->longopts, NULL)) != -1) {
+		if (c == 'h') {
+			p->usage(stdout);
+			return 1;
+		}
+		if (c == '?' || c == ':') {
+			p->usage(stderr);
+			return -EINVAL;
+		}
+		ret = p->handle(c, optarg, ctx);
+		if (ret)
+			return ret;
+	}
+	if (optind < argc)
+		*operands = &argv[optind];
+	return 0;
+}
+
+int arg_invalid(const char *prog, const char *opt, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	if (opt)
+		fprintf(stderr, "%s: ", opt);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -EINVAL;
+}
 
 int arg_long(const char *s, long lo, long hi, long *out)
 {
@@ -20,28 +61,41 @@ int arg_long(const char *s, long lo, long hi, long *out)
 	return 0;
 }
 
+int arg_seconds(const char *s, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	/* !(v > 0) also refuses NaN. */
+	if (errno || end == s || *end || !(v > 0) || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int arg_pid_list(const char *arg, int **pids, int *npids, char *err, size_t errlen)
 {
 	char *copy = strdup(arg), *tok, *save = NULL;
+	/* All the caller's array is known to hold: grown from there. */
+	size_t cap = (size_t)*npids;
 	int ret = 0, added = 0;
 
 	if (!copy)
 		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		long v;
-		int *p;
 
 		if (arg_long(tok, 1, INT_MAX, &v)) {
 			errbuf_set(err, errlen, "'%s' is not a process id", tok);
 			ret = -EINVAL;
 			break;
 		}
-		p = realloc(*pids, (size_t)(*npids + 1) * sizeof(*p));
-		if (!p) {
+		if (array_reserve(pids, &cap, (size_t)*npids + 1)) {
 			ret = -ENOMEM;
 			break;
 		}
-		*pids = p;
 		(*pids)[(*npids)++] = (int)v;
 		added++;
 	}

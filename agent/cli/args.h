@@ -1,11 +1,46 @@
-/* Command-line values shared by the commands' option parsers. */
+/*
+ * Command-line parsing shared by the commands: the getopt_long loop that
+ * every command runs the same way, and the values (numbers, durations,
+ * pid lists) more than one command takes.
+ */
 #ifndef AGENT_ARGS_H
 #define AGENT_ARGS_H
 
+#include <getopt.h>
 #include <stddef.h>
+#include <stdio.h>
+
+/* A command's options, as args_parse runs them. */
+struct arg_parser {
+	/* getopt_long's: start with '+' to stop at the first operand, so
+	 * that a CMD's own options stay its own.  The key 'h' is help. */
+	const char *shortopts;
+	const struct option *longopts;
+	/* Takes one option (getopt's key, and its value or NULL).  Returns
+	 * 0, or a negative errno having printed why (arg_invalid). */
+	int (*handle)(int key, char *arg, void *ctx);
+	/* Prints the usage: for 'h' on stdout, after an unknown option or a
+	 * missing value (which getopt has reported) on stderr. */
+	void (*usage)(FILE *f);
+};
+
+/* Runs getopt_long over argv[1..] with p, passing ctx to p->handle.
+ * Returns 0 with *operands the first operand onward (NULL when there is
+ * none), 1 after -h/--help, -EINVAL after a usage error, or what
+ * p->handle returned. */
+int args_parse(const struct arg_parser *p, int argc, char **argv, void *ctx, char ***operands);
+
+/* Prints "PROG: OPT: MESSAGE" (or "PROG: MESSAGE" when opt is NULL) on
+ * stderr and returns -EINVAL: how an option handler refuses a value. */
+int arg_invalid(const char *prog, const char *opt, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 /* A whole decimal number in [lo, hi].  Returns 0 or -EINVAL. */
 int arg_long(const char *s, long lo, long hi, long *out);
+
+/* A number of seconds, > 0 and <= max (HUGE_VAL: no limit).  Returns 0
+ * or -EINVAL. */
+int arg_seconds(const char *s, double max, double *out);
 
 /* "PID[,PID...]" appended to the array *pids of *npids.  Returns 0,
  * -ENOMEM, or -EINVAL with "'TOKEN' is not a process id" in err. */

@@ -7,8 +7,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "agent/util/errbuf.h"
 #include "agent/perf/tracefs.h"
+#include "agent/util/array.h"
+#include "agent/util/errbuf.h"
 
 #define EVENT_NAME_MAX 255
 
@@ -294,14 +295,11 @@ bool event_is_clock(const struct event_spec *ev)
 
 static int list_push(struct event_list *l, struct event_spec *ev, char *err, size_t errlen)
 {
-	struct event_spec *grown = realloc(l->ev, (size_t)(l->n + 1) * sizeof(*grown));
-
-	if (!grown) {
+	if (array_reserve(&l->ev, &l->cap, (size_t)l->n + 1)) {
 		free(ev->name);
 		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	l->ev = grown;
 	l->ev[l->n++] = *ev;
 	return 0;
 }
@@ -503,6 +501,7 @@ void event_list_free(struct event_list *l)
 		free(l->ev[i].name);
 	free(l->ev);
 	l->ev = NULL;
+	l->cap = 0;
 	l->n = l->ngroups = 0;
 	l->shared_group = -1;
 }

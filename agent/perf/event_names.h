@@ -50,6 +50,7 @@ struct event_spec {
 struct event_list {
 	struct event_spec *ev;
 	int n;
+	unsigned cap;                /* room in ev */
 	int ngroups;
 	int shared_group;            /* the group of ungrouped software events, or -1 */
 };

@@ -11,20 +11,23 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "agent/container/cgroup_target.h"
 #include "agent/perf/cpus.h"
+#include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 
-int targets_add_unit(struct counter_unit **units, int *n, pid_t pid, int cpu)
+int targets_add_unit(struct target_units *u, pid_t pid, int cpu)
 {
-	struct counter_unit *u = realloc(*units, (size_t)(*n + 1) * sizeof(*u));
-
-	if (!u)
+	if (array_reserve(&u->v, &u->cap, (size_t)u->n + 1))
 		return -ENOMEM;
-	*units = u;
-	u[*n].pid = pid;
-	u[*n].cpu = cpu;
-	(*n)++;
+	u->v[u->n++] = (struct counter_unit){ .pid = pid, .cpu = cpu };
 	return 0;
+}
+
+void targets_free(struct target_units *u)
+{
+	free(u->v);
+	*u = (struct target_units){ 0 };
 }
 
 static bool all_digits(const char *s)
@@ -32,7 +35,7 @@ static bool all_digits(const char *s)
 	return *s && strspn(s, "0123456789") == strlen(s);
 }
 
-int targets_add_threads(struct counter_unit **units, int *n, int pid)
+int targets_add_threads(struct target_units *u, int pid)
 {
 	char path[64];
 	struct dirent *de;
@@ -46,7 +49,7 @@ int targets_add_threads(struct counter_unit **units, int *n, int pid)
 	while ((de = readdir(d)) && !ret) {
 		if (!all_digits(de->d_name))
 			continue;
-		ret = targets_add_unit(units, n, (pid_t)atoi(de->d_name), -1);
+		ret = targets_add_unit(u, (pid_t)atoi(de->d_name), -1);
 		found++;
 	}
 	closedir(d);
@@ -85,50 +88,46 @@ bool targets_process_alive(int pid)
 	return alive;
 }
 
+/* The messages `cfiprof stat` has always given, whichever step of the
+ * resolution failed: they name the path before it was resolved. */
+static int cgroup_error(const char *arg, int ret, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int path_ret = cgroup_arg_path(arg, path, sizeof(path));
+
+	if (path_ret == -ENAMETOOLONG)
+		errbuf_set(err, errlen, "--cgroup: %s: %s", arg, strerror(ENAMETOOLONG));
+	else if (path_ret)
+		errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
+	else if (ret == -EMEDIUMTYPE)
+		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
+	else
+		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(-ret));
+	return ret;
+}
+
 int targets_open_cgroup(const char *arg, char *err, size_t errlen)
 {
-	char path[PATH_MAX] = "", line[4096];
+	struct cgroup_target t;
 	struct statfs st;
-	int fd, e;
+	int fd, ret;
 
-	if (arg[0] == '/') {
-		snprintf(path, sizeof(path), "%s", arg);
-	} else {
-		FILE *f = fopen("/proc/self/mountinfo", "re");
-
-		/* "id parent maj:min root mountpoint opts [optional...] - fstype src opts" */
-		while (f && fgets(line, sizeof(line), f)) {
-			char mnt[PATH_MAX], *dash = strstr(line, " - ");
-
-			if (dash && !strncmp(dash, " - cgroup2 ", 11) &&
-			    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1) {
-				snprintf(path, sizeof(path), "%s/%s", mnt, arg);
-				break;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (!path[0]) {
-			errbuf_set(err, errlen, "--cgroup: %s: no cgroup2 file system is mounted", arg);
-			return -ENOENT;
-		}
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno;
-		errbuf_set(err, errlen, "--cgroup: %s: %s", path, strerror(e));
-		return -e;
-	}
+	ret = cgroup_resolve(arg, &t, err, errlen);
+	if (ret)
+		return cgroup_error(arg, ret, err, errlen);
+	fd = open(t.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cgroup_error(arg, -errno, err, errlen);
+	/* The kernel filters on what fd is: the directory resolved a moment
+	 * ago may have been replaced since. */
 	if (fstatfs(fd, &st) || st.f_type != CGROUP2_SUPER_MAGIC) {
 		close(fd);
-		errbuf_set(err, errlen, "--cgroup: %s is not a cgroup v2 directory", path);
-		return -ENOTDIR;
+		return cgroup_error(arg, -EMEDIUMTYPE, err, errlen);
 	}
 	return fd;
 }
 
-int targets_add_cpus(const bool *only, struct counter_unit **units, int *n, char *err,
-		     size_t errlen)
+int targets_add_cpus(struct target_units *u, const bool *only, char *err, size_t errlen)
 {
 	int ncpus = cpu_count_possible(), cpu, ret;
 	bool *online = calloc((size_t)ncpus, sizeof(bool));
@@ -146,7 +145,7 @@ int targets_add_cpus(const bool *only, struct counter_unit **units, int *n, char
 			ret = -ENODEV;
 			break;
 		}
-		ret = targets_add_unit(units, n, -1, cpu);
+		ret = targets_add_unit(u, -1, cpu);
 	}
 	free(online);
 	return ret;

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int held_child_spawn(char **argv, int (*before_exec)(void *arg), void *arg, pid_t *pid,
@@ -70,4 +72,68 @@ int held_child_release(int go_fd, int exec_fd)
 	while (n < 0 && errno == EINTR);
 	close(exec_fd);
 	return n == (ssize_t)sizeof(e) ? -e : 0;
+}
+
+int held_child_start(struct held_child *ch, char **argv, int (*before_exec)(void *arg), void *arg)
+{
+	return held_child_spawn(argv, before_exec, arg, &ch->pid, &ch->go_fd, &ch->exec_fd);
+}
+
+int held_child_run(struct held_child *ch)
+{
+	int ret = held_child_release(ch->go_fd, ch->exec_fd);
+
+	ch->go_fd = ch->exec_fd = -1;
+	if (ret)
+		held_child_reap(ch, true);
+	return ret;
+}
+
+bool held_child_reap(struct held_child *ch, bool block)
+{
+	int status;
+
+	if (!ch->pid || ch->exited)
+		return ch->exited;
+	/* A traced child's stops come here too: they are not its end. */
+	if (wait4(ch->pid, &status, block ? 0 : WNOHANG, &ch->ru) == ch->pid &&
+	    (WIFEXITED(status) || WIFSIGNALED(status))) {
+		ch->status = status;
+		ch->exited = true;
+	}
+	return ch->exited;
+}
+
+void held_child_end(struct held_child *ch, unsigned grace_ms)
+{
+	unsigned waited;
+
+	/* A held child exits on its own once its release pipe closes. */
+	if (ch->go_fd >= 0)
+		close(ch->go_fd);
+	if (ch->exec_fd >= 0)
+		close(ch->exec_fd);
+	ch->go_fd = ch->exec_fd = -1;
+	if (!ch->pid || ch->exited)
+		return;
+	kill(ch->pid, SIGTERM);
+	/* Polled, not waited for with a timeout: the caller's signals may
+	 * be blocked (stat reads them from a signalfd), so no SIGCHLD or
+	 * alarm would interrupt a wait. */
+	for (waited = 0; waited < grace_ms && !held_child_reap(ch, false); waited += 10)
+		usleep(10000);
+	if (!ch->exited)
+		kill(ch->pid, SIGKILL);
+	held_child_reap(ch, true);
+}
+
+int held_child_exit_code(const struct held_child *ch)
+{
+	if (!ch->exited)
+		return -1;
+	if (WIFEXITED(ch->status))
+		return WEXITSTATUS(ch->status);
+	if (WIFSIGNALED(ch->status))
+		return 128 + WTERMSIG(ch->status);
+	return -1;
 }

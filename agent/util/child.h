@@ -1,23 +1,79 @@
 /*
- * A command forked and held before its exec until released, so that the
- * sampling or counting of its pid is in place before its first
- * instruction; a failed exec is reported back with its errno.
+ * A command run by cfiprof (`-- CMD`), forked and held before its exec
+ * until released, so that the counting or sampling of its pid is in place
+ * before its first instruction; a failed exec is reported back with its
+ * errno.
+ *
+ * The whole life of such a child, in struct held_child:
+ *
+ *	struct held_child ch = HELD_CHILD_INIT;
+ *
+ *	held_child_start(&ch, argv, NULL, NULL);    forked, held before exec
+ *	...open counters or attach to ch.pid...
+ *	held_child_run(&ch);                        execs now (or its errno)
+ *	while (!held_child_reap(&ch, false))        running: poll, or wait
+ *		...;                                on SIGCHLD
+ *	held_child_exit_code(&ch);                  the shell's $?
+ *	held_child_end(&ch, 2000);                  always: ends and reaps it
+ *
+ * held_child_end is safe in every state (never started, held, running,
+ * exited), so error paths call it unconditionally.  A traced child
+ * (before_exec asking PTRACE_TRACEME) stops at its exec: held_child_reap
+ * ignores stops, so wait for that one with waitpid(ch.pid) yourself, and
+ * record an exit found there in ch.exited and ch.status.
+ *
+ * held_child_spawn and held_child_release are the two steps below,
+ * without the struct, for callers that keep the pid and fds themselves.
  */
 #ifndef AGENT_CHILD_H
 #define AGENT_CHILD_H
 
+#include <stdbool.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
-/* Forks argv[0] held: the child waits for held_child_release, calls
+struct held_child {
+	pid_t pid;               /* 0: none was started */
+	int go_fd, exec_fd;      /* the release and exec-failure pipes; -1 once used */
+	bool exited;             /* reaped: status and ru are valid */
+	int status;              /* its wait status */
+	struct rusage ru;        /* its resources, and its reaped children's */
+};
+
+#define HELD_CHILD_INIT { .pid = 0, .go_fd = -1, .exec_fd = -1 }
+
+/* Forks argv[0] held: the child waits for its release, calls
  * before_exec(arg) (if not NULL; non-zero makes it exit 127), then
- * execvp()s.  On success *pid is the child and *go_fd, *exec_fd the two
- * ends held_child_release takes.  Returns 0 or a negative errno. */
+ * execvp()s.  `ch` must be HELD_CHILD_INIT.  Returns 0 or a negative
+ * errno (nothing was started). */
+int held_child_start(struct held_child *ch, char **argv, int (*before_exec)(void *arg), void *arg);
+
+/* Lets a held child exec and waits until it did.  Returns 0, or the
+ * negative errno of its failed exec (the child is reaped by then). */
+int held_child_run(struct held_child *ch);
+
+/* Reaps the child if it has exited (waits for that when `block`), filling
+ * status and ru.  Returns whether it has exited; false when none was
+ * started. */
+bool held_child_reap(struct held_child *ch, bool block);
+
+/* Ends a child in any state and reaps it: a held one is told to exit, a
+ * running one gets SIGTERM, and SIGKILL if it is still there grace_ms
+ * later (cfiprof must not hang on a command that ignores SIGTERM). */
+void held_child_end(struct held_child *ch, unsigned grace_ms);
+
+/* What a shell would give as $?: the exit status, or 128 + the signal
+ * that killed it.  -1 while it has not exited. */
+int held_child_exit_code(const struct held_child *ch);
+
+/* The steps of held_child_start and held_child_run without the struct.
+ * held_child_spawn: on success *pid is the child and *go_fd, *exec_fd
+ * the two ends held_child_release takes.  held_child_release: lets the
+ * child exec, waits until it did, and closes both fds; returns 0, or the
+ * negative errno of its failed exec (the child then exits 127: reap it).
+ * Closing go_fd without releasing makes the child exit 127. */
 int held_child_spawn(char **argv, int (*before_exec)(void *arg), void *arg, pid_t *pid,
 		     int *go_fd, int *exec_fd);
-
-/* Lets the child exec, waits until it did, and closes both fds.  Returns
- * 0, or the negative errno of its failed exec (the child then exits 127:
- * reap it).  Closing go_fd without releasing makes the child exit 127. */
 int held_child_release(int go_fd, int exec_fd);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * agent/container.c from the command line, for the container suite's
+ * agent/container/ from the command line, for the container suite's
  * python tests (which check it against podman and real namespaces).
  *
  * usage: container-probe cgroup PID        parsed /proc/PID/cgroup
@@ -18,7 +18,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
+#include "agent/container/cgroup_target.h"
+#include "agent/container/container_open.h"
 
 static int fail(int err, const char *msg)
 {

@@ -1,6 +1,6 @@
 /*
- * The cgroup ids agent/container.c computes for --cgroup are the ones BPF
- * sees: a process moved into a fresh cgroup runs a BPF program (raw
+ * The cgroup ids agent/container/cgroup_target.c computes for --cgroup are
+ * the ones BPF sees: a process moved into a fresh cgroup runs a BPF program (raw
  * tracepoint type, run with BPF_PROG_TEST_RUN in the calling task) that
  * returns bpf_get_current_cgroup_id() and
  * bpf_get_current_ancestor_cgroup_id(level), 32 bits per run.  That is the
@@ -26,7 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
+#include "agent/container/cgroup_target.h"
 #include "../unit/cgroup_fixture.h"
 
 static int bpf(int cmd, union bpf_attr *attr)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
 #include "fuzz_common.h"
 
 static int all_zero(const void *p, size_t n)

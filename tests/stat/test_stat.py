@@ -501,6 +501,66 @@ def t_cgroup(tmp):
     check(len(p.stderr.splitlines()) == 1, "more than one line of error")
 
 
+def cgroup2_mounts():
+    """Every cgroup2 mount point of this mount namespace."""
+    with open("/proc/self/mountinfo") as f:
+        return [line.split()[4] for line in f if " - cgroup2 " in line]
+
+
+# The command counted in the cgroup: it moves itself there (the write(2)
+# that does so enters while it is still outside), then makes N writes.
+IN_CGROUP = 'echo $$ > "$CG_PROCS" && exec "$STAT_WORK" writes "$N"'
+
+
+@case("cgroup-resolve")
+def t_cgroup_resolve(tmp):
+    """--cgroup resolved by the shared resolver (agent/container/
+    cgroup_target.c), in forms stat's own did not take: relative to
+    /sys/fs/cgroup on a hybrid host (cgroup2 at /sys/fs/cgroup/unified),
+    and relative to a cgroup2 mount point that mountinfo escapes (a space,
+    "\\040"), the only one of a private mount namespace.  Either way every
+    write of the command moved into the cgroup is counted, and the cgroup
+    column is the path as given."""
+    mnt = cgroup2_mount()
+    name = f"cfiprof-stat-resolve-{os.getpid()}"
+    path = os.path.join(mnt, name)
+    n = 300
+    env = dict(os.environ, CFIPROF=CFIPROF, STAT_WORK=WORK, N=str(n), CG_NAME=name)
+    ev = ["-x,", "-e", "syscalls:sys_enter_write"]
+    os.mkdir(path)
+    try:
+        if mnt.startswith("/sys/fs/cgroup/"):
+            form = os.path.relpath(path, "/sys/fs/cgroup")
+            p = subprocess.run([CFIPROF, "stat"] + ev + ["-G", form, "--", "sh", "-c", IN_CGROUP],
+                               env=dict(env, CG_PROCS=os.path.join(path, "cgroup.procs")),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+            log(f"$ cfiprof stat -G {form} -- ...\n{p.stderr.rstrip()}")
+            check(p.returncode == 0, f"-G {form}: exit status {p.returncode}")
+            r = rows(p.stderr, cgroup=True)[0]
+            check(r.cgroup == form and r.count() == n,
+                  f"-G {form}: {r.value} writes in cgroup {r.cgroup!r}, want {n}")
+        else:
+            log(f"cgroup2 is mounted at {mnt}: no hybrid layout to resolve here")
+        escaped = os.path.join(tmp, "cg v2")
+        os.mkdir(escaped)
+        script = ('mount -t cgroup2 cgroup2 "$CG_MNT" || exit 9; '
+                  + "".join(f"umount -l '{m}' || exit 8; " for m in cgroup2_mounts())
+                  + 'exec "$CFIPROF" stat ' + " ".join(ev) + ' -G "$CG_NAME" -- sh -c \''
+                  + IN_CGROUP + "'")
+        p = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                           env=dict(env, CG_MNT=escaped,
+                                    CG_PROCS=os.path.join(escaped, name, "cgroup.procs")),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        log(f"$ unshare --mount ... cfiprof stat -G {name} -- ...  (cgroup2 at '{escaped}')\n"
+            f"{p.stderr.rstrip()}")
+        check(p.returncode == 0, f"escaped mount point: exit status {p.returncode}")
+        r = rows(p.stderr, cgroup=True)[0]
+        check(r.cgroup == name and r.count() == n,
+              f"escaped mount point: {r.value} writes in cgroup {r.cgroup!r}, want {n}")
+    finally:
+        os.rmdir(path)
+
+
 @case("per-cpu")
 def t_per_cpu(tmp):
     c = cf(["-x,", "-a", "-A", "-e", "cpu-clock,cs", "--", "sleep", "0.3"])

@@ -18,7 +18,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup_target.h"
 
 struct cg_fixture {
 	char mnt[PATH_MAX], mroot[PATH_MAX];   /* cgroup2_mount() */
@@ -44,6 +44,14 @@ static inline void cg_fixture_remove(struct cg_fixture *f)
 	rmdir(f->sub);
 	rmdir(f->top);
 }
+
+/* A criterion suite whose every test has a fresh fixture in `cgf`,
+ * named PREFIX-XXXXXX, removed after the test. */
+#define CG_FIXTURE_SUITE(suite, prefix)                                         \
+	static struct cg_fixture cgf;                                           \
+	static void suite##_cg_init(void) { cg_fixture_make(&cgf, prefix); }    \
+	static void suite##_cg_fini(void) { cg_fixture_remove(&cgf); }          \
+	TestSuite(suite, .init = suite##_cg_init, .fini = suite##_cg_fini)
 
 static inline void cg_move(const char *dir, pid_t pid)
 {

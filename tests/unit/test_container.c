@@ -1,5 +1,6 @@
 /*
- * agent/container.c: /proc/PID/cgroup parsing on the layouts runtimes
+ * agent/container/ (cgroup.c, container_id.c, cgroup_target.c,
+ * container_open.c): /proc/PID/cgroup parsing on the layouts runtimes
  * really produce (the strings are as reported in runtime bug reports and
  * as seen on this project's machines), --cgroup resolution on the real
  * cgroup2 mount, and the in-root opener on crafted root directories.
@@ -20,7 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
+#include "agent/container/cgroup_target.h"
+#include "agent/container/container_id.h"
+#include "agent/container/container_open.h"
 #include "cgroup_fixture.h"
 
 #define ID_A "4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970"
@@ -452,20 +456,9 @@ Test(cgroup_read, missing_process)
 
 /* ---- --cgroup --------------------------------------------------------- */
 
-static struct cg_fixture cgf;
 static char errbuf[512];
 
-static void cg_setup(void)
-{
-	cg_fixture_make(&cgf, "cfiprof-unit");
-}
-
-static void cg_teardown(void)
-{
-	cg_fixture_remove(&cgf);
-}
-
-TestSuite(cgroup_resolve, .init = cg_setup, .fini = cg_teardown);
+CG_FIXTURE_SUITE(cgroup_resolve, "cfiprof-unit");
 
 static void one_line(const char *msg)
 {
