@@ -3,7 +3,7 @@
  *
  *   naive       open("/proc/PID/root" + path): the unsafe way (it follows
  *               absolute symlinks out to the host), the peer
- *   map_files   open("/proc/PID/map_files/START-END"): what agent/procs.c
+ *   map_files   open("/proc/PID/map_files/START-END"): what agent/procs/procs.c
  *               tries first for a mapping
  *   open_at     container_open_at() with /proc/PID/root opened once
  *   open        container_open(): /proc/PID/root opened on every call

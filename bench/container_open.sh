@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost per call of agent/container.c's ways into a process, against the
+# Cost per call of agent/container/container_open.c's ways into a process, against the
 # naive open("/proc/PID/root/PATH") measured in the same run (see
 # bench/container_open.c for the methods).  Two targets: this shell's
 # child on the host, and a process in its own mount and pid namespaces

@@ -8,7 +8,7 @@
  * reads   Opens 8 software counters (task-clock, page-faults, minor-faults,
  *         major-faults, context-switches, cpu-migrations, alignment-faults,
  *         emulation-faults) with cfiprof's own counters layer
- *         (agent/counters.c) and times ROUNDS rounds of READS reads of all
+ *         (agent/perf/counters.c) and times ROUNDS rounds of READS reads of all
  *         8; prints the median round, in ns per read of the 8:
  *           group_self       one PERF_FORMAT_GROUP read() of the group on
  *                            this thread, parsed (what cfiprof stat does)

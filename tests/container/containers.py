@@ -399,7 +399,7 @@ def _only_child(pid):
 
 def v2_cgroup_of(pid):
     """The "0::" line of /proc/PID/cgroup: read here, independently of
-    agent/container.c."""
+    agent/container/."""
     with open(f"/proc/{pid}/cgroup") as f:
         for line in f:
             if line.startswith("0::"):

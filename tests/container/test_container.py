@@ -15,9 +15,9 @@ construction, spinning in deep_leaf), run two ways (containers.py):
 
 Environment (tests/container/meson.build): test_record.py's (CFIPROF,
 REC_FX_DEEP, PPROF, ...; its helpers are reused), CONTAINER_PROBE
-(agent/container.c from the command line: probe.c) and PODMAN.
+(agent/container/ from the command line: probe.c) and PODMAN.
 
-Cases in PENDING wait for `cfiprof record` to use agent/container.c (the
+Cases in PENDING wait for `cfiprof record` to use agent/container/ (the
 lead's part of issue 4).  They run in full: a failure that is exactly the
 missing feature (a label absent, --cgroup unknown) shows as XFAIL and
 passes; any other failure fails; and once they pass, XPASS fails the test
@@ -93,7 +93,7 @@ def wait_warm(secs=0.6):
     time.sleep(secs)
 
 
-# ---- cases that need only agent/container.c ---------------------------------
+# ---- cases that need only agent/container/ ------------------------------
 
 CASES = {}
 

@@ -627,7 +627,7 @@ def table_seeds():
 # ---- /proc/PID/cgroup files ----------------------------------------------
 
 def cgroup_seeds():
-    """One file per layout agent/container.c knows (as runtimes write
+    """One file per layout agent/container/container_id.c knows (as runtimes write
     them) and one malformed file per rejection."""
     ids = ["4f797c539e6c745de61a93ca3ff892358ecbcaccd8414d5db545c38428142970",
            "d7dfb4a21fe1703a8537e60d5af248af729315d187b24a538102d14874c8117d"]

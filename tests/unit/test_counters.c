@@ -1,4 +1,4 @@
-/* Counter groups (agent/counters.c): the read-buffer parser, deltas and
+/* Counter groups (agent/perf/counters.c): the read-buffer parser, deltas and
  * the multiplexing scale on crafted buffers, computed by hand; then real
  * groups of software events on this very thread and on a forked child,
  * whose counts the test itself knows (it touches N fresh pages). */

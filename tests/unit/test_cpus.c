@@ -1,4 +1,4 @@
-/* CPU lists and one-line system files (agent/cpus.c, agent/sysfs.c). */
+/* CPU lists and one-line system files (agent/perf/cpus.c, agent/util/sysfs.c). */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdbool.h>

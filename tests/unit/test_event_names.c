@@ -1,4 +1,4 @@
-/* perf event names into perf_event_attr (agent/event_names.c).  Expected
+/* perf event names into perf_event_attr (agent/perf/event_names.c).  Expected
  * encodings come from linux/perf_event.h and, for tracepoints, from the
  * id files of tracefs read here. */
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* `cfiprof stat` output (agent/stat_output.c): the CSV, JSON and human
+/* `cfiprof stat` output (agent/stat/stat_output.c): the CSV, JSON and human
  * lines of crafted counts, with metrics worked out by hand.  The CSV
  * layout is perf stat -x's (value, unit, event, run time, percent
  * running, metric value, metric unit), as perf 6.1 prints it here. */
