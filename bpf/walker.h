@@ -15,6 +15,7 @@
 
 #include "abi.h"
 #include "maps.h"
+#include "proc_mappings.h"
 
 #define DWARF_RBP 6
 #define DWARF_RSP 7
@@ -145,40 +146,22 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
-	__u32 lo = 0, hi = st->nmappings;
-	int i;
-
-	struct mapping_key key = { .tgid = st->tgid };
+	struct mapping_key arr = { .tgid = st->tgid, .idx = st->slot };
+	struct cfi_mapping *m;
+	__u32 idx;
 
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
 		return 0;
-	/* Sorted by start: the last mapping starting at or below addr. */
-	for (i = 0; i < 24 && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-		struct cfi_mapping *m;
-
-		key.idx = st->slot | mid;
-		m = bpf_map_lookup_elem(&proc_mappings, &key);
-
-		if (!m)
-			return -1;
-		if (m->start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	/* Only the last mapping starting at or below addr can hold it.  At
+	 * addr = 2^64 - 1, addr + 1 wraps to 0 and finds none: no mapping
+	 * holds that address, as ends are exclusive. */
+	if (mapping_lower_bound(&arr, st->nmappings, addr + 1, mapping_start_at, &idx) || idx == 0)
 		return -1;
-	lo -= 1;
-	key.idx = st->slot | lo;
-	{
-		struct cfi_mapping *m = bpf_map_lookup_elem(&proc_mappings, &key);
-
-		if (!m || addr >= m->end)
-			return -1;
-		st->cur = *m;
-		st->have_cur = 1;
-	}
+	m = mapping_at(&arr, idx - 1);
+	if (!m || addr >= m->end)
+		return -1;
+	st->cur = *m;
+	st->have_cur = 1;
 	return 0;
 }
 
