@@ -16,6 +16,7 @@
 #include "events.h"
 #include "maps.h"
 #include "offcpu.h"
+#include "proc_mappings.h"
 
 /* Forget a process's mappings in BPF at once (no walk may use them any
  * more: without its proc_infos entry a walk finds no mapping) and tell the
@@ -111,31 +112,21 @@ int on_mprotect(struct trace_event_raw_sys_enter *ctx)
 static __always_inline int overlaps_code(__u32 tgid, __u64 lo, __u64 hi)
 {
 	struct proc_info *pi = bpf_map_lookup_elem(&proc_infos, &tgid);
-	struct mapping_key key = { .tgid = tgid };
-	__u32 l = 0, h, i, slot;
+	struct mapping_key arr = { .tgid = tgid };
 	struct cfi_mapping *m;
+	__u32 idx;
 
 	if (!pi)
 		return 0;
-	h = pi->nmappings;
-	slot = pi->slot & MAPPING_SLOT_BIT;
-	/* The last mapping starting below hi. */
-	for (i = 0; i < 24 && l < h; i++) {
-		__u32 mid = l + (h - l) / 2;
-
-		key.idx = slot | mid;
-		m = bpf_map_lookup_elem(&proc_mappings, &key);
-		if (!m)
-			return 1;
-		if (m->start < hi)
-			l = mid + 1;
-		else
-			h = mid;
-	}
-	if (l == 0)
+	arr.idx = pi->slot & MAPPING_SLOT_BIT;
+	/* Of the mappings starting below hi, only the last can reach lo.  An
+	 * unreadable mapping counts as overlapping: a needless rescan costs
+	 * less than code the agent never learns is gone. */
+	if (mapping_lower_bound(&arr, pi->nmappings, hi, mapping_start_at, &idx))
+		return 1;
+	if (idx == 0)
 		return 0;
-	key.idx = slot | (l - 1);
-	m = bpf_map_lookup_elem(&proc_mappings, &key);
+	m = mapping_at(&arr, idx - 1);
 	return !m || m->end > lo;
 }
 

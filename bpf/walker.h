@@ -15,6 +15,8 @@
 
 #include "abi.h"
 #include "maps.h"
+#include "proc_mappings.h"
+#include "table_search.h"
 
 #define DWARF_RBP 6
 #define DWARF_RSP 7
@@ -31,9 +33,10 @@ static __always_inline int read_user_u64(__u64 addr, __u64 *out)
 	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
 }
 
-/* A pointer to `size` bytes at byte offset `off` of a table, or NULL.
- * The format guarantees such elements never straddle a chunk. */
-static __always_inline const __u8 *table_at(void *table, __u32 off, __u32 size)
+/* A pointer to `size` bytes at byte offset `off` of a table, or NULL
+ * (BPF's cfi_table_at_fn).  The format guarantees such elements never
+ * straddle a chunk. */
+static __always_inline const __u8 *table_at(const void *table, __u32 off, __u32 size)
 {
 	__u32 idx = off / CFI_CHUNK_SIZE;
 	__u32 o = off & (CFI_CHUNK_SIZE - 1);
@@ -41,7 +44,7 @@ static __always_inline const __u8 *table_at(void *table, __u32 off, __u32 size)
 
 	if (o > CFI_CHUNK_SIZE - size)
 		return NULL;
-	c = bpf_map_lookup_elem(table, &idx);
+	c = bpf_map_lookup_elem((void *)table, &idx);
 	if (!c)
 		return NULL;
 	return c + o;
@@ -79,65 +82,26 @@ static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct cfi_rule *rule)
 {
 	struct walk_state *st = lc->st;
-	const struct cfi_page *pg;
-	const __u8 *blk;
-	__u64 off;
-	__u32 page, key, lo, hi, o, nrows, x, pal_idx, rule_idx;
-	__u16 pal;
-	int i;
+	struct cfi_table_geom g = {
+		.base = st->tbl_base,
+		.end = st->tbl_end,
+		.page_shift = st->tbl_shift,
+		.npages = st->tbl_npages,
+		.pages_off = st->tbl_pages_off,
+	};
+	const struct cfi_rule *r;
+	__u32 idx;
+	int ret;
 
-	if (vaddr < st->tbl_base || vaddr >= st->tbl_end)
-		return 0;
-	off = vaddr - st->tbl_base;
-	if (st->tbl_shift < CFI_PAGE_SHIFT_MIN || st->tbl_shift > CFI_PAGE_SHIFT_MAX)
+	ret = cfi_table_search(&g, lc->table, table_at, vaddr, &idx, NULL);
+	if (ret <= 0)
+		return ret;
+	if (idx >= st->tbl_nrules)
 		return -1;
-	page = off >> st->tbl_shift;
-	key = off & ((1u << st->tbl_shift) - 1);
-	if (page >= st->tbl_npages)
+	r = (const void *)table_at(lc->table, st->tbl_rules_off + idx * sizeof(*r), sizeof(*r));
+	if (!r)
 		return -1;
-	pg = (const void *)table_at(lc->table, st->tbl_pages_off + page * sizeof(*pg), sizeof(*pg));
-	if (!pg)
-		return -1;
-	nrows = pg->nrows;
-	o = pg->block_off & (CFI_CHUNK_SIZE - 1);
-	blk = table_at(lc->table, pg->block_off - o, 1);
-	if (!blk || nrows == 0)
-		return -1;
-	lo = 0;
-	hi = nrows;
-	/* A block fits a chunk, so nrows < 5462 and 13 halvings suffice. */
-	for (i = 0; i < 14 && hi - lo > 1; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		x = o + 2 * mid;
-		if (x > CFI_CHUNK_SIZE - 2)
-			return -1;
-		if (*(const __u16 *)(blk + x) <= key)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	x = o + 2 * nrows + lo;
-	if (x > CFI_CHUNK_SIZE - 1)
-		return -1;
-	pal_idx = blk[x];
-	if (pal_idx >= pg->npalette)
-		return -1;
-	x = o + 3 * nrows + (nrows & 1) + 2 * pal_idx;
-	if (x > CFI_CHUNK_SIZE - 2)
-		return -1;
-	pal = *(const __u16 *)(blk + x);
-	rule_idx = pal;
-	if (rule_idx >= st->tbl_nrules)
-		return -1;
-	{
-		const struct cfi_rule *r = (const void *)table_at(lc->table,
-				st->tbl_rules_off + rule_idx * sizeof(*r), sizeof(*r));
-
-		if (!r)
-			return -1;
-		*rule = *r;
-	}
+	*rule = *r;
 	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
@@ -145,40 +109,22 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
-	__u32 lo = 0, hi = st->nmappings;
-	int i;
-
-	struct mapping_key key = { .tgid = st->tgid };
+	struct mapping_key arr = { .tgid = st->tgid, .idx = st->slot };
+	struct cfi_mapping *m;
+	__u32 idx;
 
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
 		return 0;
-	/* Sorted by start: the last mapping starting at or below addr. */
-	for (i = 0; i < 24 && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-		struct cfi_mapping *m;
-
-		key.idx = st->slot | mid;
-		m = bpf_map_lookup_elem(&proc_mappings, &key);
-
-		if (!m)
-			return -1;
-		if (m->start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0)
+	/* Only the last mapping starting at or below addr can hold it.  At
+	 * addr = 2^64 - 1, addr + 1 wraps to 0 and finds none: no mapping
+	 * holds that address, as ends are exclusive. */
+	if (mapping_lower_bound(&arr, st->nmappings, addr + 1, mapping_start_at, &idx) || idx == 0)
 		return -1;
-	lo -= 1;
-	key.idx = st->slot | lo;
-	{
-		struct cfi_mapping *m = bpf_map_lookup_elem(&proc_mappings, &key);
-
-		if (!m || addr >= m->end)
-			return -1;
-		st->cur = *m;
-		st->have_cur = 1;
-	}
+	m = mapping_at(&arr, idx - 1);
+	if (!m || addr >= m->end)
+		return -1;
+	st->cur = *m;
+	st->have_cur = 1;
 	return 0;
 }
 

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../bpf/table_search.h"
+
 /* Tables with more pages are refused: at 64 KiB pages that is 64 GiB of
  * code, which no real object has, and it bounds the memory a crafted
  * object with far-apart FDEs can make the compiler spend. */
@@ -116,37 +118,38 @@ void cfi_table_free(struct cfi_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* cfi_table_at_fn over the blob in memory.  It refuses what BPF could not
+ * read from its chunks, so that a lookup here fails where the walker's
+ * would. */
+static const __u8 *blob_at(const void *table, __u32 off, __u32 size)
+{
+	const struct cfi_table *t = table;
+
+	if ((off & (CFI_CHUNK_SIZE - 1)) > CFI_CHUNK_SIZE - size || size > t->size ||
+	    off > t->size - size)
+		return NULL;
+	return (const __u8 *)t->blob + off;
+}
+
 int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *comparisons)
 {
 	const struct cfi_table_header *h = t->hdr;
-	const struct cfi_page *pg;
-	const uint16_t *rows;
-	uint64_t off;
-	uint32_t lo, hi;
-	uint16_t key;
-	unsigned n = 0;
+	const struct cfi_table_geom g = {
+		.base = h->base,
+		.end = h->end,
+		.page_shift = h->page_shift,
+		.npages = h->npages,
+		.pages_off = h->pages_off,
+	};
+	__u32 rule;
+	int ret;
 
-	if (addr < h->base || addr >= h->end)
+	ret = cfi_table_search(&g, t, blob_at, addr, &rule, comparisons);
+	if (ret == 0)
 		return -ENOENT;
-	off = addr - h->base;
-	pg = &t->pages[off >> h->page_shift];
-	key = (uint16_t)(off & ((1u << h->page_shift) - 1));
-	rows = block_addr(t, pg);
-	/* Last row with row_addr <= key; row 0 always qualifies (offset 0). */
-	lo = 0;
-	hi = pg->nrows;
-	while (hi - lo > 1) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		n++;
-		if (rows[mid] <= key)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (comparisons)
-		*comparisons = n;
-	return block_palette(t, pg)[block_rule(t, pg)[lo]];
+	if (ret < 0)
+		return -EBADMSG;
+	return (int)rule;
 }
 
 void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t)

@@ -29,10 +29,12 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 
 void cfi_table_free(struct cfi_table *t);
 
-/* Finds the rule in force at `addr`.  Returns the rule index, or -ENOENT
- * if the address is outside the table.  Gaps between FDEs are found as
- * rules of type CFI_CFA_UNDEF.  `comparisons`, if not NULL, receives the
- * number of address comparisons made (the BPF loop bound). */
+/* Finds the rule in force at `addr`, with the walker's own code
+ * (bpf/table_search.h).  Returns the rule index, or -ENOENT if the address
+ * is outside the table (-EBADMSG, which an opened table never gives, if
+ * it breaks the format).  Gaps between FDEs are found as rules of type
+ * CFI_CFA_UNDEF.  `comparisons`, if not NULL, receives the number of
+ * address comparisons made (the BPF loop bound). */
 int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *comparisons);
 
 /* Iterates the table's rows in address order, merging the rows that only

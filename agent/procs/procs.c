@@ -14,6 +14,7 @@
 #include "agent/util/clock.h"
 #include "agent/container/container.h"
 #include "agent/procs/procmaps.h"
+#include "bpf/mapping_search.h"
 
 static uint32_t slot_of(uint32_t pid, uint32_t cap)
 {
@@ -311,21 +312,26 @@ out:
 	return ret;
 }
 
+/* mapping_start_fn over p->maps (__u64: the BPF side's type, which is not
+ * uint64_t's). */
+static inline int proc_mapping_start(const void *arr, __u32 idx, __u64 *start)
+{
+	const struct proc *p = arr;
+
+	*start = p->maps[idx].start;
+	return 0;
+}
+
 const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr)
 {
-	uint32_t lo = 0, hi = p->n;
+	uint32_t idx;
 
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (p->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == 0 || addr >= p->maps[lo - 1].end)
+	/* Searched as the walker searches (bpf/walker.h find_mapping), so that
+	 * the two agree on which mapping holds an address. */
+	if (mapping_lower_bound(p, p->n, addr + 1, proc_mapping_start, &idx) || idx == 0 ||
+	    addr >= p->maps[idx - 1].end)
 		return NULL;
-	return &p->maps[lo - 1];
+	return &p->maps[idx - 1];
 }
 
 void procs_free(struct proc_registry *r)

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The lookup of an address in a CFI table (cfi/FORMAT.md), written once for
+ * the BPF walker and for the agent's cfi_table_lookup(), so that the tests,
+ * the oracles and `cfiprof cfi dump --at` exercise the code the walker runs.
+ * Each side supplies how to reach bytes of the blob: BPF reads chunks of
+ * the table's array map, the agent points into the blob.  Compiles as BPF
+ * (bounded loop, every index checked against its chunk where the verifier
+ * can see it) and as userspace C.
+ */
+#ifndef CFIPROF_TABLE_SEARCH_H
+#define CFIPROF_TABLE_SEARCH_H
+
+#include "abi.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+
+/* The header fields a lookup needs.  The walker caches them for as long as
+ * frames stay in one table; the agent has the header at hand. */
+struct cfi_table_geom {
+	__u64 base, end;
+	__u32 page_shift, npages, pages_off;
+};
+
+/* A pointer to `size` bytes at byte offset `off` of `table`, or NULL when
+ * they are outside the blob or straddle two chunks.  BPF has no indirect
+ * calls: pass a function the compiler can inline (a static
+ * __always_inline one, named directly). */
+typedef const __u8 *(*cfi_table_at_fn)(const void *table, __u32 off, __u32 size);
+
+/* Finds the row in force at file address `vaddr`.  Returns 1 with its rule
+ * index in *rule_idx (the caller checks it against nrules as it reads the
+ * rule), 0 if vaddr is outside [base, end), -1 if the table breaks its
+ * format.  *comparisons, if not NULL, receives the row comparisons made:
+ * tests hold them to the loop bound. */
+static __always_inline int cfi_table_search(const struct cfi_table_geom *g, const void *table,
+					    cfi_table_at_fn at, __u64 vaddr, __u32 *rule_idx,
+					    __u32 *comparisons)
+{
+	const struct cfi_page *pg;
+	const __u8 *blk;
+	__u64 off;
+	__u32 page, key, lo, hi, o, nrows, x, pal_idx;
+	int i;
+
+	if (vaddr < g->base || vaddr >= g->end)
+		return 0;
+	off = vaddr - g->base;
+	if (g->page_shift < CFI_PAGE_SHIFT_MIN || g->page_shift > CFI_PAGE_SHIFT_MAX)
+		return -1;
+	page = off >> g->page_shift;
+	key = off & ((1u << g->page_shift) - 1);
+	if (page >= g->npages)
+		return -1;
+	pg = (const void *)at(table, g->pages_off + page * sizeof(*pg), sizeof(*pg));
+	if (!pg)
+		return -1;
+	nrows = pg->nrows;
+	/* Index from the chunk's start, not the block's: the bounds checks
+	 * below are then against a constant the verifier knows. */
+	o = pg->block_off & (CFI_CHUNK_SIZE - 1);
+	blk = at(table, pg->block_off - o, 1);
+	if (!blk || nrows == 0)
+		return -1;
+	/* The last row starting at or below key; row 0 starts the page. */
+	lo = 0;
+	hi = nrows;
+	/* A block fits a chunk, so nrows < 5462 and 13 halvings suffice. */
+	for (i = 0; i < 14 && hi - lo > 1; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		x = o + 2 * mid;
+		if (x > CFI_CHUNK_SIZE - 2)
+			return -1;
+		if (*(const __u16 *)(blk + x) <= key)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (comparisons)
+		*comparisons = i;
+	x = o + 2 * nrows + lo;
+	if (x > CFI_CHUNK_SIZE - 1)
+		return -1;
+	pal_idx = blk[x];
+	if (pal_idx >= pg->npalette)
+		return -1;
+	x = o + 3 * nrows + (nrows & 1) + 2 * pal_idx;
+	if (x > CFI_CHUNK_SIZE - 2)
+		return -1;
+	*rule_idx = *(const __u16 *)(blk + x);
+	return 1;
+}
+
+#endif /* CFIPROF_TABLE_SEARCH_H */
