@@ -17,7 +17,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -36,6 +35,7 @@
 #include "bpf/abi.h"
 #include "cfi/cache.h"
 #include "agent/cli/args.h"
+#include "agent/cli/record_options.h"
 #include "agent/unwind/bpf_maps.h"
 #include "agent/util/child.h"
 #include "agent/util/fdlimit.h"
@@ -50,39 +50,6 @@
 #include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
 
-enum output_format { FORMAT_PPROF, FORMAT_FOLDED };
-
-struct record_opts {
-	int *pids;
-	int npids;
-	bool all;
-	char **cmd;               /* argv of the command to run, or NULL */
-	int freq;
-	double duration;          /* seconds, 0 = until stopped */
-	const char *output;
-	enum output_format format;
-	int max_depth;
-	bool kernel;
-	bool stats;
-	const char *cpus;
-	const char **tag_keys, **tag_vals;
-	int ntags;
-	const char *cache_dir;
-	const char *debug_dir;
-	bool quiet;
-	enum unwind_mode unwind;
-	uint64_t max_table_memory;   /* bytes */
-	const char *cgroup;
-	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu.h) */
-};
-
-/* The default kernel memory budget for CFI tables.  libc's table takes
- * 0.2 MiB and the largest common object (libLLVM) 3 MiB; every object
- * mapped by every process on a typical host fits in well under this
- * (see README), and BPF maps are charged to the agent's memory cgroup,
- * so the default must not be unbounded. */
-#define MAX_TABLE_MEMORY_DEFAULT (256ull << 20)
-
 /* The yardstick of the miss-to-loaded latency target. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -92,289 +59,6 @@ static void on_signal(int sig)
 {
 	(void)sig;
 	stop_requested = 1;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: cfiprof record [OPTIONS] (-p PID[,PID...] | -a | -- CMD [ARGS...])\n"
-		"\n"
-		"Samples on-CPU stacks of programs built without frame pointers, walking\n"
-		"them in BPF with DWARF call frame information.\n"
-		"\n"
-		"targets:\n"
-		"  -p, --pid PID[,PID...]  profile these processes and all their threads\n"
-		"  -a, --all-cpus          profile the whole system\n"
-		"      --cgroup PATH       only tasks in this cgroup (v2) or below it; alone,\n"
-		"                          every such process on the system\n"
-		"  -- CMD [ARGS...]        run CMD and profile it until it exits\n"
-		"\n"
-		"options:\n"
-		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
-		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
-		"  -o, --output FILE       output file (default cfiprof.pb.gz, or cfiprof.folded)\n"
-		"      --format FMT        pprof (default) or folded\n"
-		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
-		"      --kernel            add the kernel stack of samples taken in the kernel\n"
-		"      --stats             print BPF cost per sample, table and memory figures\n"
-		"  -C, --cpu CPUS          sample only these CPUs (e.g. 0-3,7)\n"
-		"      --tag KEY=VALUE     add a label to every sample (repeatable)\n"
-		"      --cache-dir DIR     CFI table cache (default %s)\n"
-		"      --no-cache          do not read or write the table cache\n"
-		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
-		"      --unwind MODE       auto (default): CFI tables compiled when a walk first\n"
-		"                          needs them; dwarf: compiled up front; fp: frame\n"
-		"                          pointers only\n"
-		"      --max-table-memory SIZE\n"
-		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
-		"                          least recently used tables are evicted beyond it\n"
-		"  -q, --quiet             print no summary\n"
-		"\n"
-		"off-CPU (where threads block, weighted by the time blocked):\n"
-		"      --off-cpu           also record off-CPU stacks (off_cpu/nanoseconds)\n"
-		"      --off-cpu-only      record only off-CPU stacks, no on-CPU sampling\n"
-		"      --off-cpu-min TIME  drop blocked periods shorter than TIME (default 1ms;\n"
-		"                          units ns, us, ms, s; 0 keeps all)\n"
-		"      --off-cpu-preempted count time switched out while still runnable too\n"
-		"      --wakers            add who woke each blocked thread (woken_by/nanoseconds)\n",
-		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR,
-		MAX_TABLE_MEMORY_DEFAULT >> 20);
-}
-
-/* "64M", "1G", "4096K", "123456" (bytes). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *s == '-')
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 0: break;
-	default: return -EINVAL;
-	}
-	if (*end == 'i' && shift)
-		end++;
-	if ((*end == 'b' || *end == 'B') && shift)
-		end++;
-	if (*end || v == 0 || v > (UINT64_MAX >> shift))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-/* Returns 0, 1 for --help, or -EINVAL (message printed). */
-static int parse_args(int argc, char **argv, struct record_opts *o)
-{
-	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
-	       OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "all-cpus", no_argument, NULL, 'a' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "max-depth", required_argument, NULL, OPT_DEPTH },
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "tag", required_argument, NULL, OPT_TAG },
-		{ "cache-dir", required_argument, NULL, OPT_CACHE },
-		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
-		{ "unwind", required_argument, NULL, OPT_UNWIND },
-		{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-		{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
-		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
-		{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
-		{ "wakers", no_argument, NULL, OPT_WAKERS },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char err[256];
-	long v;
-	char *end;
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->freq = 99;
-	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
-	o->max_table_memory = MAX_TABLE_MEMORY_DEFAULT;
-	o->off.min_ns = OFFCPU_MIN_DEFAULT_NS;
-	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
-	if (!o->cache_dir)
-		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
-	optind = 1;
-	/* '+': stop at the first non-option, so CMD's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+p:aF:d:o:C:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (arg_pid_list(optarg, &o->pids, &o->npids, err, sizeof(err))) {
-				fprintf(stderr, "cfiprof record: -p: %s\n", err);
-				return -EINVAL;
-			}
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case 'F':
-			if (arg_long(optarg, 1, 100000, &v)) {
-				fprintf(stderr, "cfiprof record: -F: '%s' is not a rate in Hz (1-100000)\n", optarg);
-				return -EINVAL;
-			}
-			o->freq = (int)v;
-			break;
-		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->duration > 0)) {
-				fprintf(stderr, "cfiprof record: -d: '%s' is not a positive number of seconds\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "pprof")) {
-				o->format = FORMAT_PPROF;
-			} else if (!strcmp(optarg, "folded")) {
-				o->format = FORMAT_FOLDED;
-			} else {
-				fprintf(stderr, "cfiprof record: --format: '%s' is not pprof or folded\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_DEPTH:
-			if (arg_long(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
-				fprintf(stderr, "cfiprof record: --max-depth: '%s' is not in 1..%d\n", optarg,
-					CFIPROF_MAX_DEPTH_LIMIT);
-				return -EINVAL;
-			}
-			o->max_depth = (int)v;
-			break;
-		case OPT_KERNEL:
-			o->kernel = true;
-			break;
-		case OPT_STATS:
-			o->stats = true;
-			break;
-		case 'C':
-			o->cpus = optarg;
-			break;
-		case OPT_TAG: {
-			char *eq = strchr(optarg, '=');
-			const char **k, **val;
-
-			if (!eq || eq == optarg) {
-				fprintf(stderr, "cfiprof record: --tag: '%s' is not KEY=VALUE\n", optarg);
-				return -EINVAL;
-			}
-			k = realloc(o->tag_keys, (size_t)(o->ntags + 1) * sizeof(*k));
-			if (!k)
-				return -ENOMEM;
-			o->tag_keys = k;
-			val = realloc(o->tag_vals, (size_t)(o->ntags + 1) * sizeof(*val));
-			if (!val)
-				return -ENOMEM;
-			o->tag_vals = val;
-			*eq = 0;
-			o->tag_keys[o->ntags] = optarg;
-			o->tag_vals[o->ntags] = eq + 1;
-			o->ntags++;
-			break;
-		}
-		case OPT_CACHE:
-			o->cache_dir = optarg;
-			break;
-		case OPT_NOCACHE:
-			o->cache_dir = NULL;
-			break;
-		case OPT_DEBUG:
-			o->debug_dir = optarg;
-			break;
-		case OPT_UNWIND:
-			if (!strcmp(optarg, "auto")) {
-				o->unwind = UNWIND_AUTO;
-			} else if (!strcmp(optarg, "dwarf")) {
-				o->unwind = UNWIND_DWARF;
-			} else if (!strcmp(optarg, "fp")) {
-				o->unwind = UNWIND_FP;
-			} else {
-				fprintf(stderr, "cfiprof record: --unwind: '%s' is not auto, dwarf or fp\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_TABLE_MEM:
-			if (parse_size(optarg, &o->max_table_memory)) {
-				fprintf(stderr, "cfiprof record: --max-table-memory: '%s' is not a size such as 64M or 1G\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_CGROUP:
-			o->cgroup = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case OPT_OFF_CPU:
-			o->off.enabled = true;
-			break;
-		case OPT_OFF_CPU_ONLY:
-			o->off.enabled = o->off.only = true;
-			break;
-		case OPT_OFF_CPU_MIN:
-			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
-				fprintf(stderr, "cfiprof record: --off-cpu-min: '%s' is not a duration "
-					"(e.g. 1ms, 500us, 0)\n", optarg);
-				return -EINVAL;
-			}
-			o->off.min_given = true;
-			break;
-		case OPT_OFF_CPU_PREEMPTED:
-			o->off.preempted = true;
-			break;
-		case OPT_WAKERS:
-			o->off.wakers = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc)
-		o->cmd = &argv[optind];
-	/* --cgroup alone means the whole system, filtered to that cgroup. */
-	if (o->cgroup && !o->npids && !o->cmd)
-		o->all = true;
-	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1) {
-		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
-		return -EINVAL;
-	}
-	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers)) {
-		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
-			"need --off-cpu or --off-cpu-only\n");
-		return -EINVAL;
-	}
-	o->off.mark_root = o->format == FORMAT_FOLDED;
-	if (!o->output)
-		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
-	return 0;
 }
 
 struct recorder {
@@ -1204,29 +888,22 @@ int cmd_record(int argc, char **argv)
 	struct recorder r;
 	struct symbolizer_opts sopts = { 0 };
 	char err[512] = "";
-	bool *cpus = NULL;
-	int ncpus = cpu_count_possible(), ret, go_fd = -1, exec_fd = -1, status = 1;
+	int ret, go_fd = -1, exec_fd = -1, status = 1;
 	uint64_t t0, t_end = 0, last_sweep = 0;
 	struct timespec wall0;
 	struct sigaction sa;
 
-	ret = parse_args(argc, argv, &o);
-	if (ret)
+	ret = record_parse_args(argc, argv, &o);
+	if (ret) {
+		record_opts_free(&o);
 		return ret > 0 ? 0 : 2;
+	}
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	r.stats_fd = -1;
 	r.frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK, sizeof(*r.frames));
 	if (!r.frames)
 		goto out;
-	if (o.cpus) {
-		cpus = calloc((size_t)ncpus, sizeof(*cpus));
-		if (!cpus || cpu_list_parse(o.cpus, cpus, ncpus, err, sizeof(err))) {
-			fprintf(stderr, "cfiprof record: -C: %s\n", err);
-			status = 2;
-			goto out;
-		}
-	}
 
 	if (o.cgroup && cgroup_resolve(o.cgroup, &r.cg, err, sizeof(err))) {
 		fprintf(stderr, "cfiprof record: %s\n", err);
@@ -1320,7 +997,7 @@ int cmd_record(int argc, char **argv)
 	}
 	ret = o.off.enabled ? offcpu_attach(&r.off, r.skel, err, sizeof(err)) : 0;
 	if (!ret && !o.off.only)
-		ret = perf_sampler_open(&r.sampler, cpus, ncpus, o.freq, err, sizeof(err));
+		ret = perf_sampler_open(&r.sampler, o.cpu_set, o.ncpus, o.freq, err, sizeof(err));
 	if (!ret && !o.off.only)
 		ret = perf_sampler_attach(&r.sampler, r.skel->progs.on_cpu_sample, err, sizeof(err));
 	if (ret) {
@@ -1462,9 +1139,6 @@ out:
 		reap_child(&r, true);
 	}
 	cleanup(&r);
-	free(cpus);
-	free(o.pids);
-	free(o.tag_keys);
-	free(o.tag_vals);
+	record_opts_free(&o);
 	return status;
 }
