@@ -8,8 +8,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/unwind/bpf_maps.h"
+#include "agent/procs/bpf_procs.h"
 #include "agent/unwind/modules.h"
+#include "symbolize/table.h"
 
 struct proc_mapping {
 	uint64_t start, end, offset, bias;
@@ -22,24 +23,23 @@ struct proc {
 	uint32_t n;
 	uint32_t generation;
 	uint64_t last_scan_ns;
-	uint64_t dirty_ns;         /* an mmap/munmap/fork/exec to catch up with, or 0 */
 	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
 	uint64_t first_complete_ns;/* bpf time of its first complete stack */
-	bool gone;
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
 	struct bpf_proc_slots slots;
-	bool main_marked;
+	bool main_marked;          /* its executable's module is marked is_main */
 };
 
 struct proc_registry {
-	struct proc **slots;       /* open addressing by pid */
-	uint32_t cap, count;
+	struct proc **procs;       /* every process known, in no order */
+	uint32_t count, cap;
+	struct sym_table index;    /* pid_hash(pid) -> procs[] */
 	struct module_registry *mods;
-	int mappings_fd, infos_fd; /* BPF proc_mappings / proc_infos */
+	struct bpf_proc_maps bpf;  /* where processes are published */
 	struct module *vdso;
-	uint64_t scans, scan_errors, publishes;
+	uint64_t publishes;        /* mapping arrays written to BPF */
 };
 
 /* Reads /proc/PID/maps, opens every executable mapping's file through

@@ -956,8 +956,8 @@ int cmd_record(int argc, char **argv)
 		goto out;
 	}
 	r.procs.mods = &r.mods;
-	r.procs.mappings_fd = bpf_map__fd(r.skel->maps.proc_mappings);
-	r.procs.infos_fd = bpf_map__fd(r.skel->maps.proc_infos);
+	r.procs.bpf.mappings_fd = bpf_map__fd(r.skel->maps.proc_mappings);
+	r.procs.bpf.infos_fd = bpf_map__fd(r.skel->maps.proc_infos);
 
 	if (setup_targets(&r, &go_fd, &exec_fd))
 		goto out;
