@@ -89,18 +89,31 @@ static void release_maps(struct proc_registry *r, const struct proc_mapping *map
 			tables_unref(r->mods->tables, maps[i].mod);
 }
 
+void procs_reset(struct proc_registry *r, struct proc *p)
+{
+	int pid = p->pid;
+	bool due_listed = p->due_listed;
+
+	release_maps(r, p->maps, p->n);
+	bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
+	free(p->maps);
+	free(p->container_id);
+	free(p->cgroup);
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	/* The due list still holds the pid: say so, or it would be added twice. */
+	p->due_listed = due_listed;
+}
+
 void procs_forget(struct proc_registry *r, int pid)
 {
 	int32_t id = proc_id(r, pid);
 	uint32_t last = r->count - 1;
-	struct proc *p;
 
 	if (id < 0)
 		return;
-	p = r->procs[id];
-	release_maps(r, p->maps, p->n);
-	bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
-	free_proc(p);
+	procs_reset(r, r->procs[id]);
+	free(r->procs[id]);
 	sym_table_remove(&r->index, pid_hash(pid), id);
 	/* The last process fills the hole.  Re-indexing it cannot fail: the
 	 * index just lost two entries and takes one back, so it does not
@@ -113,7 +126,17 @@ void procs_forget(struct proc_registry *r, int pid)
 	r->count--;
 }
 
-static struct proc *insert(struct proc_registry *r, int pid)
+uint32_t procs_count(const struct proc_registry *r)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < r->count; i++)
+		n += r->procs[i]->state == PROC_READ;
+	return n;
+}
+
+struct proc *procs_add(struct proc_registry *r, int pid)
+
 {
 	struct proc *p;
 
@@ -272,7 +295,7 @@ int procs_scan(struct proc_registry *r, int pid)
 		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
 		bm[i].module_id = mod ? mod->id : 0;
 	}
-	if (!p && !(p = insert(r, pid))) {
+	if (!p && !(p = procs_add(r, pid))) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -282,6 +305,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	p->maps = pm;
 	pm = NULL;
 	p->n = k;
+	p->state = PROC_READ;
 	read_labels(p);
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
@@ -328,6 +352,12 @@ void procs_free(struct proc_registry *r)
 	}
 	free(r->procs);
 	sym_table_free(&r->index);
+	free(r->due);
+	free(r->exited);
 	r->procs = NULL;
+	r->due = NULL;
+	r->exited = NULL;
 	r->cap = r->count = 0;
+	r->ndue = r->cap_due = 0;
+	r->exited_head = r->nexited = r->cap_exited = 0;
 }

@@ -17,19 +17,33 @@ struct proc_mapping {
 	struct module *mod;        /* NULL: anonymous executable memory (JIT) */
 };
 
+/* Where a process is in its life, as far as the agent knows
+ * (agent/procs/lifecycle.h moves it along). */
+enum proc_state {
+	PROC_UNREAD,               /* known from an event; mappings not read yet */
+	PROC_READ,                 /* mappings read, and published unless that failed */
+	PROC_EXITED,               /* its exit record came: remembered, mapping nothing */
+};
+
 struct proc {
 	int pid;
+	enum proc_state state;
 	struct proc_mapping *maps; /* sorted by start */
 	uint32_t n;
 	uint32_t generation;
-	uint64_t last_scan_ns;
-	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
-	uint64_t first_complete_ns;/* bpf time of its first complete stack */
+	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
 	struct bpf_proc_slots slots;
 	bool main_marked;          /* its executable's module is marked is_main */
+	/* lifecycle.c's */
+	uint64_t scan_due_ns;      /* mapping changes pending: read at this time; 0: none */
+	bool due_listed;           /* its pid is in the registry's due list */
+	uint64_t forget_ns;        /* PROC_EXITED: when to stop remembering it */
+	/* the events handler's, for --stats */
+	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
+	uint64_t first_complete_ns;/* bpf time of its first complete stack */
 };
 
 struct proc_registry {
@@ -39,20 +53,41 @@ struct proc_registry {
 	struct module_registry *mods;
 	struct bpf_proc_maps bpf;  /* where processes are published */
 	struct module *vdso;
+	/* lifecycle.c's: pids whose reading is due (some may be stale: a
+	 * proc's scan_due_ns is what counts), and exited pids in the order
+	 * they are to be forgotten. */
+	int *due;
+	uint32_t ndue, cap_due;
+	struct exited_pid { int pid; uint64_t forget_ns; } *exited;
+	uint32_t exited_head, nexited, cap_exited;
 	uint64_t publishes;        /* mapping arrays written to BPF */
+	uint64_t rescans;          /* mappings read because of an event or a sample */
+	uint64_t scan_lost;        /* processes gone before their mappings were read */
 };
 
 /* Reads /proc/PID/maps, opens every executable mapping's file through
  * /proc/PID/map_files (so deleted files and other mount namespaces work),
- * resolves modules and publishes the mappings to BPF.  -ESRCH: gone. */
+ * resolves modules and publishes the mappings to BPF; the entry (added if
+ * need be) is PROC_READ.  -ESRCH: gone (the entry is left as it was). */
 int procs_scan(struct proc_registry *r, int pid);
 
+/* The entry of `pid`, in any state, or NULL. */
 struct proc *procs_get(const struct proc_registry *r, int pid);
 
-/* Forgets `pid` (it exited, or its pid was reused) and removes what is
- * left of it in BPF: a later process with that pid is scanned afresh.
- * Samples already aggregated keep their resolved frames. */
+/* A new PROC_UNREAD entry for `pid`, which has none.  NULL: no memory. */
+struct proc *procs_add(struct proc_registry *r, int pid);
+
+/* Drops all `p` knew -- its mappings, their tables' references, its
+ * entries in BPF, its labels -- leaving it PROC_UNREAD: the process with
+ * that pid is read afresh.  Samples already aggregated keep their
+ * resolved frames. */
+void procs_reset(struct proc_registry *r, struct proc *p);
+
+/* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);
+
+/* Processes whose mappings were read (PROC_READ). */
+uint32_t procs_count(const struct proc_registry *r);
 
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr);

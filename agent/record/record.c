@@ -46,9 +46,14 @@
 #include "agent/offcpu/offcpu.h"
 #include "agent/perf/perf_events.h"
 #include "agent/output/pprof.h"
+#include "agent/procs/lifecycle.h"
 #include "agent/procs/procs.h"
 #include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
+
+/* The BPF side wakes the agent only when its buffer fills up: it takes
+ * what is there at least this often. */
+#define POLL_MAX_NS (50ull * 1000 * 1000)
 
 /* The yardstick of the miss-to-loaded latency target. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
@@ -81,19 +86,8 @@ struct recorder {
 	uint64_t end_reasons[WALK_END_NR + 1];
 	uint64_t bad_records;
 	uint64_t agg_errors;
-	uint64_t rescans;
 	uint64_t proc_events[EVENT_MUNMAP + 1];
 	uint64_t missed_samples;   /* walked partly by frame pointer: a table was missing */
-	uint64_t scan_lost;        /* processes gone before their mappings were read */
-	/* Recently exited pids: an exiting task still runs (and is sampled)
-	 * in the kernel after its exit record; reading its mappings then
-	 * would resurrect a process that is gone.  A ring; a pid leaves it
-	 * when it is forked or exec()ed again. */
-	int exited[1024];
-	uint32_t nexited;
-	/* processes with mapping changes to catch up with, and when */
-	struct dirty { int pid; uint64_t due_ns; } *dirty;
-	uint32_t ndirty, cap_dirty;
 	/* time from a new process's exec to its first complete stack */
 	uint64_t *first_complete_ns;
 	uint32_t nfirst, cap_first;
@@ -102,101 +96,6 @@ struct recorder {
 	struct offcpu off;
 	uint64_t released_ns;      /* -- CMD: when it was let run */
 };
-
-/* How long the agent waits after a process's first mapping change before
- * reading its mappings: the dynamic loader maps a program's libraries in a
- * burst, and one read after the burst is enough.  Short, so that a process
- * living 20 ms is still read while it exists. */
-#define DIRTY_DELAY_NS (2ull * 1000 * 1000)
-
-static void mark_dirty(struct recorder *r, int pid, uint64_t now)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->ndirty; i++)
-		if (r->dirty[i].pid == pid)
-			return;
-	if (r->ndirty == r->cap_dirty) {
-		uint32_t ncap = r->cap_dirty ? r->cap_dirty * 2 : 64;
-		struct dirty *d = realloc(r->dirty, ncap * sizeof(*d));
-
-		if (!d)
-			return;
-		r->dirty = d;
-		r->cap_dirty = ncap;
-	}
-	r->dirty[r->ndirty].pid = pid;
-	r->dirty[r->ndirty].due_ns = now + DIRTY_DELAY_NS;
-	r->ndirty++;
-}
-
-static bool is_dirty(const struct recorder *r, int pid)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->ndirty; i++)
-		if (r->dirty[i].pid == pid)
-			return true;
-	return false;
-}
-
-static bool recently_exited(const struct recorder *r, int pid)
-{
-	uint32_t i, n = r->nexited < 1024 ? r->nexited : 1024;
-
-	for (i = 0; i < n; i++)
-		if (r->exited[i] == pid)
-			return true;
-	return false;
-}
-
-static void forget_exit(struct recorder *r, int pid)
-{
-	uint32_t i, n = r->nexited < 1024 ? r->nexited : 1024;
-
-	for (i = 0; i < n; i++)
-		if (r->exited[i] == pid)
-			r->exited[i] = 0;
-}
-
-static void clear_dirty(struct recorder *r, int pid)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->ndirty; i++) {
-		if (r->dirty[i].pid == pid) {
-			r->dirty[i] = r->dirty[--r->ndirty];
-			return;
-		}
-	}
-}
-
-static void scan_proc(struct recorder *r, int pid)
-{
-	r->rescans++;
-	clear_dirty(r, pid);
-	if (procs_scan(&r->procs, pid) == -ESRCH)
-		r->scan_lost++;
-}
-
-/* Reads the mappings of the processes whose delay has passed.  Returns
- * the ms until the next one is due (for the poll timeout), at most 50. */
-static int scan_due(struct recorder *r)
-{
-	uint64_t now = mono_ns(), next = now + 50000000ull;
-	uint32_t i = 0;
-
-	while (i < r->ndirty) {
-		if (r->dirty[i].due_ns <= now) {
-			scan_proc(r, r->dirty[i].pid);  /* removes entry i */
-			continue;
-		}
-		if (r->dirty[i].due_ns < next)
-			next = r->dirty[i].due_ns;
-		i++;
-	}
-	return (int)((next - now + 999999) / 1000000);
-}
 
 static void note_first_complete(struct recorder *r, struct proc *p, const struct sample_event *ev)
 {
@@ -219,49 +118,21 @@ static void note_first_complete(struct recorder *r, struct proc *p, const struct
 static void on_proc_event(struct recorder *r, const struct cfiprof_proc_event *pe)
 {
 	int pid = (int)pe->pid;
-	struct proc *p;
 
 	r->proc_events[pe->kind]++;
 	switch (pe->kind) {
 	case EVENT_EXIT:
-		/* Its samples are all before this record: they already hold
-		 * their resolved frames. */
-		clear_dirty(r, pid);
-		procs_forget(&r->procs, pid);
-		r->exited[r->nexited++ % 1024] = pid;
+		procs_on_exit(&r->procs, pid, mono_ns());
 		break;
 	case EVENT_EXEC:
-		forget_exit(r, pid);
-		p = procs_get(&r->procs, pid);
-		/* Already read after the exec (record -- CMD reads the program
-		 * before releasing it): that view is the new program's. */
-		if (p && p->last_scan_ns > pe->time_ns)
-			break;
-		/* BPF dropped the old program's mappings: publish the new
-		 * ones.  Scanning over the old entry, rather than forgetting it
-		 * first, keeps the tables both programs map (libc) loaded. */
-		if (p)
-			p->published = false;
-		scan_proc(r, pid);
-		p = procs_get(&r->procs, pid);
-		if (p)
-			p->born_ns = pe->time_ns;
-		/* The libraries follow as mmap records; read them once ld.so
-		 * is done. */
-		mark_dirty(r, pid, mono_ns());
+		procs_on_exec(&r->procs, pid, pe->time_ns, mono_ns());
 		break;
 	case EVENT_FORK:
-		forget_exit(r, pid);
-		/* A pid we hold, read before this fork, is a reused one whose
-		 * exit we missed. */
-		p = procs_get(&r->procs, pid);
-		if (p && p->last_scan_ns < pe->time_ns)
-			procs_forget(&r->procs, pid);
-		mark_dirty(r, pid, mono_ns());
+		procs_on_fork(&r->procs, pid, pe->time_ns, mono_ns());
 		break;
 	case EVENT_MMAP:
 	case EVENT_MUNMAP:
-		mark_dirty(r, pid, mono_ns());
+		procs_on_mmap(&r->procs, pid, mono_ns());
 		break;
 	}
 }
@@ -306,20 +177,9 @@ static int on_event(void *ctx, void *data, size_t size)
 	if (!(ev->flags & SAMPLE_FLAG_MISS_PROBE))
 		r->end_reasons[ev->end_reason < WALK_END_NR ? ev->end_reason : WALK_END_NR]++;
 
-	p = procs_get(&r->procs, (int)ev->pid);
-	/* A process we have not seen, or one that mapped code since we last
-	 * looked (the walk met an address outside its known mappings): read
-	 * its mappings now, at most every 2 ms, so its next samples walk
-	 * completely and this one symbolizes. */
 	now = mono_ns();
-	/* (A process with mapping changes pending is read at once.) */
-	if ((!p || (ev->end_reason == WALK_END_NO_MAPPING && ev->nuser &&
-		    !proc_find(p, ev->addrs[ev->nuser - 1]))) &&
-	    (!p || now - p->last_scan_ns > 2000000ull || is_dirty(r, (int)ev->pid)) && ev->pid != 0 &&
-	    ev->end_reason != WALK_END_NO_USER && !(!p && recently_exited(r, (int)ev->pid))) {
-		scan_proc(r, (int)ev->pid);
-		p = procs_get(&r->procs, (int)ev->pid);
-	}
+	p = procs_on_sample(&r->procs, (int)ev->pid, ev->end_reason, ev->nuser,
+			    ev->nuser ? ev->addrs[ev->nuser - 1] : 0, now);
 	if (ev->flags & SAMPLE_FLAG_MISSED)
 		r->missed_samples++;
 	note_first_complete(r, p, ev);
@@ -573,10 +433,10 @@ static void print_stats(struct recorder *r)
 	fprintf(stderr, "kernel_map_bytes: %llu (fixed maps, incl. the ring buffer)\n",
 		(unsigned long long)fixed);
 	fprintf(stderr, "modules: %u\n", r->mods.n);
-	fprintf(stderr, "processes: %u\n", r->procs.count);
+	fprintf(stderr, "processes: %u\n", procs_count(&r->procs));
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
-		(unsigned long long)r->rescans, (unsigned long long)r->procs.publishes,
-		(unsigned long long)r->scan_lost);
+		(unsigned long long)r->procs.rescans, (unsigned long long)r->procs.publishes,
+		(unsigned long long)r->procs.scan_lost);
 	fprintf(stderr, "process_events: exec %llu exit %llu fork %llu mmap %llu munmap %llu (lost %llu)\n",
 		(unsigned long long)r->proc_events[EVENT_EXEC], (unsigned long long)r->proc_events[EVENT_EXIT],
 		(unsigned long long)r->proc_events[EVENT_FORK], (unsigned long long)r->proc_events[EVENT_MMAP],
@@ -873,7 +733,6 @@ static void cleanup(struct recorder *r)
 	procs_free(&r->procs);
 	modules_free(&r->mods);
 	tables_free(&r->tables);
-	free(r->dirty);
 	free(r->first_complete_ns);
 	stack_agg_free(&r->agg);
 	if (r->sym)
@@ -1027,10 +886,13 @@ int cmd_record(int argc, char **argv)
 			o.duration > 0 ? "" : o.cmd ? "; until it exits" : "; Ctrl-C to stop");
 
 	while (!stop_requested) {
-		/* The BPF side wakes us only when its buffer fills up: take
-		 * what is there every 50 ms. */
-		int n = ring_buffer__poll(r.rb, scan_due(&r));
-		uint64_t now = mono_ns();
+		uint64_t now = mono_ns(), next = procs_run_due(&r.procs, now);
+		int n;
+
+		if (next > now + POLL_MAX_NS)
+			next = now + POLL_MAX_NS;
+		n = ring_buffer__poll(r.rb, (int)((next - now + 999999) / 1000000));
+		now = mono_ns();
 
 		if (now - last_sweep > 250000000ull) {
 			tables_sweep(&r.tables, now);
