@@ -15,11 +15,25 @@ static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t 
 	}
 }
 
+int bpf_proc_add_target(const struct bpf_proc_maps *maps, uint32_t pid)
+{
+	uint8_t one = 1;
+
+	return bpf_map_update_elem(maps->targets_fd, &pid, &one, BPF_ANY) ? -errno : 0;
+}
+
+uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
+{
+	uint64_t epoch;
+
+	return bpf_map_lookup_elem(maps->epochs_fd, &pid, &epoch) ? 0 : epoch;
+}
+
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct cfi_mapping *m,
-		     uint32_t n, uint32_t generation, struct bpf_proc_slots *slots)
+		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots)
 {
 	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;
-	struct proc_info info = { .nmappings = n, .generation = generation, .slot = bit };
+	struct proc_info info = { .nmappings = n, .slot = bit, .epoch = epoch };
 	struct mapping_key key = { .tgid = pid };
 
 	/* The walker reads the other slot until proc_info switches below. */

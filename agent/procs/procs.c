@@ -126,6 +126,11 @@ void procs_forget(struct proc_registry *r, int pid)
 	r->count--;
 }
 
+bool procs_epoch_current(const struct proc_registry *r, const struct proc *p)
+{
+	return p->epoch == bpf_proc_epoch(&r->bpf, (uint32_t)p->pid);
+}
+
 uint32_t procs_count(const struct proc_registry *r)
 {
 	uint32_t i, n = 0;
@@ -239,6 +244,9 @@ int procs_scan(struct proc_registry *r, int pid)
 	struct proc_mapping *pm = NULL;
 	struct cfi_mapping *bm = NULL;
 	struct proc *p = procs_get(r, pid);
+	/* Before the mappings: if the process execs after this, what is
+	 * published below is stale, and the walker knows it. */
+	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
 	bool unchanged;
@@ -310,10 +318,10 @@ int procs_scan(struct proc_registry *r, int pid)
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
-	if (!unchanged || !p->published) {
-		p->generation++;
-		ret = bpf_proc_publish(&r->bpf, (uint32_t)pid, bm, k, p->generation, &p->slots);
+	if (!unchanged || !p->published || p->epoch != epoch) {
+		ret = bpf_proc_publish(&r->bpf, (uint32_t)pid, bm, k, epoch, &p->slots);
 		p->published = !ret;
+		p->epoch = epoch;
 		r->publishes++;
 	}
 	if (!p->main_marked)

@@ -1,6 +1,18 @@
 /*
  * The processes being profiled: their executable mappings, resolved to
  * modules (CFI table + symbols), published to the walker's BPF maps.
+ *
+ * agent/procs/ owns the state of the profiled processes, the agent's and
+ * BPF's.  Who writes what:
+ *   - this registry: one entry per pid (enum proc_state); lifecycle.h
+ *     moves it along as process records and samples come in, and is the
+ *     only way the recording engine changes it after setting up targets;
+ *   - proc_infos, proc_mappings: bpf_procs.c alone, from this registry;
+ *   - target_pids: bpf_procs.c before process tracking is attached, BPF
+ *     alone after;
+ *   - proc_epochs: BPF alone.  procs_scan reads a process's epoch before
+ *     its mappings and publishes them with it: the walker ignores them as
+ *     soon as the process execs or exits (bpf/maps.h has the protocol).
  */
 #ifndef AGENT_PROCS_H
 #define AGENT_PROCS_H
@@ -30,11 +42,11 @@ struct proc {
 	enum proc_state state;
 	struct proc_mapping *maps; /* sorted by start */
 	uint32_t n;
-	uint32_t generation;
 	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
+	uint64_t epoch;            /* the epoch they were published with */
 	struct bpf_proc_slots slots;
 	bool main_marked;          /* its executable's module is marked is_main */
 	/* lifecycle.c's */
@@ -85,6 +97,10 @@ void procs_reset(struct proc_registry *r, struct proc *p);
 
 /* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);
+
+/* Whether what the walker has of `p` is of the program running now: its
+ * epoch is BPF's (bpf/maps.h). */
+bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
 
 /* Processes whose mappings were read (PROC_READ). */
 uint32_t procs_count(const struct proc_registry *r);

@@ -551,18 +551,16 @@ static void preload_wait(struct recorder *r)
 
 static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 {
-	int tfd = bpf_map__fd(r->skel->maps.target_pids), i, ret;
-	__u8 one = 1;
+	int i, ret;
 
 	for (i = 0; i < r->o->npids; i++) {
-		__u32 pid = (__u32)r->o->pids[i];
-
 		if (kill(r->o->pids[i], 0) && errno == ESRCH) {
 			fprintf(stderr, "cfiprof: pid %d: no such process\n", r->o->pids[i]);
 			return -ESRCH;
 		}
-		if (bpf_map_update_elem(tfd, &pid, &one, BPF_ANY))
-			return -errno;
+		ret = bpf_proc_add_target(&r->procs.bpf, (uint32_t)r->o->pids[i]);
+		if (ret)
+			return ret;
 		ret = procs_scan(&r->procs, r->o->pids[i]);
 		if (ret) {
 			fprintf(stderr, "cfiprof: pid %d: reading its mappings: %s\n", r->o->pids[i],
@@ -587,16 +585,14 @@ static int setup_targets(struct recorder *r, int *go_fd, int *exec_fd)
 		scan_all(r);
 	}
 	if (r->o->cmd) {
-		__u32 pid;
-
 		ret = spawn_child(r, go_fd, exec_fd);
 		if (ret) {
 			fprintf(stderr, "cfiprof: starting %s: %s\n", r->o->cmd[0], strerror(-ret));
 			return ret;
 		}
-		pid = (__u32)r->child;
-		if (bpf_map_update_elem(tfd, &pid, &one, BPF_ANY))
-			return -errno;
+		ret = bpf_proc_add_target(&r->procs.bpf, (uint32_t)r->child);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }
@@ -817,6 +813,8 @@ int cmd_record(int argc, char **argv)
 	r.procs.mods = &r.mods;
 	r.procs.bpf.mappings_fd = bpf_map__fd(r.skel->maps.proc_mappings);
 	r.procs.bpf.infos_fd = bpf_map__fd(r.skel->maps.proc_infos);
+	r.procs.bpf.epochs_fd = bpf_map__fd(r.skel->maps.proc_epochs);
+	r.procs.bpf.targets_fd = bpf_map__fd(r.skel->maps.target_pids);
 
 	if (setup_targets(&r, &go_fd, &exec_fd))
 		goto out;
