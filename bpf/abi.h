@@ -252,10 +252,10 @@ struct sample_event {
 
 /* Counters the BPF side keeps (per CPU array, index = counter). */
 enum cfiprof_counter {
-	CNT_SAMPLES = 0,
+	CNT_SAMPLES = 0,       /* on-CPU samples of profiled processes, walked */
 	CNT_RINGBUF_DROPS,     /* bpf_ringbuf_output failed: a lost sample */
 	CNT_NOT_TARGET,        /* samples of processes we do not profile */
-	CNT_KSTACK_ERRORS,
+	CNT_KSTACK_ERRORS,     /* bpf_get_stack failed: a sample without its kernel stack */
 	CNT_FP_STEPS,          /* frames stepped by frame pointer (no CFI) */
 	CNT_CFI_STEPS,
 	CNT_SIGNAL_FRAMES,

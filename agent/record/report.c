@@ -262,6 +262,21 @@ static void print_agent_stats(const struct record_engine *e)
 	}
 }
 
+/* What the BPF side counted that the lines above do not say: how many
+ * perf samples it walked, and how many were of processes not profiled
+ * (-p, --cgroup: the filter's cost), kernel stacks it could not take,
+ * and miss notifications sent (against "misses", those received). */
+static void print_bpf_counts(const struct record_engine *e)
+{
+	fprintf(stderr, "samples_walked: %llu\n", (unsigned long long)engine_counter(e, CNT_SAMPLES));
+	fprintf(stderr, "samples_not_profiled: %llu\n",
+		(unsigned long long)engine_counter(e, CNT_NOT_TARGET));
+	fprintf(stderr, "kernel_stack_errors: %llu\n",
+		(unsigned long long)engine_counter(e, CNT_KSTACK_ERRORS));
+	fprintf(stderr, "miss_notifications_sent: %llu\n",
+		(unsigned long long)engine_counter(e, CNT_MISSES_SENT));
+}
+
 void report_stats(struct record_engine *e)
 {
 	print_bpf_costs(e);
@@ -270,6 +285,7 @@ void report_stats(struct record_engine *e)
 	print_table_stats(e);
 	print_process_stats(e);
 	print_agent_stats(e);
+	print_bpf_counts(e);
 }
 
 int report_write_output(const struct record_opts *o, const struct built_profile *bp)
