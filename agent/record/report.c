@@ -268,13 +268,17 @@ static void print_agent_stats(const struct record_engine *e)
  * and miss notifications sent (against "misses", those received). */
 static void print_bpf_counts(const struct record_engine *e)
 {
-	fprintf(stderr, "samples_walked: %llu\n", (unsigned long long)engine_counter(e, CNT_SAMPLES));
-	fprintf(stderr, "samples_not_profiled: %llu\n",
-		(unsigned long long)engine_counter(e, CNT_NOT_TARGET));
-	fprintf(stderr, "kernel_stack_errors: %llu\n",
-		(unsigned long long)engine_counter(e, CNT_KSTACK_ERRORS));
-	fprintf(stderr, "miss_notifications_sent: %llu\n",
-		(unsigned long long)engine_counter(e, CNT_MISSES_SENT));
+	static const struct { const char *name; uint32_t idx; } counts[] = {
+		{ "samples_walked", CNT_SAMPLES },
+		{ "samples_not_profiled", CNT_NOT_TARGET },
+		{ "kernel_stack_errors", CNT_KSTACK_ERRORS },
+		{ "miss_notifications_sent", CNT_MISSES_SENT },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		fprintf(stderr, "%s: %llu\n", counts[i].name,
+			(unsigned long long)engine_counter(e, counts[i].idx));
 }
 
 void report_stats(struct record_engine *e)
