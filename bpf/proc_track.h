@@ -64,7 +64,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 }
 
 /* After exec the old mappings describe nothing: walking with them would
- * produce wrong frames, so they go before the new program runs. */
+ * produce wrong frames, so they are retired before the new program runs. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {

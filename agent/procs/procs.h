@@ -4,9 +4,9 @@
  *
  * agent/procs/ owns the state of the profiled processes, the agent's and
  * BPF's.  Who writes what:
- *   - this registry: one entry per pid (enum proc_state); lifecycle.h
- *     moves it along as process records and samples come in, and is the
- *     only way the recording engine changes it after setting up targets;
+ *   - this registry: one entry per pid (enum proc_state).  Once the
+ *     targets are read (and -- CMD released), only lifecycle.h moves it
+ *     along, as process records and samples come in;
  *   - proc_infos, proc_mappings: bpf_procs.c alone, from this registry;
  *   - target_pids: bpf_procs.c before process tracking is attached, BPF
  *     alone after;
