@@ -95,7 +95,9 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	bool due_listed = p->due_listed;
 
 	release_maps(r, p->maps, p->n);
-	bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
+	/* (Most exits on a busy host are of processes never read.) */
+	if (p->published || p->slots.n[0] || p->slots.n[1])
+		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
