@@ -164,12 +164,12 @@ struct mapping_key {
 	__u32 idx;        /* index in the sorted array, | MAPPING_SLOT_BIT in slot 1 */
 };
 
-/* Per-process facts the walker needs before searching the mappings. */
+/* Per-process facts the walker needs before searching the mappings
+ * (proc_infos; the protocol is in bpf/maps.h). */
 struct proc_info {
 	__u32 nmappings;
-	__u32 generation; /* bumped by the agent at every mapping update */
 	__u32 slot;       /* 0 or MAPPING_SLOT_BIT: which array is current */
-	__u32 pad;
+	__u64 epoch;      /* proc_epochs[tgid] read before the mappings were (0: none) */
 };
 
 /* Record kinds on the events ring buffer. */
@@ -185,8 +185,9 @@ enum cfiprof_event_kind {
 
 /* EVENT_EXEC, EVENT_EXIT, EVENT_FORK, EVENT_MMAP and EVENT_MUNMAP records.
  * They share the ring buffer with the samples, so the agent sees them in
- * the order they happened relative to every sample.  At EXEC and EXIT the
- * walker's view of the process was already dropped in BPF. */
+ * the order they happened relative to every sample.  At FORK, EXEC and
+ * EXIT the process's epoch (bpf/maps.h) was already renewed: walks no
+ * longer use the mappings published before. */
 struct cfiprof_proc_event {
 	__u32 kind;
 	__u32 pid;        /* tgid */
@@ -253,10 +254,10 @@ struct sample_event {
 
 /* Counters the BPF side keeps (per CPU array, index = counter). */
 enum cfiprof_counter {
-	CNT_SAMPLES = 0,
+	CNT_SAMPLES = 0,       /* on-CPU samples of profiled processes, walked */
 	CNT_RINGBUF_DROPS,     /* bpf_ringbuf_output failed: a lost sample */
 	CNT_NOT_TARGET,        /* samples of processes we do not profile */
-	CNT_KSTACK_ERRORS,
+	CNT_KSTACK_ERRORS,     /* bpf_get_stack failed: a sample without its kernel stack */
 	CNT_FP_STEPS,          /* frames stepped by frame pointer (no CFI) */
 	CNT_CFI_STEPS,
 	CNT_SIGNAL_FRAMES,

@@ -33,6 +33,30 @@ struct {
 	__array(values, struct cfi_chunk_map);
 } cfi_tables SEC(".maps");
 
+/* ---- the profiled processes ------------------------------------------
+ *
+ * Each of these maps has one writer at any time:
+ *
+ *   target_pids    -p's pids and -- CMD's: the agent writes them before
+ *                  it attaches the process tracking programs
+ *                  (proc_track.h), and never again.  From then on only
+ *                  those programs write it: on_fork adds the children of
+ *                  targets, on_exit removes the processes that exit.
+ *   proc_epochs    BPF only (proc_track.h).  At the fork, exec and exit of
+ *                  a profiled process its entry becomes the time, before
+ *                  the record telling the agent is sent.
+ *   proc_infos,    the agent only (agent/procs/bpf_procs.c).  It reads
+ *   proc_mappings  proc_epochs[tgid] (absent: 0), then /proc/PID/maps,
+ *                  and publishes the mappings with that epoch in
+ *                  proc_info; it removes them after the exit record.
+ *
+ * A walk uses a process's mappings only while proc_info.epoch equals the
+ * process's proc_epochs entry (proc_info_current): the instant a process
+ * execs or exits, the mappings published for it are dead to every walk,
+ * long before the agent has read its record.  An absent entry means no
+ * fork, exec or exit was seen since the agent read the mappings (or it
+ * was evicted: that process has not been walked for longest). */
+
 /* Every profiled process's mappings (see struct mapping_key): 512K in all
  * (32768 processes of 8 executable mappings, in both slots), allocated as
  * used, with no limit per process.  The bucket array is allocated up front
@@ -52,12 +76,36 @@ struct {
 	__type(value, struct proc_info);
 } proc_infos SEC(".maps");
 
+/* LRU: entries of exited processes stay until room is needed, and the
+ * entries walks look up are the last to go. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 32768);
+	__type(key, __u32);                 /* tgid */
+	__type(value, __u64);               /* bpf_ktime_get_ns() of its last fork, exec or exit */
+} proc_epochs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 32768);
 	__type(key, __u32);                 /* tgid */
 	__type(value, __u8);
 } target_pids SEC(".maps");
+
+/* The proc_info of `tgid` if its mappings are those of the program
+ * running now, else NULL (see above). */
+static __always_inline struct proc_info *proc_info_current(__u32 tgid)
+{
+	struct proc_info *pi = bpf_map_lookup_elem(&proc_infos, &tgid);
+	__u64 *epoch;
+
+	if (!pi)
+		return NULL;
+	epoch = bpf_map_lookup_elem(&proc_epochs, &tgid);
+	return epoch && *epoch != pi->epoch ? NULL : pi;
+}
+
+/* ---- counters, the ring buffer, walk state ---------------------------- */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

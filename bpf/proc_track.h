@@ -2,7 +2,9 @@
 /*
  * Process tracking: fork, exec and exit of profiled processes, and code
  * they map or unmap, reported to the agent on the ring buffer in the
- * order they happen, between the samples they affect.
+ * order they happen, between the samples they affect.  These programs
+ * write target_pids (once attached) and proc_epochs, and only read the
+ * maps the agent writes (maps.h: who writes what).
  */
 #ifndef CFIPROF_PROC_TRACK_H
 #define CFIPROF_PROC_TRACK_H
@@ -18,13 +20,22 @@
 #include "offcpu.h"
 #include "proc_mappings.h"
 
-/* Forget a process's mappings in BPF at once (no walk may use them any
- * more: without its proc_infos entry a walk finds no mapping) and tell the
- * agent, which removes the mapping array itself (BPF programs cannot
- * delete from a map of maps). */
-static __always_inline void drop_proc(__u32 tgid, __u32 kind)
+/* `tgid` has a new address space, or none: the mappings the agent
+ * published for it are dead to walks from this instant (maps.h: the
+ * protocol).  Before the record, so that the agent, reading the epoch
+ * when the record makes it read the mappings, reads the new one. */
+static __always_inline void new_epoch(__u32 tgid)
 {
-	bpf_map_delete_elem(&proc_infos, &tgid);
+	__u64 now = bpf_ktime_get_ns();
+
+	bpf_map_update_elem(&proc_epochs, &tgid, &now, BPF_ANY);
+}
+
+/* Its address space was replaced (exec) or is gone (exit): walks stop
+ * using its mappings, and the agent, told, removes them. */
+static __always_inline void end_mappings(__u32 tgid, __u32 kind)
+{
+	new_epoch(tgid);
 	send_proc_event(kind, tgid, 0, 0, 0);
 }
 
@@ -44,20 +55,24 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 			return 0;
 		bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
 	}
-	if (wanted(ptgid))
+	if (wanted(ptgid)) {
+		/* Mappings the agent may still hold for a former ctgid, whose
+		 * exit record was lost, are not the child's. */
+		new_epoch(ctgid);
 		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0);
+	}
 	return 0;
 }
 
 /* After exec the old mappings describe nothing: walking with them would
- * produce wrong frames, so they go before the new program runs. */
+ * produce wrong frames, so they are retired before the new program runs. */
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	__u32 tgid = p->tgid;
 
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
-		drop_proc(tgid, EVENT_EXEC);
+		end_mappings(tgid, EVENT_EXEC);
 	return 0;
 }
 
@@ -73,7 +88,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* Also when its mappings are not published (yet): the agent may be
 	 * reading them right now, and must learn that it has to forget them. */
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
-		drop_proc(tgid, EVENT_EXIT);
+		end_mappings(tgid, EVENT_EXIT);
 	bpf_map_delete_elem(&target_pids, &tgid);
 	return 0;
 }
@@ -136,7 +151,8 @@ int on_munmap(struct trace_event_raw_sys_enter *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u64 addr = ctx->args[0], len = ctx->args[1];
 
-	if (!len || !wanted(tgid) || !overlaps_code(tgid, addr, addr + len))
+	/* (Mappings of a program that has exec()ed are not its code.) */
+	if (!len || !wanted(tgid) || !proc_info_current(tgid) || !overlaps_code(tgid, addr, addr + len))
 		return 0;
 	send_proc_event(EVENT_MUNMAP, tgid, 0, addr, addr + len);
 	return 0;

@@ -432,7 +432,7 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	st->via_fp = 0;
 	walk_init_regs(st, regs);
 
-	pi = bpf_map_lookup_elem(&proc_infos, &tgid);
+	pi = proc_info_current(tgid);
 	st->nmappings = pi ? pi->nmappings : 0;
 	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
 	bpf_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, &lc, 0);

@@ -61,6 +61,32 @@ int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id)
 	return 0;
 }
 
+int sym_table_remove(struct sym_table *t, uint64_t hash, int32_t id)
+{
+	size_t i, j;
+
+	if (!t->slots)
+		return -ENOENT;
+	for (i = hash & t->mask; t->slots[i].id != id || t->slots[i].hash != hash; i = (i + 1) & t->mask)
+		if (t->slots[i].id < 0)
+			return -ENOENT;
+	/* Backward-shift deletion instead of a tombstone: every later slot
+	 * of the run that may live in the hole moves into it, so lookups,
+	 * which stop at the first empty slot, still reach every id. */
+	for (j = (i + 1) & t->mask; t->slots[j].id >= 0; j = (j + 1) & t->mask) {
+		size_t home = t->slots[j].hash & t->mask;
+
+		/* Slot j may move to i unless its home lies cyclically in (i, j]. */
+		if (((j - home) & t->mask) >= ((j - i) & t->mask)) {
+			t->slots[i] = t->slots[j];
+			i = j;
+		}
+	}
+	t->slots[i].id = -1;
+	t->count--;
+	return 0;
+}
+
 void sym_table_free(struct sym_table *t)
 {
 	free(t->slots);

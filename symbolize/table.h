@@ -29,6 +29,9 @@ int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq
 /* Adds `id` (>= 0) under `hash`.  0, or -ENOMEM. */
 int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id);
 
+/* Removes `id`, added under `hash`.  0, or -ENOENT. */
+int sym_table_remove(struct sym_table *t, uint64_t hash, int32_t id);
+
 void sym_table_free(struct sym_table *t);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <getopt.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* A command's options, as args_parse runs them. */
@@ -45,5 +46,10 @@ int arg_seconds(const char *s, double max, double *out);
 /* "PID[,PID...]" appended to the array *pids of *npids.  Returns 0,
  * -ENOMEM, or -EINVAL with "'TOKEN' is not a process id" in err. */
 int arg_pid_list(const char *arg, int **pids, int *npids, char *err, size_t errlen);
+
+/* A size in bytes: "123456", or with a binary suffix "4096K", "64M",
+ * "1G" (also "64MiB", "64MB").  Returns 0 or -EINVAL (also for 0 and for
+ * sizes past 2^64). */
+int arg_size(const char *s, uint64_t *out);
 
 #endif

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/array.h"
+
 int procmaps_parse_line(const char *line, struct procmap *m)
 {
 	char perms[8];
@@ -42,16 +44,9 @@ int procmaps_read(int pid, struct procmap **out, size_t *n)
 	if (!f)
 		return errno == ENOENT ? -ESRCH : -errno;
 	while (getline(&line, &lcap, f) > 0) {
-		if (*n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			void *p = realloc(v, ncap * sizeof(*v));
-
-			if (!p) {
-				ret = -ENOMEM;
-				break;
-			}
-			v = p;
-			cap = ncap;
+		if (array_reserve_first(&v, &cap, *n + 1, 64)) {
+			ret = -ENOMEM;
+			break;
 		}
 		if (procmaps_parse_line(line, &v[*n]) == 0)
 			(*n)++;

@@ -10,27 +10,44 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/unwind/bpf_maps.h"
+#include "agent/util/array.h"
 #include "agent/util/clock.h"
 #include "agent/container/container.h"
 #include "agent/procs/procmaps.h"
 #include "bpf/mapping_search.h"
 
-static uint32_t slot_of(uint32_t pid, uint32_t cap)
+/* Pids are dense and sequential; the index wants well-mixed low bits. */
+static uint64_t pid_hash(int pid)
 {
-	return (pid * 2654435761u) & (cap - 1);
+	uint64_t h = (uint32_t)pid * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 32);
+}
+
+struct pid_key {
+	const struct proc_registry *r;
+	int pid;
+};
+
+static bool pid_eq(void *ctx, int32_t id)
+{
+	const struct pid_key *k = ctx;
+
+	return k->r->procs[id]->pid == k->pid;
+}
+
+static int32_t proc_id(const struct proc_registry *r, int pid)
+{
+	struct pid_key k = { r, pid };
+
+	return sym_table_find(&r->index, pid_hash(pid), pid_eq, &k);
 }
 
 struct proc *procs_get(const struct proc_registry *r, int pid)
 {
-	uint32_t i;
+	int32_t id = proc_id(r, pid);
 
-	if (!r->cap)
-		return NULL;
-	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
-		if (r->slots[i]->pid == pid)
-			return r->slots[i];
-	return NULL;
+	return id < 0 ? NULL : r->procs[id];
 }
 
 static void free_proc(struct proc *p)
@@ -73,59 +90,76 @@ static void release_maps(struct proc_registry *r, const struct proc_mapping *map
 			tables_unref(r->mods->tables, maps[i].mod);
 }
 
-void procs_forget(struct proc_registry *r, int pid)
+void procs_reset(struct proc_registry *r, struct proc *p)
 {
-	uint32_t i, j, k;
+	int pid = p->pid;
+	bool due_listed = p->due_listed;
 
-	if (!r->cap)
-		return;
-	for (i = slot_of((uint32_t)pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
-		if (r->slots[i]->pid == pid)
-			break;
-	if (!r->slots[i])
-		return;
-	release_maps(r, r->slots[i]->maps, r->slots[i]->n);
-	bpf_proc_unload(r->mappings_fd, r->infos_fd, (uint32_t)pid, &r->slots[i]->slots);
-	free_proc(r->slots[i]);
-	r->slots[i] = NULL;
-	r->count--;
-	/* Backward-shift deletion keeps every probe chain unbroken. */
-	for (j = (i + 1) & (r->cap - 1); r->slots[j]; j = (j + 1) & (r->cap - 1)) {
-		k = slot_of((uint32_t)r->slots[j]->pid, r->cap);
-		if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-			r->slots[i] = r->slots[j];
-			r->slots[j] = NULL;
-			i = j;
-		}
-	}
+	release_maps(r, p->maps, p->n);
+	/* (Most exits on a busy host are of processes never read.) */
+	if (p->published || p->slots.n[0] || p->slots.n[1])
+		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
+	free(p->maps);
+	free(p->container_id);
+	free(p->cgroup);
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	/* The due list still holds the pid: say so, or it would be added twice. */
+	p->due_listed = due_listed;
 }
 
-static int insert(struct proc_registry *r, struct proc *p)
+void procs_forget(struct proc_registry *r, int pid)
 {
-	uint32_t i;
+	int32_t id = proc_id(r, pid);
+	uint32_t last = r->count - 1;
 
-	if ((r->count + 1) * 2 > r->cap) {
-		uint32_t ncap = r->cap ? r->cap * 2 : 256, k;
-		struct proc **ns = calloc(ncap, sizeof(*ns));
-
-		if (!ns)
-			return -ENOMEM;
-		for (k = 0; k < r->cap; k++) {
-			if (!r->slots[k])
-				continue;
-			for (i = slot_of((uint32_t)r->slots[k]->pid, ncap); ns[i]; i = (i + 1) & (ncap - 1))
-				;
-			ns[i] = r->slots[k];
-		}
-		free(r->slots);
-		r->slots = ns;
-		r->cap = ncap;
+	if (id < 0)
+		return;
+	procs_reset(r, r->procs[id]);
+	free(r->procs[id]);
+	sym_table_remove(&r->index, pid_hash(pid), id);
+	/* The last process fills the hole.  Re-indexing it cannot fail: the
+	 * index just lost two entries and takes one back, so it does not
+	 * grow. */
+	if ((uint32_t)id != last) {
+		r->procs[id] = r->procs[last];
+		sym_table_remove(&r->index, pid_hash(r->procs[id]->pid), (int32_t)last);
+		sym_table_insert(&r->index, pid_hash(r->procs[id]->pid), id);
 	}
-	for (i = slot_of((uint32_t)p->pid, r->cap); r->slots[i]; i = (i + 1) & (r->cap - 1))
-		;
-	r->slots[i] = p;
-	r->count++;
-	return 0;
+	r->count--;
+}
+
+bool procs_epoch_current(const struct proc_registry *r, const struct proc *p)
+{
+	return p->epoch == bpf_proc_epoch(&r->bpf, (uint32_t)p->pid);
+}
+
+uint32_t procs_count(const struct proc_registry *r)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < r->count; i++)
+		n += r->procs[i]->state == PROC_READ;
+	return n;
+}
+
+struct proc *procs_add(struct proc_registry *r, int pid)
+
+{
+	struct proc *p;
+
+	if (array_reserve(&r->procs, &r->cap, r->count + 1))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->pid = pid;
+	if (sym_table_insert(&r->index, pid_hash(pid), (int32_t)r->count)) {
+		free(p);
+		return NULL;
+	}
+	r->procs[r->count++] = p;
+	return p;
 }
 
 /* The vDSO is no file: copy its image out of the process into a memfd so
@@ -213,18 +247,17 @@ int procs_scan(struct proc_registry *r, int pid)
 	struct proc_mapping *pm = NULL;
 	struct cfi_mapping *bm = NULL;
 	struct proc *p = procs_get(r, pid);
+	/* Before the mappings: if the process execs after this, what is
+	 * published below is stale, and the walker knows it. */
+	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
 	bool unchanged;
 	int ret;
 
-	r->scans++;
 	ret = procmaps_read(pid, &maps, &n);
-	if (ret) {
-		if (p)
-			p->gone = true;
+	if (ret)
 		return ret;
-	}
 	pm = calloc(n, sizeof(*pm));
 	bm = calloc(n, sizeof(*bm));
 	if (!pm || !bm) {
@@ -249,8 +282,6 @@ int procs_scan(struct proc_registry *r, int pid)
 			if (fd >= 0) {
 				o->mod = modules_get(r->mods, fd, m->path);
 				close(fd);
-			} else {
-				r->scan_errors++;
 			}
 		}
 		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
@@ -275,15 +306,9 @@ int procs_scan(struct proc_registry *r, int pid)
 		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
 		bm[i].module_id = mod ? mod->id : 0;
 	}
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (p)
-			p->pid = pid;
-		if (!p || insert(r, p)) {
-			free(p);
-			ret = -ENOMEM;
-			goto out;
-		}
+	if (!p && !(p = procs_add(r, pid))) {
+		ret = -ENOMEM;
+		goto out;
 	}
 	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
 	release_maps(r, p->maps, p->n);
@@ -291,16 +316,15 @@ int procs_scan(struct proc_registry *r, int pid)
 	p->maps = pm;
 	pm = NULL;
 	p->n = k;
-	p->gone = false;
+	p->state = PROC_READ;
 	read_labels(p);
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
-	if (!unchanged || !p->published) {
-		p->generation++;
-		ret = bpf_proc_load(r->mappings_fd, r->infos_fd, (uint32_t)pid, bm, k, p->generation,
-				    &p->slots);
+	if (!unchanged || !p->published || p->epoch != epoch) {
+		ret = bpf_proc_publish(&r->bpf, (uint32_t)pid, bm, k, epoch, &p->slots);
 		p->published = !ret;
+		p->epoch = epoch;
 		r->publishes++;
 	}
 	if (!p->main_marked)
@@ -338,13 +362,18 @@ void procs_free(struct proc_registry *r)
 {
 	uint32_t i;
 
-	for (i = 0; i < r->cap; i++) {
-		if (r->slots[i]) {
-			release_maps(r, r->slots[i]->maps, r->slots[i]->n);
-			free_proc(r->slots[i]);
-		}
+	for (i = 0; i < r->count; i++) {
+		release_maps(r, r->procs[i]->maps, r->procs[i]->n);
+		free_proc(r->procs[i]);
 	}
-	free(r->slots);
-	r->slots = NULL;
+	free(r->procs);
+	sym_table_free(&r->index);
+	free(r->due);
+	free(r->exited);
+	r->procs = NULL;
+	r->due = NULL;
+	r->exited = NULL;
 	r->cap = r->count = 0;
+	r->ndue = r->cap_due = 0;
+	r->exited_head = r->nexited = r->cap_exited = 0;
 }

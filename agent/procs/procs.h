@@ -1,6 +1,18 @@
 /*
  * The processes being profiled: their executable mappings, resolved to
  * modules (CFI table + symbols), published to the walker's BPF maps.
+ *
+ * agent/procs/ owns the state of the profiled processes, the agent's and
+ * BPF's.  Who writes what:
+ *   - this registry: one entry per pid (enum proc_state).  Once the
+ *     targets are read (and -- CMD released), only lifecycle.h moves it
+ *     along, as process records and samples come in;
+ *   - proc_infos, proc_mappings: bpf_procs.c alone, from this registry;
+ *   - target_pids: bpf_procs.c before process tracking is attached, BPF
+ *     alone after;
+ *   - proc_epochs: BPF alone.  procs_scan reads a process's epoch before
+ *     its mappings and publishes them with it: the walker ignores them as
+ *     soon as the process execs or exits (bpf/maps.h has the protocol).
  */
 #ifndef AGENT_PROCS_H
 #define AGENT_PROCS_H
@@ -8,51 +20,90 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "agent/unwind/bpf_maps.h"
+#include "agent/procs/bpf_procs.h"
 #include "agent/unwind/modules.h"
+#include "symbolize/table.h"
 
 struct proc_mapping {
 	uint64_t start, end, offset, bias;
 	struct module *mod;        /* NULL: anonymous executable memory (JIT) */
 };
 
+/* Where a process is in its life, as far as the agent knows
+ * (agent/procs/lifecycle.h moves it along). */
+enum proc_state {
+	PROC_UNREAD,               /* known from an event; mappings not read yet */
+	PROC_READ,                 /* mappings read, and published unless that failed */
+	PROC_EXITED,               /* its exit record came: remembered, mapping nothing */
+};
+
 struct proc {
 	int pid;
+	enum proc_state state;
 	struct proc_mapping *maps; /* sorted by start */
 	uint32_t n;
-	uint32_t generation;
-	uint64_t last_scan_ns;
-	uint64_t dirty_ns;         /* an mmap/munmap/fork/exec to catch up with, or 0 */
-	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
-	uint64_t first_complete_ns;/* bpf time of its first complete stack */
-	bool gone;
+	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
+	uint64_t epoch;            /* the epoch they were published with */
 	struct bpf_proc_slots slots;
-	bool main_marked;
+	bool main_marked;          /* its executable's module is marked is_main */
+	/* lifecycle.c's */
+	uint64_t scan_due_ns;      /* mapping changes pending: read at this time; 0: none */
+	bool due_listed;           /* its pid is in the registry's due list */
+	uint64_t forget_ns;        /* PROC_EXITED: when to stop remembering it */
+	/* the events handler's, for --stats */
+	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
+	uint64_t first_complete_ns;/* bpf time of its first complete stack */
 };
 
 struct proc_registry {
-	struct proc **slots;       /* open addressing by pid */
-	uint32_t cap, count;
+	struct proc **procs;       /* every process known, in no order */
+	uint32_t count, cap;
+	struct sym_table index;    /* pid_hash(pid) -> procs[] */
 	struct module_registry *mods;
-	int mappings_fd, infos_fd; /* BPF proc_mappings / proc_infos */
+	struct bpf_proc_maps bpf;  /* where processes are published */
 	struct module *vdso;
-	uint64_t scans, scan_errors, publishes;
+	/* lifecycle.c's: pids whose reading is due (some may be stale: a
+	 * proc's scan_due_ns is what counts), and exited pids in the order
+	 * they are to be forgotten. */
+	int *due;
+	uint32_t ndue, cap_due;
+	struct exited_pid { int pid; uint64_t forget_ns; } *exited;
+	uint32_t exited_head, nexited, cap_exited;
+	uint64_t publishes;        /* mapping arrays written to BPF */
+	uint64_t rescans;          /* mappings read because of an event or a sample */
+	uint64_t scan_lost;        /* processes gone before their mappings were read */
 };
 
 /* Reads /proc/PID/maps, opens every executable mapping's file through
  * /proc/PID/map_files (so deleted files and other mount namespaces work),
- * resolves modules and publishes the mappings to BPF.  -ESRCH: gone. */
+ * resolves modules and publishes the mappings to BPF; the entry (added if
+ * need be) is PROC_READ.  -ESRCH: gone (the entry is left as it was). */
 int procs_scan(struct proc_registry *r, int pid);
 
+/* The entry of `pid`, in any state, or NULL. */
 struct proc *procs_get(const struct proc_registry *r, int pid);
 
-/* Forgets `pid` (it exited, or its pid was reused) and removes what is
- * left of it in BPF: a later process with that pid is scanned afresh.
- * Samples already aggregated keep their resolved frames. */
+/* A new PROC_UNREAD entry for `pid`, which has none.  NULL: no memory. */
+struct proc *procs_add(struct proc_registry *r, int pid);
+
+/* Drops all `p` knew -- its mappings, their tables' references, its
+ * entries in BPF, its labels -- leaving it PROC_UNREAD: the process with
+ * that pid is read afresh.  Samples already aggregated keep their
+ * resolved frames. */
+void procs_reset(struct proc_registry *r, struct proc *p);
+
+/* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);
+
+/* Whether what the walker has of `p` is of the program running now: its
+ * epoch is BPF's (bpf/maps.h). */
+bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
+
+/* Processes whose mappings were read (PROC_READ). */
+uint32_t procs_count(const struct proc_registry *r);
 
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr);

@@ -1,4 +1,5 @@
-/* `cfiprof record`: on-CPU profiles with DWARF stack walking in BPF. */
+/* `cfiprof record` (cmd_record.c): on-CPU and off-CPU profiles with
+ * DWARF stack walking in BPF. */
 #ifndef AGENT_RECORD_H
 #define AGENT_RECORD_H
 

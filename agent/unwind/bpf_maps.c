@@ -53,49 +53,6 @@ int bpf_table_unload(int outer_fd, uint32_t id)
 	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
 }
 
-/* Deletes entries [from, to) of one slot of `pid`'s mappings. */
-static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t from, uint32_t to)
-{
-	struct mapping_key key = { .tgid = pid };
-	uint32_t i;
-
-	for (i = from; i < to; i++) {
-		key.idx = slot | i;
-		bpf_map_delete_elem(mappings_fd, &key);
-	}
-}
-
-int bpf_proc_load(int mappings_fd, int infos_fd, uint32_t pid, const struct cfi_mapping *m,
-		  uint32_t n, uint32_t generation, struct bpf_proc_slots *slots)
-{
-	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;
-	struct proc_info info = { .nmappings = n, .generation = generation, .slot = bit };
-	struct mapping_key key = { .tgid = pid };
-
-	/* The walker reads the other slot until proc_info switches below. */
-	for (i = 0; i < n; i++) {
-		key.idx = bit | i;
-		if (bpf_map_update_elem(mappings_fd, &key, &m[i], BPF_ANY))
-			return -errno;
-	}
-	delete_range(mappings_fd, pid, bit, n, slots->n[slot]);
-	slots->n[slot] = n;
-	if (bpf_map_update_elem(infos_fd, &pid, &info, BPF_ANY))
-		return -errno;
-	slots->live = slot;
-	return 0;
-}
-
-int bpf_proc_unload(int mappings_fd, int infos_fd, uint32_t pid, struct bpf_proc_slots *slots)
-{
-	int ret = bpf_map_delete_elem(infos_fd, &pid) ? -errno : 0;
-
-	delete_range(mappings_fd, pid, 0, 0, slots->n[0]);
-	delete_range(mappings_fd, pid, MAPPING_SLOT_BIT, 0, slots->n[1]);
-	slots->n[0] = slots->n[1] = 0;
-	return ret == -ENOENT ? 0 : ret;
-}
-
 uint64_t bpf_counter_sum(int counters_fd, uint32_t idx)
 {
 	int ncpu = libbpf_num_possible_cpus(), i;

@@ -1,0 +1,288 @@
+#include "agent/cli/record_options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bpf/abi.h"
+#include "cfi/cache.h"
+#include "agent/cli/args.h"
+#include "agent/perf/cpus.h"
+#include "agent/util/array.h"
+
+void record_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cfiprof record [OPTIONS] (-p PID[,PID...] | -a | -- CMD [ARGS...])\n"
+		"\n"
+		"Samples on-CPU stacks of programs built without frame pointers, walking\n"
+		"them in BPF with DWARF call frame information.\n"
+		"\n"
+		"targets:\n"
+		"  -p, --pid PID[,PID...]  profile these processes and all their threads\n"
+		"  -a, --all-cpus          profile the whole system\n"
+		"      --cgroup PATH       only tasks in this cgroup (v2) or below it; alone,\n"
+		"                          every such process on the system\n"
+		"  -- CMD [ARGS...]        run CMD and profile it until it exits\n"
+		"\n"
+		"options:\n"
+		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
+		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
+		"  -o, --output FILE       output file (default cfiprof.pb.gz, or cfiprof.folded)\n"
+		"      --format FMT        pprof (default) or folded\n"
+		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
+		"      --kernel            add the kernel stack of samples taken in the kernel\n"
+		"      --stats             print BPF cost per sample, table and memory figures\n"
+		"  -C, --cpu CPUS          sample only these CPUs (e.g. 0-3,7)\n"
+		"      --tag KEY=VALUE     add a label to every sample (repeatable)\n"
+		"      --cache-dir DIR     CFI table cache (default %s)\n"
+		"      --no-cache          do not read or write the table cache\n"
+		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
+		"      --unwind MODE       auto (default): CFI tables compiled when a walk first\n"
+		"                          needs them; dwarf: compiled up front; fp: frame\n"
+		"                          pointers only\n"
+		"      --max-table-memory SIZE\n"
+		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
+		"                          least recently used tables are evicted beyond it\n"
+		"  -q, --quiet             print no summary\n"
+		"\n"
+		"off-CPU (where threads block, weighted by the time blocked):\n"
+		"      --off-cpu           also record off-CPU stacks (off_cpu/nanoseconds)\n"
+		"      --off-cpu-only      record only off-CPU stacks, no on-CPU sampling\n"
+		"      --off-cpu-min TIME  drop blocked periods shorter than TIME (default 1ms;\n"
+		"                          units ns, us, ms, s; 0 keeps all)\n"
+		"      --off-cpu-preempted count time switched out while still runnable too\n"
+		"      --wakers            add who woke each blocked thread (woken_by/nanoseconds)\n",
+		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR,
+		MAX_TABLE_MEMORY_DEFAULT >> 20);
+}
+
+static int parse_cpu_set(struct record_opts *o)
+{
+	char err[512] = "";
+
+	o->cpu_set = calloc((size_t)o->ncpus, sizeof(*o->cpu_set));
+	if (!o->cpu_set || cpu_list_parse(o->cpus, o->cpu_set, o->ncpus, err, sizeof(err))) {
+		fprintf(stderr, "cfiprof record: -C: %s\n", err);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o)
+{
+	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
+	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
+	       OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "freq", required_argument, NULL, 'F' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "max-depth", required_argument, NULL, OPT_DEPTH },
+		{ "kernel", no_argument, NULL, OPT_KERNEL },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "tag", required_argument, NULL, OPT_TAG },
+		{ "cache-dir", required_argument, NULL, OPT_CACHE },
+		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
+		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
+		{ "unwind", required_argument, NULL, OPT_UNWIND },
+		{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+		{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
+		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+		{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
+		{ "wakers", no_argument, NULL, OPT_WAKERS },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	size_t cap_keys = 0, cap_vals = 0;
+	char err[256];
+	long v;
+	char *end;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->freq = 99;
+	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	o->max_table_memory = MAX_TABLE_MEMORY_DEFAULT;
+	o->off.min_ns = OFFCPU_MIN_DEFAULT_NS;
+	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
+	if (!o->cache_dir)
+		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own options stay its own. */
+	while ((c = getopt_long(argc, argv, "+p:aF:d:o:C:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (arg_pid_list(optarg, &o->pids, &o->npids, err, sizeof(err))) {
+				fprintf(stderr, "cfiprof record: -p: %s\n", err);
+				return -EINVAL;
+			}
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case 'F':
+			if (arg_long(optarg, 1, 100000, &v)) {
+				fprintf(stderr, "cfiprof record: -F: '%s' is not a rate in Hz (1-100000)\n", optarg);
+				return -EINVAL;
+			}
+			o->freq = (int)v;
+			break;
+		case 'd':
+			errno = 0;
+			o->duration = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->duration > 0)) {
+				fprintf(stderr, "cfiprof record: -d: '%s' is not a positive number of seconds\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'o':
+			o->output = optarg;
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "pprof")) {
+				o->format = FORMAT_PPROF;
+			} else if (!strcmp(optarg, "folded")) {
+				o->format = FORMAT_FOLDED;
+			} else {
+				fprintf(stderr, "cfiprof record: --format: '%s' is not pprof or folded\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_DEPTH:
+			if (arg_long(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
+				fprintf(stderr, "cfiprof record: --max-depth: '%s' is not in 1..%d\n", optarg,
+					CFIPROF_MAX_DEPTH_LIMIT);
+				return -EINVAL;
+			}
+			o->max_depth = (int)v;
+			break;
+		case OPT_KERNEL:
+			o->kernel = true;
+			break;
+		case OPT_STATS:
+			o->stats = true;
+			break;
+		case 'C':
+			o->cpus = optarg;
+			break;
+		case OPT_TAG: {
+			char *eq = strchr(optarg, '=');
+
+			if (!eq || eq == optarg) {
+				fprintf(stderr, "cfiprof record: --tag: '%s' is not KEY=VALUE\n", optarg);
+				return -EINVAL;
+			}
+			if (array_reserve(&o->tag_keys, &cap_keys, (size_t)o->ntags + 1) ||
+			    array_reserve(&o->tag_vals, &cap_vals, (size_t)o->ntags + 1))
+				return -ENOMEM;
+			*eq = 0;
+			o->tag_keys[o->ntags] = optarg;
+			o->tag_vals[o->ntags] = eq + 1;
+			o->ntags++;
+			break;
+		}
+		case OPT_CACHE:
+			o->cache_dir = optarg;
+			break;
+		case OPT_NOCACHE:
+			o->cache_dir = NULL;
+			break;
+		case OPT_DEBUG:
+			o->debug_dir = optarg;
+			break;
+		case OPT_UNWIND:
+			if (!strcmp(optarg, "auto")) {
+				o->unwind = UNWIND_AUTO;
+			} else if (!strcmp(optarg, "dwarf")) {
+				o->unwind = UNWIND_DWARF;
+			} else if (!strcmp(optarg, "fp")) {
+				o->unwind = UNWIND_FP;
+			} else {
+				fprintf(stderr, "cfiprof record: --unwind: '%s' is not auto, dwarf or fp\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_TABLE_MEM:
+			if (arg_size(optarg, &o->max_table_memory)) {
+				fprintf(stderr, "cfiprof record: --max-table-memory: '%s' is not a size such as 64M or 1G\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_CGROUP:
+			o->cgroup = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case OPT_OFF_CPU:
+			o->off.enabled = true;
+			break;
+		case OPT_OFF_CPU_ONLY:
+			o->off.enabled = o->off.only = true;
+			break;
+		case OPT_OFF_CPU_MIN:
+			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
+				fprintf(stderr, "cfiprof record: --off-cpu-min: '%s' is not a duration "
+					"(e.g. 1ms, 500us, 0)\n", optarg);
+				return -EINVAL;
+			}
+			o->off.min_given = true;
+			break;
+		case OPT_OFF_CPU_PREEMPTED:
+			o->off.preempted = true;
+			break;
+		case OPT_WAKERS:
+			o->off.wakers = true;
+			break;
+		case 'h':
+			record_usage(stdout);
+			return 1;
+		default:
+			record_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->cmd = &argv[optind];
+	/* --cgroup alone means the whole system, filtered to that cgroup. */
+	if (o->cgroup && !o->npids && !o->cmd)
+		o->all = true;
+	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1) {
+		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
+		return -EINVAL;
+	}
+	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers)) {
+		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
+			"need --off-cpu or --off-cpu-only\n");
+		return -EINVAL;
+	}
+	o->off.mark_root = o->format == FORMAT_FOLDED;
+	if (!o->output)
+		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
+	o->ncpus = cpu_count_possible();
+	if (o->cpus)
+		return parse_cpu_set(o);
+	return 0;
+}
+
+void record_opts_free(struct record_opts *o)
+{
+	free(o->pids);
+	free(o->tag_keys);
+	free(o->tag_vals);
+	free(o->cpu_set);
+	o->pids = NULL;
+	o->tag_keys = o->tag_vals = NULL;
+	o->cpu_set = NULL;
+}
+

@@ -1,0 +1,61 @@
+/*
+ * The options of `cfiprof record`, in one place: what each means (struct
+ * record_opts), how they are spelt (the usage text) and how they are read
+ * from the command line and checked against each other.
+ */
+#ifndef AGENT_CLI_RECORD_OPTIONS_H
+#define AGENT_CLI_RECORD_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agent/offcpu/offcpu.h"
+#include "agent/unwind/modules.h"
+
+enum output_format { FORMAT_PPROF, FORMAT_FOLDED };
+
+/* The default kernel memory budget for CFI tables.  libc's table takes
+ * 0.2 MiB and the largest common object (libLLVM) 3 MiB; every object
+ * mapped by every process on a typical host fits in well under this
+ * (see README), and BPF maps are charged to the agent's memory cgroup,
+ * so the default must not be unbounded. */
+#define MAX_TABLE_MEMORY_DEFAULT (256ull << 20)
+
+struct record_opts {
+	int *pids;                /* -p */
+	int npids;
+	bool all;                 /* -a, or --cgroup alone */
+	char **cmd;               /* argv of the command to run, or NULL */
+	int freq;                 /* Hz per CPU */
+	double duration;          /* seconds, 0 = until stopped */
+	const char *output;
+	enum output_format format;
+	int max_depth;
+	bool kernel;
+	bool stats;
+	const char *cpus;         /* -C as given, or NULL */
+	bool *cpu_set;            /* -C parsed: [ncpus], or NULL for every CPU */
+	int ncpus;                /* cpu_count_possible(), with or without -C */
+	const char **tag_keys, **tag_vals;
+	int ntags;
+	const char *cache_dir;    /* NULL: --no-cache */
+	const char *debug_dir;
+	bool quiet;
+	enum unwind_mode unwind;
+	uint64_t max_table_memory;   /* bytes */
+	const char *cgroup;
+	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
+};
+
+void record_usage(FILE *f);
+
+/* Fills `o` from the command line (argv[0] is the command's name; the
+ * strings stay argv's).  Returns 0, 1 for --help (usage printed), or
+ * -EINVAL / -ENOMEM (message printed).  Free with record_opts_free,
+ * whatever it returned. */
+int record_parse_args(int argc, char **argv, struct record_opts *o);
+
+void record_opts_free(struct record_opts *o);
+
+#endif

@@ -1,0 +1,185 @@
+#include "agent/procs/lifecycle.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "bpf/abi.h"
+#include "agent/util/array.h"
+
+/* Reads `pid`'s mappings now: an event or a sample asked for it. */
+static void rescan(struct proc_registry *r, int pid)
+{
+	struct proc *p = procs_get(r, pid);
+	int ret;
+
+	if (p)
+		p->scan_due_ns = 0;
+	r->rescans++;
+	ret = procs_scan(r, pid);
+	if (ret == -ESRCH)
+		r->scan_lost++;
+	/* Nothing was learnt of a process never read: no entry, as before
+	 * the event that made it (its next sample tries again). */
+	p = ret ? procs_get(r, pid) : NULL;
+	if (p && p->state == PROC_UNREAD)
+		procs_forget(r, pid);
+}
+
+/* Reads `pid`'s mappings PROCS_SCAN_DELAY_NS after its first change that
+ * has not been read yet. */
+static void mark_due(struct proc_registry *r, int pid, uint64_t now)
+{
+	struct proc *p = procs_get(r, pid);
+
+	if (!p && !(p = procs_add(r, pid)))
+		return;
+	if (p->scan_due_ns)
+		return;
+	if (!p->due_listed) {
+		if (array_reserve(&r->due, &r->cap_due, r->ndue + 1))
+			return;
+		r->due[r->ndue++] = pid;
+		p->due_listed = true;
+	}
+	p->scan_due_ns = now + PROCS_SCAN_DELAY_NS;
+}
+
+/* A live process holds the pid again. */
+static void revive(struct proc *p)
+{
+	if (p && p->state == PROC_EXITED)
+		p->state = PROC_UNREAD;
+}
+
+void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now)
+{
+	struct proc *p = procs_get(r, pid);
+
+	/* What we hold of the pid from before the fork is another process's. */
+	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns)))
+		procs_reset(r, p);
+	mark_due(r, pid, now);
+}
+
+void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now)
+{
+	struct proc *p = procs_get(r, pid);
+
+	revive(p);
+	/* Already read after the exec (record -- CMD reads the program
+	 * before releasing it), and published in the exec's epoch: that
+	 * view is the new program's. */
+	if (p && p->state == PROC_READ && p->last_scan_ns > event_ns && procs_epoch_current(r, p))
+		return;
+	/* The walker no longer uses the old program's mappings (the exec
+	 * renewed the epoch): publish the new ones.  Reading over the old
+	 * entry, rather than forgetting it first, keeps the tables both
+	 * programs map (libc) loaded. */
+	if (p)
+		p->published = false;
+	rescan(r, pid);
+	p = procs_get(r, pid);
+	if (p)
+		p->born_ns = event_ns;
+	/* The libraries follow as mmap records; read them once ld.so is
+	 * done. */
+	mark_due(r, pid, now);
+}
+
+void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
+{
+	struct proc *p = procs_get(r, pid);
+	uint32_t live;
+
+	/* Its samples are all before this record: they already hold their
+	 * resolved frames. */
+	if (!p && !(p = procs_add(r, pid)))
+		return;
+	procs_reset(r, p);
+	/* The queue of exits to forget only ever grows at the tail: take
+	 * the forgotten head back before growing it. */
+	live = r->nexited - r->exited_head;
+	if (r->exited_head && r->exited_head >= live) {
+		memmove(r->exited, r->exited + r->exited_head, live * sizeof(*r->exited));
+		r->exited_head = 0;
+		r->nexited = live;
+	}
+	if (array_reserve(&r->exited, &r->cap_exited, r->nexited + 1)) {
+		procs_forget(r, pid);
+		return;
+	}
+	p->state = PROC_EXITED;
+	p->forget_ns = now + PROCS_EXITED_KEEP_NS;
+	r->exited[r->nexited].pid = pid;
+	r->exited[r->nexited].forget_ns = p->forget_ns;
+	r->nexited++;
+}
+
+void procs_on_mmap(struct proc_registry *r, int pid, uint64_t now)
+{
+	/* Only a live process maps code: a pid remembered as exited is a
+	 * new process whose fork record was lost. */
+	revive(procs_get(r, pid));
+	mark_due(r, pid, now);
+}
+
+struct proc *procs_on_sample(struct proc_registry *r, int pid, unsigned end_reason, uint32_t nuser,
+			     uint64_t outermost, uint64_t now)
+{
+	struct proc *p = procs_get(r, pid);
+
+	if (pid == 0 || end_reason == WALK_END_NO_USER || (p && p->state == PROC_EXITED))
+		goto out;
+	/* Mappings changed since we last looked (the walk met an address
+	 * outside the known ones): read them now, so that this sample
+	 * symbolizes and the next ones walk completely. */
+	if (p && p->state == PROC_READ &&
+	    !(end_reason == WALK_END_NO_MAPPING && nuser && !proc_find(p, outermost) &&
+	      (now - p->last_scan_ns > PROCS_RESCAN_MIN_NS || p->scan_due_ns)))
+		goto out;
+	rescan(r, pid);
+	p = procs_get(r, pid);
+out:
+	return p && p->state == PROC_READ ? p : NULL;
+}
+
+/* Forgets the exited pids whose time is up (the queue is in exit order). */
+static void forget_exited(struct proc_registry *r, uint64_t now)
+{
+	while (r->exited_head < r->nexited && r->exited[r->exited_head].forget_ns <= now) {
+		const struct exited_pid *e = &r->exited[r->exited_head++];
+		struct proc *p = procs_get(r, e->pid);
+
+		/* Unless it came back, or exited again later. */
+		if (p && p->state == PROC_EXITED && p->forget_ns == e->forget_ns)
+			procs_forget(r, e->pid);
+	}
+	if (r->exited_head == r->nexited)
+		r->exited_head = r->nexited = 0;
+}
+
+uint64_t procs_run_due(struct proc_registry *r, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	uint32_t i = 0;
+
+	forget_exited(r, now);
+	while (i < r->ndue) {
+		int pid = r->due[i];
+		struct proc *p = procs_get(r, pid);
+
+		if (p && p->scan_due_ns > now) {
+			if (p->scan_due_ns < next)
+				next = p->scan_due_ns;
+			i++;
+			continue;
+		}
+		r->due[i] = r->due[--r->ndue];
+		if (!p)
+			continue;
+		p->due_listed = false;
+		if (p->scan_due_ns)
+			rescan(r, pid);
+	}
+	return next;
+}

@@ -1,0 +1,80 @@
+/*
+ * `cfiprof record`: on-CPU (and off-CPU) profiling with DWARF stack
+ * walking in BPF.
+ *
+ * The options (agent/cli/record_options.h) say what to profile; the
+ * engine (engine.h) loads the BPF programs, reads the targets' mappings,
+ * loads their CFI tables and aggregates the walked stacks the ring buffer
+ * brings; at the end the stacks are symbolized into one profile, written
+ * as pprof or folded, and summed up on stderr (report.h).
+ *
+ * Exit status: 0, 1 if recording or writing failed, 2 for usage errors.
+ */
+#include "agent/record/record.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/cli/record_options.h"
+#include "agent/record/engine.h"
+#include "agent/record/report.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct record_engine e;
+	struct built_profile bp;
+	uint64_t deadline = 0;
+	int ret, status = 1;
+
+	ret = record_parse_args(argc, argv, &o);
+	if (ret) {
+		record_opts_free(&o);
+		return ret > 0 ? 0 : 2;
+	}
+	if (engine_open(&e, &o) || report_check_output(o.output))
+		goto out;
+	catch_stop_signals();
+	if (engine_load(&e) || engine_start(&e))
+		goto out;
+	report_started(&e);
+	if (o.duration > 0)
+		deadline = e.start_ns + (uint64_t)(o.duration * 1e9);
+	engine_run_until(&e, deadline, &stop_requested);
+	engine_stop(&e);
+
+	if (engine_build_profile(&e, &bp)) {
+		fprintf(stderr, "cfiprof: building the profile: out of memory\n");
+		goto out;
+	}
+	ret = report_write_output(&o, &bp);
+	if (!o.quiet)
+		report_summary(&e, &bp, ret);
+	if (o.stats)
+		report_stats(&e);
+	profile_built_free(&bp);
+	status = ret ? 1 : 0;
+out:
+	engine_close(&e);
+	record_opts_free(&o);
+	return status;
+}

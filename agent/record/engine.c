@@ -1,0 +1,300 @@
+#include "agent/record/engine.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "cfiprof.skel.h"
+#include "agent/procs/lifecycle.h"
+#include "agent/record/targets.h"
+#include "agent/unwind/bpf_maps.h"
+#include "agent/util/clock.h"
+#include "agent/util/fdlimit.h"
+
+/* The BPF side wakes the agent only when its buffer fills up: it takes
+ * what is there at least this often. */
+#define POLL_MAX_NS (50ull * 1000 * 1000)
+
+/* How often tables no process maps any more are looked for. */
+#define SWEEP_NS (250ull * 1000 * 1000)
+
+int engine_open(struct record_engine *e, const struct record_opts *o)
+{
+	char err[512] = "";
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->o = o;
+	e->stats_fd = -1;
+	e->cmd.go_fd = e->cmd.exec_fd = -1;
+	ret = events_init(&e->events);
+	if (ret)
+		return ret;
+	if (o->cgroup) {
+		ret = cgroup_resolve(o->cgroup, &e->cg, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "cfiprof record: %s\n", err);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static int load_bpf(struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	int err;
+
+	e->skel = cfiprof_bpf__open();
+	if (!e->skel) {
+		fprintf(stderr, "cfiprof: opening the BPF object: %s\n", strerror(errno));
+		return -errno;
+	}
+	e->skel->rodata->cfg.max_depth = (__u32)o->max_depth;
+	e->skel->rodata->cfg.want_kernel = o->kernel;
+	e->skel->rodata->cfg.filter_pids = !o->all;
+	e->skel->rodata->cfg.self_pid = (__u32)getpid();
+	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
+	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
+	if (err) {
+		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
+		return err;
+	}
+	err = cfiprof_bpf__load(e->skel);
+	if (err) {
+		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
+			err == -EPERM || err == -EACCES ? " (cfiprof record needs root)" : "");
+		return err;
+	}
+	if (o->cgroup) {
+		int fd = open(e->cg.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		__u32 zero = 0;
+
+		if (fd < 0) {
+			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", o->cgroup, strerror(errno));
+			return -errno;
+		}
+		err = bpf_map_update_elem(bpf_map__fd(e->skel->maps.cgroup_filter), &zero, &fd, BPF_ANY);
+		close(fd);
+		if (err) {
+			fprintf(stderr, "cfiprof: --cgroup %s: %s\n", o->cgroup, strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/* The symbolizer, the modules, the table workers and the process
+ * registry, wired to each other and to the BPF maps. */
+static int start_unwinding(struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	struct symbolizer_opts sopts = { .debug_dir = o->debug_dir };
+	int ret;
+
+	e->sym = symbolizer_new(&sopts);
+	e->mods.sym = e->sym;
+	e->mods.unwind = o->unwind;
+	e->mods.tables = &e->tables;
+	e->tables.reg = &e->mods;
+	e->tables.cache_dir = o->cache_dir;
+	e->tables.copts.debug_dir = o->debug_dir;
+	e->tables.budget = o->max_table_memory;
+	e->tables.tables_fd = bpf_map__fd(e->skel->maps.cfi_tables);
+	ret = tables_start(&e->tables);
+	if (ret) {
+		fprintf(stderr, "cfiprof: starting the table worker: %s\n", strerror(-ret));
+		return ret;
+	}
+	e->procs.mods = &e->mods;
+	e->procs.bpf.mappings_fd = bpf_map__fd(e->skel->maps.proc_mappings);
+	e->procs.bpf.infos_fd = bpf_map__fd(e->skel->maps.proc_infos);
+	e->procs.bpf.epochs_fd = bpf_map__fd(e->skel->maps.proc_epochs);
+	e->procs.bpf.targets_fd = bpf_map__fd(e->skel->maps.target_pids);
+	e->events.procs = &e->procs;
+	e->events.mods = &e->mods;
+	e->events.tables = &e->tables;
+	e->events.agg = &e->agg;
+	e->events.off = &e->off;
+	return 0;
+}
+
+/* Process tracking: children of targets become targets, a process's
+ * mappings stop being used when they stop being valid, and new or
+ * removed code is read as it appears. */
+static int attach_tracking(struct record_engine *e)
+{
+	struct bpf_program *progs[ENGINE_TRACKING_PROGS] = {
+		e->skel->progs.on_fork, e->skel->progs.on_exec, e->skel->progs.on_exit,
+		e->skel->progs.on_mmap, e->skel->progs.on_mprotect, e->skel->progs.on_munmap,
+	};
+	unsigned i;
+
+	for (i = 0; i < ENGINE_TRACKING_PROGS; i++) {
+		e->tracking[i] = bpf_program__attach(progs[i]);
+		if (!e->tracking[i]) {
+			fprintf(stderr, "cfiprof: attaching %s: %s\n", bpf_program__name(progs[i]),
+				strerror(errno));
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+int engine_load(struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	char err[512] = "";
+	int ret;
+
+	/* libbpf's own messages (verifier logs) only when asked for. */
+	if (!getenv("CFIPROF_BPF_DEBUG"))
+		libbpf_set_print(NULL);
+	ret = load_bpf(e);
+	if (ret)
+		return ret;
+	fd_limit_raise();
+	ret = start_unwinding(e);
+	if (ret || (ret = targets_setup(e)))
+		return ret;
+	if (o->stats) {
+		e->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		if (e->stats_fd < 0)
+			fprintf(stderr, "cfiprof: warning: cannot enable BPF run-time stats: %s\n",
+				strerror(errno));
+	}
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.events), events_handle, &e->events, NULL);
+	if (!e->rb) {
+		fprintf(stderr, "cfiprof: ring buffer: %s\n", strerror(errno));
+		return -errno;
+	}
+	ret = attach_tracking(e);
+	if (ret)
+		return ret;
+	if (offcpu_init(&e->off, &o->off, e->sym)) {
+		fprintf(stderr, "cfiprof: out of memory\n");
+		return -ENOMEM;
+	}
+	ret = o->off.enabled ? offcpu_attach(&e->off, e->skel, err, sizeof(err)) : 0;
+	if (!ret && !o->off.only)
+		ret = perf_sampler_open(&e->sampler, o->cpu_set, o->ncpus, o->freq, err, sizeof(err));
+	if (!ret && !o->off.only)
+		ret = perf_sampler_attach(&e->sampler, e->skel->progs.on_cpu_sample, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "cfiprof: %s\n", err);
+	return ret;
+}
+
+int engine_start(struct record_engine *e)
+{
+	tables_stats(&e->tables, &e->startup);
+	clock_gettime(CLOCK_REALTIME, &e->wall_start);
+	e->start_ns = mono_ns();
+	return e->o->cmd ? targets_release_cmd(e) : 0;
+}
+
+enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadline_ns,
+					 const volatile sig_atomic_t *stop)
+{
+	while (!*stop) {
+		uint64_t now = mono_ns(), next = procs_run_due(&e->procs, now);
+		int n;
+
+		if (next > now + POLL_MAX_NS)
+			next = now + POLL_MAX_NS;
+		n = ring_buffer__poll(e->rb, (int)((next - now + 999999) / 1000000));
+		now = mono_ns();
+		if (now - e->last_sweep_ns > SWEEP_NS) {
+			tables_sweep(&e->tables, now);
+			e->last_sweep_ns = now;
+		}
+		if (n >= 0)
+			n = ring_buffer__consume(e->rb);
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "cfiprof: reading samples: %s\n", strerror(-n));
+			return ENGINE_READ_ERROR;
+		}
+		if (deadline_ns && mono_ns() >= deadline_ns)
+			return ENGINE_DEADLINE;
+		if (e->o->cmd) {
+			launch_reap(&e->cmd, false);
+			if (e->cmd.exited)
+				return ENGINE_CMD_EXITED;
+		}
+	}
+	return ENGINE_STOP_REQUESTED;
+}
+
+void engine_stop(struct record_engine *e)
+{
+	/* Stop sampling, then take what is still in the ring buffer, then
+	 * the threads still blocked. */
+	perf_sampler_close(&e->sampler);
+	offcpu_detach(&e->off);
+	ring_buffer__consume(e->rb);
+	if (e->o->off.enabled)
+		offcpu_flush(&e->off, e->skel, events_handle, &e->events);
+	/* Let queued loads and unloads finish, so --stats tells the state
+	 * the last events left. */
+	tables_wait(&e->tables, 2000);
+	tables_stop(&e->tables);
+	if (e->o->cmd)
+		launch_kill(&e->cmd, SIGTERM);
+}
+
+int engine_build_profile(struct record_engine *e, struct built_profile *bp)
+{
+	const struct record_opts *o = e->o;
+	struct profile_opts po = {
+		.period_ns = 1000000000ll / o->freq,
+		.time_nanos = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec,
+		.tag_keys = o->tag_keys,
+		.tag_vals = o->tag_vals,
+		.ntags = (uint32_t)o->ntags,
+		.off_cpu = o->off.enabled,
+		.off_cpu_only = o->off.only,
+		.woken_by = o->off.wakers,
+	};
+	struct rusage ru;
+
+	e->duration_ns = mono_ns() - e->start_ns;
+	po.duration_nanos = (int64_t)e->duration_ns;
+	if (!getrusage(RUSAGE_SELF, &ru))
+		e->peak_rss_recording_kb = ru.ru_maxrss;
+	return profile_build(&e->agg, e->sym, &po, bp) ? -ENOMEM : 0;
+}
+
+uint64_t engine_counter(const struct record_engine *e, uint32_t idx)
+{
+	return bpf_counter_sum(bpf_map__fd(e->skel->maps.counters), idx);
+}
+
+void engine_close(struct record_engine *e)
+{
+	unsigned i;
+
+	launch_close(&e->cmd);
+	for (i = 0; i < ENGINE_TRACKING_PROGS; i++)
+		bpf_link__destroy(e->tracking[i]);
+	if (e->rb)
+		ring_buffer__free(e->rb);
+	perf_sampler_close(&e->sampler);
+	if (e->stats_fd >= 0)
+		close(e->stats_fd);
+	tables_stop(&e->tables);
+	offcpu_free(&e->off);
+	procs_free(&e->procs);
+	modules_free(&e->mods);
+	tables_free(&e->tables);
+	events_free(&e->events);
+	stack_agg_free(&e->agg);
+	if (e->sym)
+		symbolizer_free(e->sym);
+	cfiprof_bpf__destroy(e->skel);
+}

@@ -1,0 +1,109 @@
+/*
+ * The recording engine: everything between the options and the profile.
+ * It loads the BPF programs (bpf/cfiprof.bpf.c), starts the CFI table
+ * workers, reads the targets' mappings, attaches process tracking, the
+ * per-CPU sampling events and the off-CPU programs, and then turns the
+ * ring buffer's records into aggregated stacks until told to stop.
+ *
+ * In the order it is used:
+ *   engine_open          checks and prepares; no kernel object yet
+ *   engine_load          the BPF object, targets, -- CMD forked held, attaching
+ *   engine_start         lets -- CMD run: the profile's time starts
+ *   engine_run_until     handles records until a deadline, a stop request,
+ *                        -- CMD's exit or an error; may be called again
+ *   engine_stop          stops sampling and takes in what is still queued
+ *   engine_build_profile symbolizes what was aggregated since the start
+ *   engine_close         frees everything (after any of the above)
+ * Nothing here assumes one profile per run but engine_stop: a daemon
+ * cutting a profile every N seconds would call run_until and
+ * build_profile in turn.
+ */
+#ifndef AGENT_RECORD_ENGINE_H
+#define AGENT_RECORD_ENGINE_H
+
+#include <signal.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "agent/cli/record_options.h"
+#include "agent/container/container.h"
+#include "agent/offcpu/offcpu.h"
+#include "agent/perf/perf_events.h"
+#include "agent/procs/procs.h"
+#include "agent/profile/profile_build.h"
+#include "agent/profile/stacks.h"
+#include "agent/record/events.h"
+#include "agent/record/launch.h"
+#include "agent/unwind/modules.h"
+#include "agent/unwind/tables.h"
+
+struct cfiprof_bpf;
+struct ring_buffer;
+struct bpf_link;
+
+/* fork, exec, exit, mmap, mprotect, munmap (bpf/proc_track.h) */
+#define ENGINE_TRACKING_PROGS 6
+
+struct record_engine {
+	const struct record_opts *o;
+	struct cfiprof_bpf *skel;
+	struct symbolizer *sym;
+	struct module_registry mods;
+	struct proc_registry procs;
+	struct table_manager tables;
+	struct cgroup_target cg;     /* --cgroup, resolved */
+	struct stack_agg agg;
+	struct record_events events; /* the records' handler and its counts */
+	struct offcpu off;
+	struct perf_sampler sampler;
+	struct ring_buffer *rb;
+	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
+	struct launch cmd;           /* -- CMD */
+	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
+	uint64_t last_sweep_ns;      /* tables_sweep */
+	/* the profile */
+	struct table_stats startup;  /* the tables' figures when sampling started */
+	struct timespec wall_start;  /* CLOCK_REALTIME */
+	uint64_t start_ns;           /* monotonic */
+	uint64_t duration_ns;        /* set by engine_build_profile */
+	long peak_rss_recording_kb;  /* before the profile was symbolized */
+};
+
+enum engine_stop_reason {
+	ENGINE_STOP_REQUESTED,       /* *stop was set (a signal) */
+	ENGINE_DEADLINE,
+	ENGINE_CMD_EXITED,
+	ENGINE_READ_ERROR,           /* the ring buffer failed (message printed) */
+};
+
+/* Checks what can be checked without the kernel (--cgroup) and allocates.
+ * `o` is kept by reference.  0, or a negative errno (message printed). */
+int engine_open(struct record_engine *e, const struct record_opts *o);
+
+/* Everything up to sampling; -- CMD is forked and held before its exec.
+ * 0, or a negative errno (message printed). */
+int engine_load(struct record_engine *e);
+
+/* Releases -- CMD (once its libraries' tables are loaded) and starts the
+ * profile's clock.  0, or a negative errno (message printed). */
+int engine_start(struct record_engine *e);
+
+/* Handles records until `deadline_ns` (monotonic; 0: none) or *stop. */
+enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadline_ns,
+					 const volatile sig_atomic_t *stop);
+
+/* Stops sampling, handles what is still in the ring buffer and the
+ * threads still blocked, lets queued table work finish, and ends -- CMD
+ * if it still runs.  Final: no records are handled afterwards. */
+void engine_stop(struct record_engine *e);
+
+/* Symbolizes the stacks aggregated since engine_start into `bp` (free it
+ * with profile_built_free).  0 or -ENOMEM. */
+int engine_build_profile(struct record_engine *e, struct built_profile *bp);
+
+/* A BPF counter (enum cfiprof_counter) summed over CPUs. */
+uint64_t engine_counter(const struct record_engine *e, uint32_t idx);
+
+void engine_close(struct record_engine *e);
+
+#endif

@@ -1,0 +1,154 @@
+#include "agent/record/events.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/procs/lifecycle.h"
+#include "agent/util/array.h"
+#include "agent/util/clock.h"
+
+int events_init(struct record_events *ev)
+{
+	ev->frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK, sizeof(*ev->frames));
+	return ev->frames ? 0 : -ENOMEM;
+}
+
+void events_free(struct record_events *ev)
+{
+	free(ev->first_complete_ns);
+	free(ev->frames);
+	ev->first_complete_ns = NULL;
+	ev->frames = NULL;
+}
+
+/* For --stats: how long a program exec()ed while recording took to get
+ * its first stack walked completely (its tables loaded). */
+static void note_first_complete(struct record_events *ev, struct proc *p, const struct sample_event *s)
+{
+	if (!p || p->first_complete_ns || !p->born_ns || s->end_reason != WALK_END_OUTERMOST ||
+	    (s->flags & SAMPLE_FLAG_MISSED) || s->time_ns < p->born_ns)
+		return;
+	p->first_complete_ns = s->time_ns;
+	if (array_reserve_first(&ev->first_complete_ns, &ev->cap_first, ev->nfirst + 1, 64))
+		return;
+	ev->first_complete_ns[ev->nfirst++] = s->time_ns - p->born_ns;
+}
+
+static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_event *pe)
+{
+	int pid = (int)pe->pid;
+
+	ev->proc_events[pe->kind]++;
+	switch (pe->kind) {
+	case EVENT_EXIT:
+		procs_on_exit(ev->procs, pid, mono_ns());
+		break;
+	case EVENT_EXEC:
+		procs_on_exec(ev->procs, pid, pe->time_ns, mono_ns());
+		break;
+	case EVENT_FORK:
+		procs_on_fork(ev->procs, pid, pe->time_ns, mono_ns());
+		break;
+	case EVENT_MMAP:
+	case EVENT_MUNMAP:
+		procs_on_mmap(ev->procs, pid, mono_ns());
+		break;
+	}
+}
+
+/* Everything but samples. */
+static void on_other_record(struct record_events *ev, const void *data, size_t size)
+{
+	const struct cfiprof_proc_event *pe = data;
+	const struct cfiprof_miss_event *me = data;
+	uint32_t kind = *(const uint32_t *)data;
+
+	if (kind == EVENT_MISS && size >= sizeof(*me)) {
+		if (me->table_id && me->table_id <= ev->mods->n)
+			tables_request(ev->tables, ev->mods->mods[me->table_id - 1], me->time_ns);
+		else
+			ev->bad_records++;
+	} else if (kind >= EVENT_EXEC && kind <= EVENT_MUNMAP && kind != EVENT_MISS &&
+		   size >= sizeof(*pe)) {
+		on_proc_event(ev, pe);
+	} else {
+		ev->bad_records++;
+	}
+}
+
+/* Resolves a sample's frames, kernel frames first, to ev->frames; returns
+ * how many.  Each user frame is resolved to the mapping it is in now:
+ * later exits, exec()s and mapping changes cannot misattribute it. */
+static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
+			       const struct sample_event *s, uint64_t now)
+{
+	uint32_t i, k = 0;
+
+	/* Kernel frames first: pprof and folded both want the leaf first. */
+	for (i = 0; i < s->nkernel; i++) {
+		ev->frames[k].addr = s->addrs[s->nuser + i];
+		ev->frames[k].pmap = FRAME_KERNEL;
+		k++;
+	}
+	for (i = 0; i < s->nuser; i++) {
+		const struct proc_mapping *m = p ? proc_find(p, s->addrs[i]) : NULL;
+
+		ev->frames[k].addr = s->addrs[i];
+		ev->frames[k].pmap = m ? stack_agg_pmap(ev->agg, m) : 0;
+		if (m && m->mod)
+			tables_touch(m->mod, now);
+		k++;
+	}
+	return k;
+}
+
+int events_handle(void *ctx, void *data, size_t size)
+{
+	struct record_events *ev = ctx;
+	const struct sample_event *s = data;
+	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
+	char comm[CFIPROF_COMM_LEN + 1];
+	struct proc *p;
+	uint32_t k;
+	uint64_t now;
+	int ret;
+
+	if (size >= sizeof(uint32_t) && s->kind != EVENT_SAMPLE) {
+		on_other_record(ev, data, size);
+		return 0;
+	}
+	if (size < hdr || s->kind != EVENT_SAMPLE || s->nuser > CFIPROF_MAX_DEPTH_LIMIT ||
+	    s->nkernel > CFIPROF_MAX_KSTACK ||
+	    size < hdr + ((size_t)s->nuser + s->nkernel) * sizeof(uint64_t)) {
+		ev->bad_records++;
+		return 0;
+	}
+	if (!(s->flags & SAMPLE_FLAG_MISS_PROBE))
+		ev->end_reasons[s->end_reason < WALK_END_NR ? s->end_reason : WALK_END_NR]++;
+
+	now = mono_ns();
+	p = procs_on_sample(ev->procs, (int)s->pid, s->end_reason, s->nuser,
+			    s->nuser ? s->addrs[s->nuser - 1] : 0, now);
+	if (s->flags & SAMPLE_FLAG_MISSED)
+		ev->missed_samples++;
+	note_first_complete(ev, p, s);
+	/* A probe only made the mappings be read: it is no sample. */
+	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
+		return 0;
+
+	k = resolve_frames(ev, p, s, now);
+	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
+	comm[CFIPROF_COMM_LEN] = 0;
+	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))
+		ev->agg_errors++;
+	if (s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))
+		ret = offcpu_record(ev->off, ev->agg, s->pid, s->tid, comm, s->end_reason, s->flags,
+				    s->peer_tid, s->time_ns, s->weight, ev->frames, k, s->nkernel);
+	else
+		ret = stack_agg_add(ev->agg, s->pid, s->tid, comm, s->end_reason, ev->frames, k,
+				    s->weight);
+	if (ret)
+		ev->agg_errors++;
+	return 0;
+}

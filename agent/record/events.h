@@ -1,0 +1,50 @@
+/*
+ * What the agent does with each record of the events ring buffer
+ * (bpf/abi.h): a sample's frames are resolved to the mappings they were
+ * in and aggregated; process records move the process registry along
+ * (agent/procs/lifecycle.h); a miss record asks for a table.  Records
+ * that do not parse are counted, never trusted.
+ */
+#ifndef AGENT_RECORD_EVENTS_H
+#define AGENT_RECORD_EVENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bpf/abi.h"
+#include "agent/offcpu/offcpu.h"
+#include "agent/procs/procs.h"
+#include "agent/profile/stacks.h"
+#include "agent/unwind/modules.h"
+#include "agent/unwind/tables.h"
+
+struct record_events {
+	/* where records go (set by the caller) */
+	struct proc_registry *procs;
+	struct module_registry *mods;  /* miss records name a table by module */
+	struct table_manager *tables;
+	struct stack_agg *agg;
+	struct offcpu *off;            /* off-CPU samples and waker records */
+	/* what came */
+	uint64_t end_reasons[WALK_END_NR + 1]; /* per walk end; [WALK_END_NR]: unknown */
+	uint64_t bad_records;          /* malformed: wrong size, kind or counts */
+	uint64_t agg_errors;           /* samples not aggregated: out of memory */
+	uint64_t proc_events[EVENT_MUNMAP + 1]; /* process records, by kind */
+	uint64_t missed_samples;       /* walked partly by frame pointer: a table was missing */
+	/* time from a new process's exec to its first complete stack */
+	uint64_t *first_complete_ns;
+	uint32_t nfirst, cap_first;
+	struct frame_ref *frames;      /* scratch for one sample */
+};
+
+/* Allocates the scratch; the caller sets the pointers.  0 or -ENOMEM. */
+int events_init(struct record_events *ev);
+
+/* Handles one record (a ring_buffer_sample_fn; ctx is the struct
+ * record_events).  Always returns 0: a bad record is counted, and the
+ * ring buffer goes on. */
+int events_handle(void *ctx, void *data, size_t size);
+
+void events_free(struct record_events *ev);
+
+#endif

@@ -1,0 +1,356 @@
+#include "agent/record/report.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cfiprof.skel.h"
+#include "agent/output/folded.h"
+#include "agent/output/pprof.h"
+
+/* The yardstick of the miss-to-loaded latency target. */
+#define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
+
+int report_check_output(const char *path)
+{
+	char *copy = strdup(path), *slash = copy ? strrchr(copy, '/') : NULL;
+	const char *dir = !copy ? "." : !slash ? "." : slash == copy ? "/" : copy;
+	int ret = 0;
+
+	if (slash && slash != copy)
+		*slash = 0;
+	if (access(dir, W_OK | X_OK)) {
+		ret = -errno;
+		fprintf(stderr, "cfiprof: cannot write %s: directory %s: %s\n", path, dir,
+			strerror(errno));
+	}
+	free(copy);
+	return ret;
+}
+
+void report_started(const struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	const char *what = o->cmd ? o->cmd[0] : o->all ? "all processes" : "the given processes";
+	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" : "; Ctrl-C to stop";
+
+	if (o->quiet)
+		return;
+	if (o->off.only)
+		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n", what, until);
+	else
+		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s%s\n", what, o->freq,
+			e->sampler.n, e->sampler.n == 1 ? "" : "s", e->sampler.event_name,
+			o->off.enabled ? ", and off-CPU stacks" : "", until);
+}
+
+struct fn_count {
+	const char *name;
+	uint64_t count;
+};
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct fn_count *)a)->name, ((const struct fn_count *)b)->name);
+}
+
+static int cmp_fn(const void *a, const void *b)
+{
+	const struct fn_count *x = a, *y = b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* Self samples per leaf function: sort by name, sum runs, sort by count
+ * (a profile can have many thousands of distinct stacks). */
+static void print_top(const struct profile *p, uint64_t total)
+{
+	struct fn_count *v = calloc(p->nsamples + 1, sizeof(*v));
+	uint32_t n = 0, i;
+
+	if (!v)
+		return;
+	for (i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+
+		v[i].name = s->nlocs ? p->locations[s->locs[0]].frames[0].function : "[no stack]";
+		v[i].count = (uint64_t)s->values[0];
+	}
+	qsort(v, p->nsamples, sizeof(*v), cmp_name);
+	for (i = 0; i < p->nsamples; i++) {
+		if (n && !strcmp(v[n - 1].name, v[i].name))
+			v[n - 1].count += v[i].count;
+		else
+			v[n++] = v[i];
+	}
+	qsort(v, n, sizeof(*v), cmp_fn);
+	fprintf(stderr, "top functions by self samples:\n");
+	/* (Off-CPU stacks have no on-CPU samples: they sort last.) */
+	for (i = 0; i < n && i < 10 && v[i].count; i++)
+		fprintf(stderr, "  %6.2f%%  %8llu  %s\n", total ? 100.0 * v[i].count / total : 0.0,
+			(unsigned long long)v[i].count, v[i].name);
+	free(v);
+}
+
+/* Kernel memory of one of our BPF maps, as the kernel accounts it. */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[128];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %llu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static uint64_t current_rss_kb(void)
+{
+	unsigned long long size = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	fclose(f);
+	return rss * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static void print_prog_cost(const struct record_engine *e, struct bpf_program *prog,
+			    const char *what)
+{
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (e->stats_fd >= 0 && !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) &&
+	    info.run_cnt)
+		fprintf(stderr, "bpf_ns_per_%s: %llu\n", what,
+			(unsigned long long)(info.run_time_ns / info.run_cnt));
+	else
+		fprintf(stderr, "bpf_ns_per_%s: unavailable\n", what);
+	fprintf(stderr, "bpf_runs_%s: %llu\n", what, (unsigned long long)info.run_cnt);
+}
+
+/* What each BPF program cost, from the kernel's run-time statistics. */
+static void print_bpf_costs(const struct record_engine *e)
+{
+	struct bpf_program *prog;
+
+	print_prog_cost(e, e->skel->progs.on_cpu_sample, "sample");
+	bpf_object__for_each_program(prog, e->skel->obj) {
+		struct bpf_prog_info pi;
+		__u32 plen = sizeof(pi);
+
+		memset(&pi, 0, sizeof(pi));
+		if (e->stats_fd < 0 || bpf_program__fd(prog) < 0 ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &plen))
+			continue;
+		/* recursion_misses: runs the kernel skipped (the program was
+		 * already running on that CPU). */
+		fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu, missed %llu\n",
+			bpf_program__name(prog), (unsigned long long)pi.run_cnt,
+			(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0),
+			(unsigned long long)pi.recursion_misses);
+	}
+}
+
+/* CFI tables: misses, loads, compiling, latency, kernel memory. */
+static void print_table_stats(struct record_engine *e)
+{
+	static const char *const unwind_names[] = { "auto", "dwarf", "fp" };
+	struct table_stats ts;
+	struct bpf_map *map;
+	uint64_t fixed = 0, p50, p99, libc;
+	uint32_t nlat;
+	struct stat st;
+
+	tables_stats(&e->tables, &ts);
+	fprintf(stderr, "unwind: %s\n", unwind_names[e->o->unwind]);
+	fprintf(stderr, "misses: %llu (%llu for tables loaded, queued or failed meanwhile)\n",
+		(unsigned long long)ts.misses, (unsigned long long)ts.misses_ignored);
+	fprintf(stderr, "miss_notifications_dropped: %llu\n",
+		(unsigned long long)engine_counter(e, CNT_MISS_DROPS));
+	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
+		(unsigned long long)e->events.missed_samples);
+	fprintf(stderr, "tables_loaded: %llu (now %llu, %llu preloaded for CMD)\n",
+		(unsigned long long)ts.loads, (unsigned long long)ts.loaded,
+		(unsigned long long)ts.preloads);
+	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts.cache_hits);
+	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts.compiled);
+	fprintf(stderr, "tables_failed: %llu\n", (unsigned long long)ts.failed);
+	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts.evictions);
+	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts.unloads);
+	fprintf(stderr, "compile_ms: %.1f (cpu %.1f)\n", ts.compile_ms, ts.compile_cpu_ms);
+	p50 = tables_latency_pct(&e->tables, 50, UINT64_MAX, &nlat);
+	p99 = tables_latency_pct(&e->tables, 99, UINT64_MAX, &nlat);
+	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n", p50 / 1e6, p99 / 1e6,
+		nlat);
+	libc = stat(LIBC_PATH, &st) ? 2u << 20 : (uint64_t)st.st_size;
+	p50 = tables_latency_pct(&e->tables, 50, libc, &nlat);
+	p99 = tables_latency_pct(&e->tables, 99, libc, &nlat);
+	fprintf(stderr, "miss_to_loaded_ms_upto_libc_size: p50 %.2f p99 %.2f (%u tables of objects "
+		"up to %llu bytes)\n", p50 / 1e6, p99 / 1e6, nlat, (unsigned long long)libc);
+	fprintf(stderr, "tables_built_before_sampling: %llu (compile_ms %.1f, cpu %.1f)\n",
+		(unsigned long long)e->startup.loads + e->startup.failed, e->startup.compile_ms,
+		e->startup.compile_cpu_ms);
+	if (e->events.nfirst) {
+		fprintf(stderr, "exec_to_first_complete_stack_ms: p50 %.2f p99 %.2f (%u processes)\n",
+			percentile_u64(e->events.first_complete_ns, e->events.nfirst, 50) / 1e6,
+			percentile_u64(e->events.first_complete_ns, e->events.nfirst, 99) / 1e6,
+			e->events.nfirst);
+	}
+	fprintf(stderr, "table_memory_budget: %llu\n", (unsigned long long)e->tables.budget);
+	fprintf(stderr, "kernel_table_bytes: %llu (peak %llu)\n", (unsigned long long)ts.kernel_bytes,
+		(unsigned long long)ts.kernel_bytes_peak);
+	bpf_object__for_each_map(map, e->skel->obj)
+		fixed += map_memlock(bpf_map__fd(map));
+	fprintf(stderr, "kernel_map_bytes: %llu (fixed maps, incl. the ring buffer)\n",
+		(unsigned long long)fixed);
+}
+
+/* Processes followed, and the walker's steps. */
+static void print_process_stats(const struct record_engine *e)
+{
+	const uint64_t *pe = e->events.proc_events;
+
+	fprintf(stderr, "modules: %u\n", e->mods.n);
+	fprintf(stderr, "processes: %u\n", procs_count(&e->procs));
+	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
+		(unsigned long long)e->procs.rescans, (unsigned long long)e->procs.publishes,
+		(unsigned long long)e->procs.scan_lost);
+	fprintf(stderr, "process_events: exec %llu exit %llu fork %llu mmap %llu munmap %llu "
+		"(lost %llu)\n", (unsigned long long)pe[EVENT_EXEC], (unsigned long long)pe[EVENT_EXIT],
+		(unsigned long long)pe[EVENT_FORK], (unsigned long long)pe[EVENT_MMAP],
+		(unsigned long long)pe[EVENT_MUNMAP],
+		(unsigned long long)engine_counter(e, CNT_PROC_EVENT_DROPS));
+	fprintf(stderr, "fp_steps: %llu (%llu while a table was missing)\n",
+		(unsigned long long)engine_counter(e, CNT_FP_STEPS),
+		(unsigned long long)engine_counter(e, CNT_MISS_FP_STEPS));
+	fprintf(stderr, "cfi_steps: %llu\n", (unsigned long long)engine_counter(e, CNT_CFI_STEPS));
+	fprintf(stderr, "signal_frames: %llu\n",
+		(unsigned long long)engine_counter(e, CNT_SIGNAL_FRAMES));
+}
+
+/* The agent's own memory and CPU time. */
+static void print_agent_stats(const struct record_engine *e)
+{
+	struct rusage ru;
+
+	fprintf(stderr, "agent_rss_kb: %llu\n", (unsigned long long)current_rss_kb());
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		fprintf(stderr, "agent_peak_rss_kb: %ld (%ld while recording; the rest symbolizing)\n",
+			ru.ru_maxrss, e->peak_rss_recording_kb);
+		fprintf(stderr, "agent_cpu_s: %.3f\n", ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	}
+}
+
+/* What the BPF side counted that the lines above do not say: how many
+ * perf samples it walked, and how many were of processes not profiled
+ * (-p, --cgroup: the filter's cost), kernel stacks it could not take,
+ * and miss notifications sent (against "misses", those received). */
+static void print_bpf_counts(const struct record_engine *e)
+{
+	static const struct { const char *name; uint32_t idx; } counts[] = {
+		{ "samples_walked", CNT_SAMPLES },
+		{ "samples_not_profiled", CNT_NOT_TARGET },
+		{ "kernel_stack_errors", CNT_KSTACK_ERRORS },
+		{ "miss_notifications_sent", CNT_MISSES_SENT },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
+		fprintf(stderr, "%s: %llu\n", counts[i].name,
+			(unsigned long long)engine_counter(e, counts[i].idx));
+}
+
+void report_stats(struct record_engine *e)
+{
+	print_bpf_costs(e);
+	if (e->o->off.enabled)
+		offcpu_print_stats(&e->off, e->skel, stderr);
+	print_table_stats(e);
+	print_process_stats(e);
+	print_agent_stats(e);
+	print_bpf_counts(e);
+}
+
+int report_write_output(const struct record_opts *o, const struct built_profile *bp)
+{
+	const struct profile *p = &bp->p;
+	char err[512] = "";
+	int ret;
+
+	if (o->format == FORMAT_FOLDED && o->off.enabled) {
+		/* On- and off-CPU stacks in one flame graph: both in
+		 * microseconds. */
+		uint32_t types[2], n = 0;
+
+		if (bp->type_cpu >= 0)
+			types[n++] = (uint32_t)bp->type_cpu;
+		types[n++] = (uint32_t)bp->type_off_cpu;
+		ret = folded_write_sum(p, types, n, 1000, o->output, err, sizeof(err));
+	} else if (o->format == FORMAT_FOLDED)
+		ret = folded_write(p, 0, 1, o->output, err, sizeof(err));
+	else
+		ret = pprof_write(p, o->output, err, sizeof(err));
+	if (ret && err[0])
+		fprintf(stderr, "cfiprof: %s\n", err);
+	else if (ret)
+		fprintf(stderr, "cfiprof: writing %s: %s\n", o->output, strerror(-ret));
+	return ret;
+}
+
+void report_summary(const struct record_engine *e, const struct built_profile *bp, int write_ret)
+{
+	const struct record_opts *o = e->o;
+	const struct stack_agg *agg = &e->agg;
+	unsigned i;
+
+	fprintf(stderr, "cfiprof: %llu samples", (unsigned long long)
+		(agg->samples[STACK_ON_CPU] + agg->samples[STACK_OFF_CPU]));
+	if (o->off.enabled && !o->off.only)
+		fprintf(stderr, " (%llu on-CPU, %llu off-CPU)",
+			(unsigned long long)agg->samples[STACK_ON_CPU],
+			(unsigned long long)agg->samples[STACK_OFF_CPU]);
+	fprintf(stderr, ", %llu lost, %.2f s",
+		(unsigned long long)engine_counter(e, CNT_RINGBUF_DROPS), (int64_t)e->duration_ns / 1e9);
+	if (!write_ret)
+		fprintf(stderr, "; profile written to %s\n", o->output);
+	else
+		fprintf(stderr, "\n");
+	if (!o->off.only)
+		print_top(&bp->p, agg->samples[STACK_ON_CPU]);
+	if (o->off.enabled)
+		offcpu_print_summary(&e->off, e->skel, &bp->p, bp->type_off_cpu, bp->type_off_events,
+				     stderr);
+	fprintf(stderr, "walk end reasons:\n");
+	for (i = 0; i < WALK_END_NR; i++)
+		if (e->events.end_reasons[i])
+			fprintf(stderr, "  %-20s %llu\n", walk_end_name(i),
+				(unsigned long long)e->events.end_reasons[i]);
+	if (e->events.bad_records || e->events.agg_errors)
+		fprintf(stderr, "  malformed records %llu, aggregation failures %llu\n",
+			(unsigned long long)e->events.bad_records,
+			(unsigned long long)e->events.agg_errors);
+	if (o->cmd && e->cmd.exited && WIFEXITED(e->cmd.status) && WEXITSTATUS(e->cmd.status))
+		fprintf(stderr, "cfiprof: %s exited with status %d\n", o->cmd[0],
+			WEXITSTATUS(e->cmd.status));
+}

@@ -1,0 +1,32 @@
+/*
+ * What `cfiprof record` tells the user: the line when sampling starts,
+ * the profile file, the end-of-run summary (samples, top functions, walk
+ * end reasons) and, with --stats, the cost and state figures -- one
+ * "name: value" line each, which scripts and tests parse.
+ */
+#ifndef AGENT_RECORD_REPORT_H
+#define AGENT_RECORD_REPORT_H
+
+#include "agent/cli/record_options.h"
+#include "agent/profile/profile_build.h"
+#include "agent/record/engine.h"
+
+/* Finds out now, not after the recording, that the profile cannot be
+ * written where asked.  0, or -errno (message printed). */
+int report_check_output(const char *path);
+
+/* "sampling ... at N Hz on N CPUs", unless --quiet. */
+void report_started(const struct record_engine *e);
+
+/* Writes the profile in the format asked for.  0, or a negative errno
+ * (message printed). */
+int report_write_output(const struct record_opts *o, const struct built_profile *bp);
+
+/* The end-of-run summary; `write_ret` is what writing the profile
+ * returned. */
+void report_summary(const struct record_engine *e, const struct built_profile *bp, int write_ret);
+
+/* --stats. */
+void report_stats(struct record_engine *e);
+
+#endif

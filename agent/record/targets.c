@@ -1,0 +1,120 @@
+#include "agent/record/targets.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/cli/args.h"
+
+/* Queues the tables of what `pid` maps now (from the cache, or compiled
+ * on the workers): the processes named on the command line are what the
+ * user asked for. */
+static void preload_tables(struct record_engine *e, int pid)
+{
+	struct proc *p = procs_get(&e->procs, pid);
+	uint32_t i;
+
+	if (!p || e->o->unwind != UNWIND_AUTO)
+		return;
+	for (i = 0; i < p->n; i++)
+		if (p->maps[i].mod)
+			tables_request(&e->tables, p->maps[i].mod, 0);
+}
+
+/* -- CMD is held at its entry point meanwhile. */
+static void preload_wait(struct record_engine *e)
+{
+	if (e->o->unwind == UNWIND_AUTO && tables_wait(&e->tables, 5000))
+		fprintf(stderr, "cfiprof: warning: CFI tables still loading after 5 s\n");
+}
+
+static int scan_all(struct record_engine *e)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		long pid;
+
+		if (arg_long(de->d_name, 1, INT_MAX, &pid) || pid == getpid())
+			continue;
+		if (!procs_scan(&e->procs, (int)pid))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+int targets_setup(struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	int i, ret;
+
+	for (i = 0; i < o->npids; i++) {
+		if (kill(o->pids[i], 0) && errno == ESRCH) {
+			fprintf(stderr, "cfiprof: pid %d: no such process\n", o->pids[i]);
+			return -ESRCH;
+		}
+		ret = bpf_proc_add_target(&e->procs.bpf, (uint32_t)o->pids[i]);
+		if (ret)
+			return ret;
+		ret = procs_scan(&e->procs, o->pids[i]);
+		if (ret) {
+			fprintf(stderr, "cfiprof: pid %d: reading its mappings: %s\n", o->pids[i],
+				strerror(-ret));
+			return ret;
+		}
+		preload_tables(e, o->pids[i]);
+	}
+	if (o->npids)
+		preload_wait(e);
+	if (o->all && o->cgroup) {
+		int *pids = NULL;
+		size_t n = 0, k;
+
+		/* Its processes, and those of the cgroups below it. */
+		if (!cgroup_target_pids(&e->cg, &pids, &n))
+			for (k = 0; k < n; k++)
+				if (pids[k] != getpid())
+					procs_scan(&e->procs, pids[k]);
+		free(pids);
+	} else if (o->all) {
+		scan_all(e);
+	}
+	if (o->cmd) {
+		ret = launch_spawn(&e->cmd, o->cmd);
+		if (ret) {
+			fprintf(stderr, "cfiprof: starting %s: %s\n", o->cmd[0], strerror(-ret));
+			return ret;
+		}
+		return bpf_proc_add_target(&e->procs.bpf, (uint32_t)e->cmd.pid);
+	}
+	return 0;
+}
+
+int targets_release_cmd(struct record_engine *e)
+{
+	int ret = launch_exec(&e->cmd);
+
+	if (ret)
+		return ret;
+	procs_scan(&e->procs, e->cmd.pid);
+	if (launch_run_to_entry(&e->cmd) == 0)
+		procs_scan(&e->procs, e->cmd.pid);
+	preload_tables(e, e->cmd.pid);
+	preload_wait(e);
+	ret = launch_detach(&e->cmd);
+	if (ret)
+		return ret;
+	/* Held by us until now: its blocked time so far is not its own. */
+	offcpu_ignore_before(&e->off, (uint32_t)e->cmd.pid, e->cmd.released_ns);
+	return 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * What `cfiprof record` profiles, set up before sampling starts: -p's
+ * processes, every process (-a) or a cgroup's, or -- CMD.  Their pids go
+ * into target_pids before process tracking is attached (from then on BPF
+ * alone writes it, bpf/maps.h); their mappings are read; and the tables
+ * of what the processes named on the command line map are loaded
+ * up front, so that their stacks are complete from the first sample, not
+ * from the first miss.  Everything else -- children, -a, --cgroup, later
+ * dlopen()s -- loads its tables on its first miss.
+ */
+#ifndef AGENT_RECORD_TARGETS_H
+#define AGENT_RECORD_TARGETS_H
+
+#include "agent/record/engine.h"
+
+/* Before process tracking is attached.  -- CMD is forked, held before
+ * its exec.  0, or a negative errno (message printed). */
+int targets_setup(struct record_engine *e);
+
+/* Lets -- CMD exec.  Stopped after the exec, the program and its loader
+ * are read; then the loader maps the libraries and the program stops
+ * again at its entry point, so that everything it links against is
+ * known, and its tables loaded, before its own code runs.  Later
+ * dlopen()s are picked up by the first sample that misses them.  0, or
+ * a negative errno (message printed). */
+int targets_release_cmd(struct record_engine *e);
+
+#endif

@@ -1,0 +1,313 @@
+/*
+ * The life of a profiled process in the agent (agent/procs/lifecycle.c):
+ * synthetic process records -- as BPF would send them, with BPF's epoch
+ * writes played by the test -- drive the registry over real child
+ * processes, and the test checks what was published to the (fake) BPF
+ * maps: a new program's mappings with its epoch after exec, nothing left
+ * after exit, no resurrection by samples the exiting task takes, a reused
+ * pid read afresh, and reads that wait for their due time.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/procs/lifecycle.h"
+#include "agent/util/clock.h"
+#include "bpf/abi.h"
+#include "fake_bpf_maps.h"
+#include "proc_fixture.h"
+
+#define MS (1000ull * 1000)
+
+static struct test_registry t;
+static struct test_child child;
+static char *const sleep_argv[] = { "/bin/sleep", "1000", NULL };
+
+static void setup(void)
+{
+	test_registry_init(&t);
+	test_child_start(&child, sleep_argv);
+}
+
+static void teardown(void)
+{
+	test_child_end(&child);
+	test_registry_free(&t);
+}
+
+TestSuite(lifecycle, .init = setup, .fini = teardown);
+
+Test(lifecycle, registry_forgets_any_pid_and_keeps_the_rest)
+{
+	enum { N = 300, BASE = 4000000 };
+
+	for (int i = 0; i < N; i++)
+		cr_assert_not_null(procs_add(&t.procs, BASE + i));
+	for (int i = 0; i < N; i += 3)
+		procs_forget(&t.procs, BASE + i);
+	procs_forget(&t.procs, BASE + N);  /* never added */
+	cr_expect_eq(t.procs.count, N - N / 3);
+	/* New entries take the room the forgotten ones left. */
+	for (int i = N; i < N + N / 3; i++)
+		cr_assert_not_null(procs_add(&t.procs, BASE + i));
+	for (int i = 0; i < N + N / 3; i++) {
+		struct proc *p = procs_get(&t.procs, BASE + i);
+
+		if (i < N && i % 3 == 0)
+			cr_expect_null(p, "pid %d was forgotten", BASE + i);
+		else
+			cr_expect(p && p->pid == BASE + i, "pid %d is lost", BASE + i);
+	}
+}
+
+/* Lets the child exec sleep: the same pid, a new program. */
+static void child_execs(void)
+{
+	test_child_release(&child);
+	cr_assert(test_child_wait_mapped(&child, "/sleep"), "the child did not exec sleep");
+}
+
+/* Reads the child as a copy of the test binary; returns its entry. */
+static struct proc *read_child(void)
+{
+	struct proc *p;
+
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_assert_eq(p->state, PROC_READ);
+	cr_assert(!test_maps_file(p, "/sleep"));
+	return p;
+}
+
+/* The child's entry is published, its mappings in BPF are exactly the
+ * registry's, and the proc_info carries `epoch`. */
+static void expect_published(uint64_t epoch)
+{
+	struct proc *p = procs_get(&t.procs, child.pid);
+	struct proc_info info;
+
+	cr_assert_not_null(p);
+	cr_assert(p->published);
+	cr_assert(test_bpf_proc_info(&t, child.pid, &info), "no proc_info for the child");
+	cr_expect_eq(info.nmappings, p->n);
+	cr_expect_eq(info.epoch, epoch);
+	cr_expect(test_bpf_live_slot_is(&t, p), "the live slot is not the registry's mappings");
+}
+
+static void expect_nothing_published(void)
+{
+	struct proc_info info;
+
+	cr_expect(!test_bpf_proc_info(&t, child.pid, &info), "a proc_info is left");
+	cr_expect_eq(test_bpf_mapping_count(&t, child.pid), 0, "mapping entries are left");
+}
+
+Test(lifecycle, scan_publishes_with_the_epoch_read_first)
+{
+	read_child();
+	expect_published(0);
+	test_bpf_new_epoch(&t, child.pid, 42);
+	/* Unchanged mappings, but another epoch: published again. */
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	expect_published(42);
+	cr_expect_eq(t.procs.publishes, 2);
+	/* Nothing changed at all: BPF is left alone. */
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect_eq(t.procs.publishes, 2);
+}
+
+Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
+{
+	uint64_t now = mono_ns(), exec_ns;
+
+	read_child();
+	child_execs();
+	/* BPF: the exec renews the epoch before its record is sent. */
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, now);
+	cr_assert(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
+		  "the new program was not read");
+	expect_published(exec_ns);
+	cr_expect_eq(procs_get(&t.procs, child.pid)->born_ns, exec_ns);
+	/* ld.so's libraries: read again once the delay is over. */
+	cr_expect_eq(procs_run_due(&t.procs, now), now + PROCS_SCAN_DELAY_NS);
+	cr_expect_eq(t.procs.rescans, 1);
+	cr_expect_eq(procs_run_due(&t.procs, now + PROCS_SCAN_DELAY_NS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 2);
+}
+
+Test(lifecycle, exec_already_read_in_its_epoch_is_not_read_again)
+{
+	uint64_t exec_ns;
+
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	/* record -- CMD reads the program before it runs, after the exec. */
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	procs_on_exec(&t.procs, child.pid, exec_ns, mono_ns());
+	cr_expect_eq(t.procs.rescans, 0);
+	expect_published(exec_ns);
+}
+
+Test(lifecycle, exec_between_epoch_and_mappings_is_read_again)
+{
+	uint64_t exec_ns;
+
+	/* The read takes the old epoch (none) and the new program's maps:
+	 * the exec happened in between.  What it published is stale to the
+	 * walker, so the exec record must publish again. */
+	child_execs();
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	expect_published(0);
+	exec_ns = procs_get(&t.procs, child.pid)->last_scan_ns - 1;
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, mono_ns());
+	cr_expect_eq(t.procs.rescans, 1);
+	expect_published(exec_ns);
+}
+
+Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
+{
+	uint64_t now;
+	uint32_t before;
+
+	read_child();
+	expect_published(0);
+	now = mono_ns();
+	procs_on_exit(&t.procs, child.pid, now);
+	expect_nothing_published();
+	cr_expect_eq(procs_get(&t.procs, child.pid)->state, PROC_EXITED);
+	cr_expect_eq(procs_count(&t.procs), 0);
+	/* The exiting task is still sampled after its exit record (the child
+	 * really is still there: a read would succeed). */
+	before = (uint32_t)t.procs.rescans;
+	cr_expect_null(procs_on_sample(&t.procs, child.pid, WALK_END_OUTERMOST, 3, 0x1234, now + MS));
+	cr_expect_null(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1234,
+				       now + 10 * MS));
+	cr_expect_eq(t.procs.rescans, before, "a sample after the exit read the process");
+	expect_nothing_published();
+	/* Remembered a while only. */
+	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS - 1);
+	cr_expect_not_null(procs_get(&t.procs, child.pid));
+	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS);
+	cr_expect_null(procs_get(&t.procs, child.pid), "the exited pid is never forgotten");
+	cr_expect_eq(t.procs.count, 0);
+}
+
+Test(lifecycle, reused_pid_does_not_keep_the_old_mappings)
+{
+	uint64_t now = mono_ns(), fork_ns;
+	struct proc *p;
+
+	read_child();
+	procs_on_exit(&t.procs, child.pid, now);
+	/* The pid comes back as another program (here: the same process,
+	 * exec'd, which is what a reused pid looks like from /proc). */
+	child_execs();
+	fork_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, fork_ns);
+	procs_on_fork(&t.procs, child.pid, fork_ns, now + MS);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_UNREAD, "a forked pid is read at its first sample or when due");
+	cr_expect_eq(p->n, 0);
+	expect_nothing_published();
+	/* Its first sample reads it at once. */
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1234, now + 2 * MS);
+	cr_assert_not_null(p);
+	cr_expect(test_maps_file(p, "/sleep"), "the new program was not read");
+	expect_published(fork_ns);
+}
+
+Test(lifecycle, fork_of_a_pid_still_held_forgets_what_was_held)
+{
+	uint64_t fork_ns;
+	struct proc *p;
+
+	/* Its exit record was lost: the pid shows up in a fork record while
+	 * the registry still holds it, read before that fork. */
+	read_child();
+	fork_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, fork_ns);
+	procs_on_fork(&t.procs, child.pid, fork_ns, fork_ns);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_UNREAD);
+	cr_expect_eq(p->n, 0);
+	expect_nothing_published();
+	/* Read when due. */
+	cr_expect_eq(procs_run_due(&t.procs, fork_ns), fork_ns + PROCS_SCAN_DELAY_NS);
+	procs_run_due(&t.procs, fork_ns + PROCS_SCAN_DELAY_NS);
+	expect_published(fork_ns);
+}
+
+Test(lifecycle, mmap_reads_once_after_the_first_change)
+{
+	uint64_t now;
+
+	read_child();
+	now = mono_ns();
+	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_mmap(&t.procs, child.pid, now + MS);
+	procs_on_mmap(&t.procs, child.pid, now + 3 * MS);
+	cr_expect_eq(procs_run_due(&t.procs, now + MS), now + PROCS_SCAN_DELAY_NS,
+		     "later changes moved the read");
+	cr_expect_eq(t.procs.rescans, 0);
+	cr_expect_eq(procs_run_due(&t.procs, now + PROCS_SCAN_DELAY_NS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 1);
+	cr_expect_eq(t.procs.ndue, 0);
+}
+
+Test(lifecycle, exit_cancels_a_pending_read)
+{
+	uint64_t now = mono_ns();
+
+	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_exit(&t.procs, child.pid, now + MS);
+	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 0);
+	expect_nothing_published();
+}
+
+Test(lifecycle, samples_read_unknown_code_at_most_every_few_ms)
+{
+	uint64_t now;
+	struct proc *p;
+
+	/* An unknown process is read at its first sample. */
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_OUTERMOST, 2, 0, mono_ns());
+	cr_assert_not_null(p);
+	cr_expect_eq(t.procs.rescans, 1);
+	now = p->last_scan_ns;
+	/* A walk that ended in known code reads nothing. */
+	procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, p->maps[0].start, now + 5 * MS);
+	cr_expect_eq(t.procs.rescans, 1);
+	/* In unknown code: at most every PROCS_RESCAN_MIN_NS ... */
+	procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x10, now + MS);
+	cr_expect_eq(t.procs.rescans, 1);
+	procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x10, now + PROCS_RESCAN_MIN_NS + 1);
+	cr_expect_eq(t.procs.rescans, 2);
+	/* ... unless mapping changes are pending. */
+	now = procs_get(&t.procs, child.pid)->last_scan_ns;
+	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x10, now + 1);
+	cr_expect_eq(t.procs.rescans, 3);
+	/* Kernel threads and pid 0 are never read. */
+	procs_on_sample(&t.procs, 0, WALK_END_OUTERMOST, 1, 0x10, now);
+	procs_on_sample(&t.procs, child.pid + 1000000, WALK_END_NO_USER, 0, 0, now);
+	cr_expect_eq(t.procs.rescans, 3);
+}
+
+Test(lifecycle, a_process_gone_before_its_read_leaves_nothing)
+{
+	test_child_end(&child);
+	cr_expect_null(procs_on_sample(&t.procs, child.pid, WALK_END_OUTERMOST, 1, 0, mono_ns()));
+	cr_expect_eq(t.procs.scan_lost, 1);
+	cr_expect_null(procs_get(&t.procs, child.pid));
+	cr_expect_eq(t.procs.count, 0);
+	expect_nothing_published();
+}

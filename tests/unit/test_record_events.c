@@ -1,0 +1,270 @@
+/*
+ * The ring-buffer record handler of `cfiprof record`
+ * (agent/record/events.c), fed synthetic records as bpf/abi.h lays them
+ * out: samples are resolved against a real child process's mappings and
+ * aggregated, process and miss records are routed, and malformed records
+ * -- short, of an unknown kind, claiming more frames than fit or than
+ * they carry -- are counted and never aggregated.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/record/events.h"
+#include "bpf/abi.h"
+#include "fake_bpf_maps.h"
+#include "proc_fixture.h"
+
+static struct test_registry t;
+static struct test_child child;
+static struct table_manager tables;
+static struct stack_agg agg;
+static struct record_events ev;
+static struct sample_event *s;  /* the record being built */
+
+static void setup(void)
+{
+	test_registry_init(&t);
+	test_child_start(&child, NULL);
+	memset(&tables, 0, sizeof(tables));
+	memset(&agg, 0, sizeof(agg));
+	memset(&ev, 0, sizeof(ev));
+	cr_assert_eq(events_init(&ev), 0);
+	ev.procs = &t.procs;
+	ev.mods = &t.mods;
+	ev.tables = &tables;
+	ev.agg = &agg;
+	s = calloc(1, sizeof(*s));
+	cr_assert_not_null(s);
+}
+
+static void teardown(void)
+{
+	free(s);
+	events_free(&ev);
+	stack_agg_free(&agg);
+	tables_free(&tables);
+	test_child_end(&child);
+	test_registry_free(&t);
+}
+
+TestSuite(events, .init = setup, .fini = teardown);
+
+/* An on-CPU sample of the child with `nuser` user frames. */
+static size_t sample(uint16_t nuser, uint8_t end_reason, const uint64_t *addrs)
+{
+	memset(s, 0, sizeof(*s));
+	s->kind = EVENT_SAMPLE;
+	s->pid = (uint32_t)child.pid;
+	s->tid = (uint32_t)child.pid;
+	s->time_ns = 1000;
+	s->weight = 1;
+	s->nuser = nuser;
+	s->end_reason = end_reason;
+	memcpy(s->comm, "child", 6);
+	memcpy(s->addrs, addrs, nuser * sizeof(uint64_t));
+	return __builtin_offsetof(struct sample_event, addrs) + nuser * sizeof(uint64_t);
+}
+
+static void handle(const void *rec, size_t size)
+{
+	/* The handler gets a copy: the ring buffer's memory is exactly
+	 * `size` long, and ASan should see any read past it. */
+	void *copy = malloc(size ? size : 1);
+
+	memcpy(copy, rec, size);
+	cr_assert_eq(events_handle(&ev, copy, size), 0);
+	free(copy);
+}
+
+static const struct stack *only_stack(void)
+{
+	const struct stack *found = NULL;
+
+	for (uint32_t i = 0; i < agg.cap; i++) {
+		if (!agg.slots[i])
+			continue;
+		cr_assert_null(found, "more than one stack");
+		found = agg.slots[i];
+	}
+	cr_assert_not_null(found, "no stack");
+	return found;
+}
+
+/* Two addresses inside the child's first mapping, leaf first. */
+static void child_code(uint64_t addrs[2])
+{
+	struct proc *p;
+
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	p = procs_get(&t.procs, child.pid);
+	addrs[0] = p->maps[0].start + 16;
+	addrs[1] = p->maps[0].start + 32;
+}
+
+Test(events, sample_is_resolved_and_aggregated)
+{
+	uint64_t addrs[2];
+	const struct stack *st;
+	size_t size;
+
+	child_code(addrs);
+	size = sample(2, WALK_END_OUTERMOST, addrs);
+	handle(s, size);
+	handle(s, size);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 2);
+	cr_expect_eq(ev.end_reasons[WALK_END_OUTERMOST], 2);
+	cr_expect_eq(ev.bad_records, 0);
+	cr_expect_eq(ev.agg_errors, 0);
+	st = only_stack();
+	cr_expect_eq(st->count[STACK_ON_CPU], 2, "identical samples are one stack");
+	cr_expect_eq(st->nframes, 2);
+	cr_expect_eq(st->frames[0].addr, addrs[0]);
+	cr_expect_neq(st->frames[0].pmap, 0, "the leaf was not resolved to its mapping");
+	cr_expect_neq(st->frames[1].pmap, 0);
+	cr_expect_str_eq(st->comm, "child");
+}
+
+Test(events, sample_of_an_unread_process_reads_it)
+{
+	uint64_t addrs[2];
+	struct proc_info info;
+
+	/* Learn two addresses of the child, then start from an empty registry. */
+	child_code(addrs);
+	procs_forget(&t.procs, child.pid);
+	handle(s, sample(2, WALK_END_NO_MAPPING, addrs));
+	cr_expect(test_bpf_proc_info(&t, child.pid, &info), "the child was not published");
+	cr_expect_neq(only_stack()->frames[0].pmap, 0, "this very sample was not resolved");
+}
+
+Test(events, kernel_frames_come_first)
+{
+	uint64_t addrs[3] = { 0 };
+	const struct stack *st;
+	size_t size;
+
+	child_code(addrs);
+	addrs[2] = 0xffffffff81000000ull;
+	size = sample(2, WALK_END_OUTERMOST, addrs);
+	s->nkernel = 1;
+	s->addrs[2] = addrs[2];
+	handle(s, size + sizeof(uint64_t));
+	st = only_stack();
+	cr_assert_eq(st->nframes, 3);
+	cr_expect_eq(st->frames[0].pmap, FRAME_KERNEL);
+	cr_expect_eq(st->frames[0].addr, addrs[2]);
+	cr_expect_eq(st->frames[1].addr, addrs[0]);
+}
+
+Test(events, miss_probe_reads_but_is_no_sample)
+{
+	uint64_t addrs[2];
+	struct proc_info info;
+	size_t size;
+
+	child_code(addrs);
+	procs_forget(&t.procs, child.pid);
+	size = sample(2, WALK_END_NO_MAPPING, addrs);
+	s->flags = SAMPLE_FLAG_MISS_PROBE;
+	handle(s, size);
+	cr_expect(test_bpf_proc_info(&t, child.pid, &info), "the probe did not make a read");
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 0, "a miss probe was aggregated");
+	cr_expect_eq(ev.end_reasons[WALK_END_NO_MAPPING], 0, "a miss probe was counted");
+}
+
+Test(events, unknown_walk_end_is_counted_apart)
+{
+	uint64_t addrs[2];
+
+	child_code(addrs);
+	handle(s, sample(1, 200, addrs));
+	cr_expect_eq(ev.end_reasons[WALK_END_NR], 1);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
+}
+
+Test(events, malformed_records_are_counted_not_aggregated)
+{
+	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
+	struct cfiprof_proc_event pe = { .kind = EVENT_EXIT, .pid = 1 };
+	struct cfiprof_miss_event me = { .kind = EVENT_MISS, .pid = 1 };
+	uint64_t addrs[2] = { 1, 2 };
+	uint32_t kind = 99;
+	uint64_t bad = 0;
+
+	handle(&kind, 2);                                  /* shorter than a kind */
+	cr_expect_eq(ev.bad_records, ++bad);
+	handle(&kind, sizeof(kind));                       /* unknown kind */
+	cr_expect_eq(ev.bad_records, ++bad);
+	pe.kind = 99;
+	handle(&pe, sizeof(pe));                           /* unknown kind, right size */
+	cr_expect_eq(ev.bad_records, ++bad);
+	pe.kind = EVENT_EXIT;
+	handle(&pe, sizeof(pe) - 1);                       /* short process record */
+	cr_expect_eq(ev.bad_records, ++bad);
+	handle(&me, sizeof(me) - 1);                       /* short miss record */
+	cr_expect_eq(ev.bad_records, ++bad);
+	handle(s, sample(2, WALK_END_OUTERMOST, addrs) - 1); /* sample shorter than its frames */
+	cr_expect_eq(ev.bad_records, ++bad);
+	handle(s, hdr - 1);                                /* shorter than a sample header */
+	cr_expect_eq(ev.bad_records, ++bad);
+	sample(0, WALK_END_OUTERMOST, addrs);
+	s->nuser = CFIPROF_MAX_DEPTH_LIMIT + 1;            /* more user frames than walked */
+	handle(s, sizeof(*s));
+	cr_expect_eq(ev.bad_records, ++bad);
+	sample(0, WALK_END_OUTERMOST, addrs);
+	s->nkernel = CFIPROF_MAX_KSTACK + 1;               /* more kernel frames than taken */
+	handle(s, sizeof(*s));
+	cr_expect_eq(ev.bad_records, ++bad);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 0);
+	cr_expect_eq(ev.proc_events[EVENT_EXIT], 0);
+	for (unsigned i = 0; i <= WALK_END_NR; i++)
+		cr_expect_eq(ev.end_reasons[i], 0);
+}
+
+Test(events, miss_record_asks_for_its_table)
+{
+	struct cfiprof_miss_event me = { .kind = EVENT_MISS, .time_ns = 5 };
+	uint64_t addrs[2];
+
+	child_code(addrs);
+	cr_assert_gt(t.mods.n, 0);
+	me.table_id = 0;                                   /* no table */
+	handle(&me, sizeof(me));
+	me.table_id = t.mods.n + 1;                        /* no such module */
+	handle(&me, sizeof(me));
+	cr_expect_eq(ev.bad_records, 2);
+	cr_expect_eq(tables.stats.misses, 0);
+	me.table_id = t.mods.n;
+	handle(&me, sizeof(me));
+	cr_expect_eq(ev.bad_records, 2);
+	cr_expect_eq(tables.stats.misses, 1, "the table manager did not hear of the miss");
+}
+
+Test(events, process_records_drive_the_registry)
+{
+	struct cfiprof_proc_event pe = { .pid = (uint32_t)child.pid };
+	uint64_t addrs[2];
+	struct proc_info info;
+
+	child_code(addrs);
+	cr_assert(test_bpf_proc_info(&t, child.pid, &info));
+	pe.kind = EVENT_MMAP;
+	handle(&pe, sizeof(pe));
+	pe.kind = EVENT_MUNMAP;
+	handle(&pe, sizeof(pe));
+	cr_expect_gt(procs_get(&t.procs, child.pid)->scan_due_ns, 0, "no read pending");
+	pe.kind = EVENT_EXIT;
+	handle(&pe, sizeof(pe));
+	cr_expect(!test_bpf_proc_info(&t, child.pid, &info), "still published after its exit");
+	cr_expect_eq(ev.proc_events[EVENT_MMAP], 1);
+	cr_expect_eq(ev.proc_events[EVENT_MUNMAP], 1);
+	cr_expect_eq(ev.proc_events[EVENT_EXIT], 1);
+	/* The exiting task's last sample: kept, but neither resolved nor
+	 * a reason to read the process again. */
+	handle(s, sample(2, WALK_END_NO_MAPPING, addrs));
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
+	cr_expect_eq(only_stack()->frames[0].pmap, 0);
+	cr_expect(!test_bpf_proc_info(&t, child.pid, &info), "a sample resurrected the process");
+	cr_expect_eq(ev.bad_records, 0);
+}
