@@ -234,7 +234,7 @@ static int add_mark(struct offcpu *oc, struct stack_agg *agg, struct frame_ref *
 		return -ENOMEM;
 	}
 	f->addr = (uint64_t)m;
-	f->pmap = FRAME_MARK;
+	f->mapping = FRAME_MARK;
 	return 0;
 }
 
@@ -359,7 +359,7 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 		memcpy(c, w->frames, w->n * sizeof(*c));
 	}
 	if (mark >= 0)
-		c[skip - 1] = (struct frame_ref){ .addr = (uint64_t)mark, .pmap = FRAME_MARK };
+		c[skip - 1] = (struct frame_ref){ .addr = (uint64_t)mark, .mapping = FRAME_MARK };
 	k += skip;
 	/* In folded output the woken-by stack stands for the plain one, so
 	 * that the blocked time is not counted twice. */

@@ -336,7 +336,7 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 
 	/* mappings */
 	for (uint32_t i = 0; i < p->nmappings; i++) {
-		const struct prof_mapping *m = &p->mappings[i];
+		const struct profile_mapping *m = &p->mappings[i];
 		Perftools__Profiles__Mapping *pm = &b->maps[i];
 
 		perftools__profiles__mapping__init(pm);

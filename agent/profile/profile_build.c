@@ -54,13 +54,13 @@ static const char *keep(struct built_profile *b, const char *fmt, ...)
 
 struct loc_key {
 	uint64_t addr;
-	uint32_t pmap;
+	uint32_t mapping;
 	uint32_t idx;   /* location index + 1, 0 = empty slot */
 };
 
-static uint32_t loc_hash(uint64_t addr, uint32_t pmap, uint32_t cap)
+static uint32_t loc_hash(uint64_t addr, uint32_t mapping, uint32_t cap)
 {
-	uint64_t h = (addr ^ ((uint64_t)pmap << 40)) * 0x9e3779b97f4a7c15ull;
+	uint64_t h = (addr ^ ((uint64_t)mapping << 40)) * 0x9e3779b97f4a7c15ull;
 
 	return (uint32_t)(h >> 32) & (cap - 1);
 }
@@ -81,13 +81,13 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	struct prof_frame *out = &b->frames[nf];
 	int n, i;
 
-	if (f->pmap == FRAME_MARK) {
+	if (f->mapping == FRAME_MARK) {
 		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
 		out->file = NULL;
 		out->line = 0;
 		return 1;
 	}
-	if (f->pmap == FRAME_KERNEL) {
+	if (f->mapping == FRAME_KERNEL) {
 		if (sym && symbolizer_kernel(sym, f->addr, &sf[0]) > 0) {
 			out->function = sf[0].function;
 		} else {
@@ -97,11 +97,11 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 		out->line = 0;
 		return 1;
 	}
-	if (f->pmap && f->pmap <= a->npmaps) {
-		const struct pmap *pm = &a->pmaps[f->pmap - 1];
+	if (f->mapping && f->mapping <= a->nframe_mappings) {
+		const struct frame_mapping *fm = &a->frame_mappings[f->mapping - 1];
 
-		if (pm->mod && pm->mod->sym >= 0 && sym) {
-			n = symbolizer_lookup(sym, pm->mod->sym, f->addr - pm->bias, sf, MAX_INLINE);
+		if (fm->mod && fm->mod->sym >= 0 && sym) {
+			n = symbolizer_lookup(sym, fm->mod->sym, f->addr - fm->bias, sf, MAX_INLINE);
 			if (n > 0) {
 				for (i = 0; i < n; i++) {
 					out[i].function = sf[i].function;
@@ -111,8 +111,8 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 				return (uint32_t)n;
 			}
 		}
-		out->function = pm->mod ? keep(b, "%s+0x%llx", base_name(pm->mod->path),
-					      (unsigned long long)(f->addr - pm->bias))
+		out->function = fm->mod ? keep(b, "%s+0x%llx", base_name(fm->mod->path),
+					      (unsigned long long)(f->addr - fm->bias))
 				       : keep(b, "[anon]+0x%llx", (unsigned long long)f->addr);
 	} else {
 		out->function = keep(b, "[unknown]+0x%llx", (unsigned long long)f->addr);
@@ -157,13 +157,13 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 
 		for (j = 0; s && j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			const struct pmap *pm;
+			const struct frame_mapping *fm;
 
-			if (f->pmap == FRAME_KERNEL || !f->pmap || f->pmap > a->npmaps)
+			if (f->mapping == FRAME_KERNEL || !f->mapping || f->mapping > a->nframe_mappings)
 				continue;
-			pm = &a->pmaps[f->pmap - 1];
-			if (pm->mod && pm->mod->sym >= 0)
-				v[n++] = (struct sym_addr){ pm->mod->sym, f->addr - pm->bias };
+			fm = &a->frame_mappings[f->mapping - 1];
+			if (fm->mod && fm->mod->sym >= 0)
+				v[n++] = (struct sym_addr){ fm->mod->sym, f->addr - fm->bias };
 		}
 	}
 	qsort(v, n, sizeof(*v), cmp_sym_addr);
@@ -220,7 +220,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	uint64_t total_frames = 0, nlabels;
 	struct loc_key *lk = NULL;
 	uint32_t lcap = 1024, nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
-	uint32_t *pmap_to_mapping = NULL;
+	uint32_t *profile_mapping_of = NULL;
 	uint32_t nmappings = 0;
 	uint32_t locs_used = 0, frames_cap, *frame_start = NULL;
 	int ret = -ENOMEM;
@@ -243,28 +243,28 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->samples = calloc(a->n + 1, sizeof(*b->samples));
 	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
-	b->mappings = calloc(a->npmaps + 1, sizeof(*b->mappings));
-	pmap_to_mapping = calloc(a->npmaps + 1, sizeof(*pmap_to_mapping));
+	b->mappings = calloc(a->nframe_mappings + 1, sizeof(*b->mappings));
+	profile_mapping_of = calloc(a->nframe_mappings + 1, sizeof(*profile_mapping_of));
 	if (!lk || !b->locations || !b->frames || !b->locs || !b->samples || !b->labels ||
-	    !b->mappings || !pmap_to_mapping || !frame_start)
+	    !b->mappings || !profile_mapping_of || !frame_start)
 		goto out;
 
 	/* pprof takes the first mapping for the main binary: executables
 	 * first, then the rest in the order they were met. */
 	for (k = 0; k < 2; k++) {
-		for (i = 0; i < a->npmaps; i++) {
-			const struct pmap *pm = &a->pmaps[i];
-			struct prof_mapping *m;
+		for (i = 0; i < a->nframe_mappings; i++) {
+			const struct frame_mapping *fm = &a->frame_mappings[i];
+			struct profile_mapping *m;
 
-			if (!pm->mod || pm->mod->is_main != (k == 0))
+			if (!fm->mod || fm->mod->is_main != (k == 0))
 				continue;
 			m = &b->mappings[nmappings++];
-			m->start = pm->start;
-			m->limit = pm->end;
-			m->file_offset = pm->offset;
-			m->path = pm->mod->path;
-			m->build_id = pm->mod->build_id;
-			pmap_to_mapping[i + 1] = nmappings;
+			m->start = fm->start;
+			m->limit = fm->end;
+			m->file_offset = fm->offset;
+			m->path = fm->mod->path;
+			m->build_id = fm->mod->build_id;
+			profile_mapping_of[i + 1] = nmappings;
 		}
 	}
 
@@ -280,16 +280,16 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		ps->nlocs = s->nframes;
 		for (j = 0; j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			uint32_t h = loc_hash(f->addr, f->pmap, lcap);
+			uint32_t h = loc_hash(f->addr, f->mapping, lcap);
 
-			while (lk[h].idx && !(lk[h].addr == f->addr && lk[h].pmap == f->pmap))
+			while (lk[h].idx && !(lk[h].addr == f->addr && lk[h].mapping == f->mapping))
 				h = (h + 1) & (lcap - 1);
 			if (!lk[h].idx) {
 				struct prof_location *l = &b->locations[nloc];
 
 				l->address = f->addr;
-				l->mapping = f->pmap != FRAME_KERNEL && f->pmap <= a->npmaps ?
-					     pmap_to_mapping[f->pmap] : 0;
+				l->mapping = f->mapping != FRAME_KERNEL && f->mapping <= a->nframe_mappings ?
+					     profile_mapping_of[f->mapping] : 0;
 				if (nf + MAX_INLINE > frames_cap) {
 					void *np = realloc(b->frames, 2 * frames_cap * sizeof(*b->frames));
 
@@ -302,7 +302,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				l->nframes = symbolize(b, a, sym, f, nf);
 				nf += l->nframes;
 				lk[h].addr = f->addr;
-				lk[h].pmap = f->pmap;
+				lk[h].mapping = f->mapping;
 				lk[h].idx = ++nloc;
 			}
 			b->locs[locs_used++] = lk[h].idx - 1;
@@ -351,7 +351,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	ret = 0;
 out:
 	free(lk);
-	free(pmap_to_mapping);
+	free(profile_mapping_of);
 	free(frame_start);
 	if (ret)
 		profile_built_free(b);

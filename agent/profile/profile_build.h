@@ -27,7 +27,7 @@ struct built_profile {
 	/* index of each sample type in p.types, -1 if absent */
 	int type_samples, type_cpu, type_off_cpu, type_off_events, type_woken_by;
 	/* storage behind p's pointers */
-	struct prof_mapping *mappings;
+	struct profile_mapping *mappings;
 	struct prof_location *locations;
 	struct prof_frame *frames;
 	struct prof_sample *samples;

@@ -4,30 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m)
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m)
 {
 	uint32_t i;
 
 	/* Few distinct mappings, and samples of one process cluster: search
 	 * from the newest. */
-	for (i = a->npmaps; i > 0; i--) {
-		const struct pmap *p = &a->pmaps[i - 1];
+	for (i = a->nframe_mappings; i > 0; i--) {
+		const struct frame_mapping *p = &a->frame_mappings[i - 1];
 
 		if (p->start == m->start && p->end == m->end && p->offset == m->offset &&
 		    p->mod == m->mod && p->bias == m->bias)
 			return i;
 	}
-	if (a->npmaps == a->cap_pmaps) {
-		uint32_t ncap = a->cap_pmaps ? a->cap_pmaps * 2 : 64;
-		void *p = realloc(a->pmaps, ncap * sizeof(*a->pmaps));
+	if (a->nframe_mappings == a->cap_frame_mappings) {
+		uint32_t ncap = a->cap_frame_mappings ? a->cap_frame_mappings * 2 : 64;
+		void *p = realloc(a->frame_mappings, ncap * sizeof(*a->frame_mappings));
 
 		if (!p)
 			return 0;
-		a->pmaps = p;
-		a->cap_pmaps = ncap;
+		a->frame_mappings = p;
+		a->cap_frame_mappings = ncap;
 	}
-	a->pmaps[a->npmaps] = (struct pmap){ m->start, m->end, m->offset, m->bias, m->mod };
-	return ++a->npmaps;
+	a->frame_mappings[a->nframe_mappings] =
+		(struct frame_mapping){ m->start, m->end, m->offset, m->bias, m->mod };
+	return ++a->nframe_mappings;
 }
 
 static uint64_t hash_stack(const struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
@@ -44,7 +45,7 @@ static uint64_t hash_stack(const struct stack_agg *a, uint32_t pid, uint32_t tid
 	for (i = 0; i < 16 && comm[i]; i++)
 		h = (h ^ (uint8_t)comm[i]) * 0x100000001b3ull;
 	for (i = 0; i < n; i++) {
-		h ^= f[i].addr + ((uint64_t)f[i].pmap << 48);
+		h ^= f[i].addr + ((uint64_t)f[i].mapping << 48);
 		h *= 0x9e3779b97f4a7c15ull;
 		h ^= h >> 31;
 	}
@@ -225,7 +226,7 @@ void stack_agg_free(struct stack_agg *a)
 	for (i = 0; i < a->cap; i++)
 		free(a->slots[i]);
 	free(a->slots);
-	free(a->pmaps);
+	free(a->frame_mappings);
 	for (i = 0; i < a->nmarks; i++)
 		free(a->marks[i]);
 	free(a->marks);

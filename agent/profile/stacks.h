@@ -13,17 +13,17 @@
 #include "agent/procs/procs.h"
 
 /* A mapping as it was when a frame was taken (interned). */
-struct pmap {
+struct frame_mapping {
 	uint64_t start, end, offset, bias;
 	struct module *mod;        /* NULL: anonymous memory */
 };
 
-#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.pmap of kernel frames */
+#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.mapping of kernel frames */
 #define FRAME_MARK    (UINT32_MAX - 1)  /* a synthetic frame: addr indexes marks */
 
 struct frame_ref {
 	uint64_t addr;
-	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
+	uint32_t mapping;          /* index into frame_mappings + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
 };
 
 enum stack_kind {
@@ -49,8 +49,8 @@ struct stack {
 struct stack_agg {
 	struct stack **slots;
 	uint32_t cap, n;
-	struct pmap *pmaps;
-	uint32_t npmaps, cap_pmaps;
+	struct frame_mapping *frame_mappings;
+	uint32_t nframe_mappings, cap_frame_mappings;
 	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
 	char **marks;              /* names of synthetic frames */
 	uint32_t nmarks, cap_marks;
@@ -62,7 +62,7 @@ struct stack_agg {
 	uint32_t nlabel_strs, cap_label_strs;
 };
 
-uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m);
 
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
  * -ENOMEM. */

@@ -646,14 +646,14 @@ static int on_event(void *ctx, void *data, size_t size)
 	/* Kernel frames first: pprof and folded both want the leaf first. */
 	for (i = 0; i < ev->nkernel; i++) {
 		r->frames[k].addr = ev->addrs[ev->nuser + i];
-		r->frames[k].pmap = FRAME_KERNEL;
+		r->frames[k].mapping = FRAME_KERNEL;
 		k++;
 	}
 	for (i = 0; i < ev->nuser; i++) {
 		const struct proc_mapping *m = p ? proc_find(p, ev->addrs[i]) : NULL;
 
 		r->frames[k].addr = ev->addrs[i];
-		r->frames[k].pmap = m ? stack_agg_pmap(&r->agg, m) : 0;
+		r->frames[k].mapping = m ? stack_agg_frame_mapping(&r->agg, m) : 0;
 		if (m && m->mod)
 			tables_touch(m->mod, now);
 		k++;
