@@ -27,9 +27,8 @@ static void place(struct sym_table_slot *slots, size_t mask, uint64_t hash, int3
 	slots[i].id = id;
 }
 
-static int grow(struct sym_table *t)
+static int resize(struct sym_table *t, size_t cap)
 {
-	size_t cap = t->slots ? (t->mask + 1) * 2 : 64;
 	struct sym_table_slot *slots = malloc(cap * sizeof(*slots));
 
 	if (!slots)
@@ -47,18 +46,39 @@ static int grow(struct sym_table *t)
 	return 0;
 }
 
+int sym_table_reserve(struct sym_table *t, size_t n)
+{
+	size_t cap = t->slots ? t->mask + 1 : 64;
+
+	/* Load factor at most 1/2: probes stay short. */
+	while (n > cap / 2) {
+		if (cap > SIZE_MAX / 2 / sizeof(*t->slots))
+			return -ENOMEM;
+		cap *= 2;
+	}
+	return t->slots && cap == t->mask + 1 ? 0 : resize(t, cap);
+}
+
 int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id)
 {
-	/* Load factor at most 1/2: probes stay short. */
-	if (!t->slots || (t->count + 1) * 2 > t->mask + 1) {
-		int rc = grow(t);
+	int rc = sym_table_reserve(t, t->count + 1);
 
-		if (rc)
-			return rc;
-	}
+	if (rc)
+		return rc;
 	place(t->slots, t->mask, hash, id);
 	t->count++;
 	return 0;
+}
+
+int32_t sym_table_next(const struct sym_table *t, size_t *pos)
+{
+	while (t->slots && *pos <= t->mask) {
+		int32_t id = t->slots[(*pos)++].id;
+
+		if (id >= 0)
+			return id;
+	}
+	return -1;
 }
 
 void sym_table_free(struct sym_table *t)

@@ -29,6 +29,16 @@ int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq
 /* Adds `id` (>= 0) under `hash`.  0, or -ENOMEM. */
 int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id);
 
+/* Makes room for `n` ids in all: inserting up to that many neither grows
+ * the table nor moves its ids.  0, or -ENOMEM. */
+int sym_table_reserve(struct sym_table *t, size_t n);
+
+/* The ids in slot order, which depends only on their hashes and on the
+ * order of the inserts and reserves:
+ *	for (size_t pos = 0; (id = sym_table_next(t, &pos)) >= 0;)
+ * -1 after the last. */
+int32_t sym_table_next(const struct sym_table *t, size_t *pos);
+
 void sym_table_free(struct sym_table *t);
 
 #endif
