@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/array.h"
 #include "bpf/abi.h"
+#include "symbolize/intern.h"
 
 #define MAX_INLINE 32
 
@@ -34,15 +36,8 @@ static const char *keep(struct built_profile *b, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (b->nstrings == b->cap_strings) {
-		uint32_t ncap = b->cap_strings ? b->cap_strings * 2 : 256;
-		void *p = realloc(b->strings, ncap * sizeof(*b->strings));
-
-		if (!p)
-			return "?";
-		b->strings = p;
-		b->cap_strings = ncap;
-	}
+	if (array_reserve_first(&b->strings, &b->cap_strings, b->nstrings + 1, 256))
+		return "?";
 	va_start(ap, fmt);
 	n = vasprintf(&s, fmt, ap);
 	va_end(ap);
@@ -52,17 +47,23 @@ static const char *keep(struct built_profile *b, const char *fmt, ...)
 	return s;
 }
 
+/* A location is one distinct (address, frame mapping): made from the
+ * first frame met there. */
 struct loc_key {
-	uint64_t addr;
-	uint32_t mapping;
-	uint32_t idx;   /* location index + 1, 0 = empty slot */
+	const struct frame_ref *made_from;   /* by location */
+	const struct frame_ref *f;
 };
 
-static uint32_t loc_hash(uint64_t addr, uint32_t mapping, uint32_t cap)
+static uint64_t loc_hash(const struct frame_ref *f)
 {
-	uint64_t h = (addr ^ ((uint64_t)mapping << 40)) * 0x9e3779b97f4a7c15ull;
+	return sym_hash_u64(f->addr ^ ((uint64_t)f->mapping << 40));
+}
 
-	return (uint32_t)(h >> 32) & (cap - 1);
+static bool loc_eq(void *ctx, int32_t id)
+{
+	const struct loc_key *k = ctx;
+
+	return k->made_from[id].addr == k->f->addr && k->made_from[id].mapping == k->f->mapping;
 }
 
 static const char *base_name(const char *p)
@@ -152,10 +153,10 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 
 	if (!v)
 		return;
-	for (k = 0; k < a->cap; k++) {
-		const struct stack *s = a->slots[k];
+	for (k = 0; k < a->n; k++) {
+		const struct stack *s = a->stacks[k];
 
-		for (j = 0; s && j < s->nframes; j++) {
+		for (j = 0; j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
 			const struct frame_mapping *fm;
 
@@ -218,26 +219,24 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		  struct built_profile *b)
 {
 	uint64_t total_frames = 0, nlabels;
-	struct loc_key *lk = NULL;
-	uint32_t lcap = 1024, nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
+	struct sym_table loc_index = { 0 };
+	struct frame_ref *loc_made_from = NULL;
+	uint32_t nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
 	uint32_t *profile_mapping_of = NULL;
 	uint32_t nmappings = 0;
-	uint32_t locs_used = 0, frames_cap, *frame_start = NULL;
+	uint32_t locs_used = 0, frames_cap = 0, *frame_start = NULL;
+	const struct stack *s;
+	size_t pos;
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
 	set_types(b, o);
-	for (i = 0; i < a->cap; i++)
-		if (a->slots[i])
-			total_frames += a->slots[i]->nframes;
-	while (lcap < 2 * total_frames + 2)
-		lcap *= 2;
+	for (i = 0; i < a->n; i++)
+		total_frames += a->stacks[i]->nframes;
 	if (sym)
 		symbolize_by_module(a, sym, total_frames);
-	lk = calloc(lcap, sizeof(*lk));
+	loc_made_from = calloc(total_frames + 1, sizeof(*loc_made_from));
 	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
-	frames_cap = 4096;
-	b->frames = calloc(frames_cap, sizeof(*b->frames));
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(a->n + 1, sizeof(*b->samples));
@@ -245,8 +244,9 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(a->nframe_mappings + 1, sizeof(*b->mappings));
 	profile_mapping_of = calloc(a->nframe_mappings + 1, sizeof(*profile_mapping_of));
-	if (!lk || !b->locations || !b->frames || !b->locs || !b->samples || !b->labels ||
-	    !b->mappings || !profile_mapping_of || !frame_start)
+	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
+	    !b->mappings || !profile_mapping_of || !frame_start ||
+	    sym_table_reserve(&loc_index, total_frames))
 		goto out;
 
 	/* pprof takes the first mapping for the main binary: executables
@@ -268,44 +268,35 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		}
 	}
 
-	for (i = 0; i < a->cap; i++) {
-		const struct stack *s = a->slots[i];
+	for (pos = 0; (s = stack_agg_next(a, &pos));) {
 		struct prof_sample *ps;
 		struct prof_label *lab;
 
-		if (!s)
-			continue;
 		ps = &b->samples[ns++];
 		ps->locs = &b->locs[locs_used];
 		ps->nlocs = s->nframes;
 		for (j = 0; j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			uint32_t h = loc_hash(f->addr, f->mapping, lcap);
+			struct loc_key key = { loc_made_from, f };
+			uint64_t h = loc_hash(f);
+			int32_t id = sym_table_find(&loc_index, h, loc_eq, &key);
 
-			while (lk[h].idx && !(lk[h].addr == f->addr && lk[h].mapping == f->mapping))
-				h = (h + 1) & (lcap - 1);
-			if (!lk[h].idx) {
+			if (id < 0) {
 				struct prof_location *l = &b->locations[nloc];
 
 				l->address = f->addr;
 				l->mapping = f->mapping != FRAME_KERNEL && f->mapping <= a->nframe_mappings ?
 					     profile_mapping_of[f->mapping] : 0;
-				if (nf + MAX_INLINE > frames_cap) {
-					void *np = realloc(b->frames, 2 * frames_cap * sizeof(*b->frames));
-
-					if (!np)
-						goto out;
-					b->frames = np;
-					frames_cap *= 2;
-				}
+				if (array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
+				    sym_table_insert(&loc_index, h, (int32_t)nloc))
+					goto out;
 				frame_start[nloc] = nf;
 				l->nframes = symbolize(b, a, sym, f, nf);
 				nf += l->nframes;
-				lk[h].addr = f->addr;
-				lk[h].mapping = f->mapping;
-				lk[h].idx = ++nloc;
+				loc_made_from[nloc] = *f;
+				id = (int32_t)nloc++;
 			}
-			b->locs[locs_used++] = lk[h].idx - 1;
+			b->locs[locs_used++] = (uint32_t)id;
 		}
 		if (b->type_samples >= 0)
 			ps->values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
@@ -350,7 +341,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->p.ncomments = o->ncomments;
 	ret = 0;
 out:
-	free(lk);
+	sym_table_free(&loc_index);
+	free(loc_made_from);
 	free(profile_mapping_of);
 	free(frame_start);
 	if (ret)

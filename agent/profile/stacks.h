@@ -8,9 +8,11 @@
 #ifndef AGENT_STACKS_H
 #define AGENT_STACKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/procs/procs.h"
+#include "symbolize/table.h"
 
 /* A mapping as it was when a frame was taken (interned). */
 struct frame_mapping {
@@ -34,7 +36,6 @@ enum stack_kind {
 };
 
 struct stack {
-	uint64_t hash;
 	uint32_t pid, tid;
 	char comm[16];
 	uint8_t end_reason;
@@ -47,15 +48,15 @@ struct stack {
 };
 
 struct stack_agg {
-	struct stack **slots;
-	uint32_t cap, n;
+	struct stack **stacks;     /* in the order first seen */
+	uint32_t n, cap;
+	struct sym_table index;    /* hash of a stack -> index into stacks */
 	struct frame_mapping *frame_mappings;
 	uint32_t nframe_mappings, cap_frame_mappings;
 	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
-	char **marks;              /* names of synthetic frames */
+	char **marks;              /* names of synthetic frames, by id */
 	uint32_t nmarks, cap_marks;
-	uint32_t *mark_slots;      /* open addressing: index + 1, 0 = empty */
-	uint32_t mark_cap;
+	struct sym_table mark_index; /* hash of a name -> id */
 	/* the labels of the samples added next (stack_agg_set_labels) */
 	const char *cur_container_id, *cur_cgroup;
 	char **label_strs;         /* every distinct label value, owned */
@@ -79,6 +80,12 @@ int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *c
 int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight);
+
+/* The stacks in the order profiles list them, the index's slot order:
+ *	for (size_t pos = 0; (s = stack_agg_next(a, &pos));)
+ * Profiles have always listed them so; keeping it keeps their bytes.
+ * NULL after the last. */
+const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
 
 void stack_agg_free(struct stack_agg *a);
 

@@ -38,8 +38,8 @@ static const struct stack *only_stack(const struct stack_agg *a, enum stack_kind
 	const struct stack *found = NULL;
 	uint32_t i;
 
-	for (i = 0; i < a->cap; i++) {
-		const struct stack *s = a->slots[i];
+	for (i = 0; i < a->n; i++) {
+		const struct stack *s = a->stacks[i];
 
 		if (s && s->tid == tid && s->count[kind]) {
 			cr_assert_null(found, "more than one stack of kind %d", kind);
@@ -130,8 +130,8 @@ Test(offcpu, wakers_folded)
 	cr_expect_str_eq(mark_name(&a, &s->frames[1]), "[woken by] [interrupt]");
 	cr_expect_eq(s->frames[2].addr, 0x10);
 	cr_expect_str_eq(mark_name(&a, &s->frames[4]), "[off-cpu]");
-	for (i = 0; i < a.cap; i++)
-		cr_expect(!a.slots[i] || !a.slots[i]->count[STACK_WOKEN_BY]);
+	for (i = 0; i < a.n; i++)
+		cr_expect(!a.stacks[i] || !a.stacks[i]->count[STACK_WOKEN_BY]);
 
 	cr_assert_eq(offcpu_record(&oc, &a, 6, 6, "busy", 0,
 				   SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_PREEMPTED, 0, 200, 1000, blocked, 2,

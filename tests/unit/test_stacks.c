@@ -30,9 +30,8 @@ static uint32_t all_stacks(const struct stack **v)
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < a.cap; i++)
-		if (a.slots[i])
-			v[n++] = a.slots[i];
+	for (i = 0; i < a.n; i++)
+		v[n++] = a.stacks[i];
 	cr_assert_eq(n, a.n);
 	return n;
 }
