@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq, void *ctx)
 {
@@ -15,6 +16,26 @@ int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq
 		if (sl->hash == hash && eq(ctx, sl->id))
 			return sl->id;
 	}
+}
+
+struct str_key {
+	char *const *strs;
+	const char *s;
+};
+
+static bool str_eq(void *ctx, int32_t id)
+{
+	const struct str_key *k = ctx;
+
+	return !strcmp(k->strs[id], k->s);
+}
+
+int32_t sym_table_find_str(const struct sym_table *t, uint64_t hash, char *const *strs,
+			   const char *s)
+{
+	struct str_key k = { strs, s };
+
+	return sym_table_find(t, hash, str_eq, &k);
 }
 
 static void place(struct sym_table_slot *slots, size_t mask, uint64_t hash, int32_t id)

@@ -26,6 +26,11 @@ typedef bool (*sym_table_eq)(void *ctx, int32_t id);
 /* The id whose hash is `hash` and for which eq(ctx, id) holds, or -1. */
 int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq, void *ctx);
 
+/* For ids that index an array of strings: the id of `s`, whose hash is
+ * `hash`, among strs[], or -1. */
+int32_t sym_table_find_str(const struct sym_table *t, uint64_t hash, char *const *strs,
+			   const char *s);
+
 /* Adds `id` (>= 0) under `hash`.  0, or -ENOMEM. */
 int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id);
 

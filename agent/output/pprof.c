@@ -53,30 +53,17 @@ static void strtab_free(struct strtab *t)
 	sym_table_free(&t->index);
 }
 
-struct str_ref {
-	const struct strtab *t;
-	const char *s;
-};
-
-static bool str_eq(void *ctx, int32_t id)
-{
-	const struct str_ref *r = ctx;
-
-	return !strcmp(r->t->strs[id], r->s);
-}
-
 /* Index of s in the table, adding it if new.  NULL and "" are index 0.
  * Out of memory sets t->oom and returns 0. */
 static int64_t intern(struct strtab *t, const char *s)
 {
-	struct str_ref r = { t, s };
 	uint64_t h;
 	int32_t id;
 
 	if (!s || !*s || t->oom)
 		return 0;
 	h = sym_hash_bytes(s, strlen(s));
-	id = sym_table_find(&t->index, h, str_eq, &r);
+	id = sym_table_find_str(&t->index, h, t->strs, s);
 	if (id >= 0)
 		return id;
 	if (t->n > INT32_MAX || array_reserve_first(&t->strs, &t->cap, t->n + 1, 64) ||

@@ -73,23 +73,10 @@ static bool stack_eq(void *ctx, int32_t id)
 	       !memcmp(s->frames, k->frames, k->n * sizeof(*k->frames));
 }
 
-struct mark_key {
-	const struct stack_agg *a;
-	const char *name;
-};
-
-static bool mark_eq(void *ctx, int32_t id)
-{
-	const struct mark_key *k = ctx;
-
-	return !strcmp(k->a->marks[id], k->name);
-}
-
 int64_t stack_agg_mark(struct stack_agg *a, const char *name)
 {
-	struct mark_key k = { a, name };
 	uint64_t h = sym_hash_bytes(name, strlen(name));
-	int32_t id = sym_table_find(&a->mark_index, h, mark_eq, &k);
+	int32_t id = sym_table_find_str(&a->mark_index, h, a->marks, name);
 	char *copy;
 
 	if (id >= 0)

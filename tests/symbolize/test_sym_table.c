@@ -108,3 +108,19 @@ Test(sym_table, next_lists_every_id_once_in_slot_order)
 	cr_expect_eq(sym_table_next(&t, &pos), -1, "stays at the end");
 	sym_table_free(&t);
 }
+
+Test(sym_table, finds_strings_by_content)
+{
+	char *strs[] = { "alpha", "beta", "gamma" };
+	char key[] = "beta";
+	struct sym_table t = { 0 };
+
+	/* One hash for all: only the strings tell them apart. */
+	for (int32_t i = 0; i < 3; i++)
+		cr_assert_eq(sym_table_insert(&t, 42, i), 0);
+	cr_expect_eq(sym_table_find_str(&t, 42, strs, key), 1, "a copy of the string");
+	cr_expect_eq(sym_table_find_str(&t, 42, strs, "gamma"), 2);
+	cr_expect_eq(sym_table_find_str(&t, 42, strs, "delta"), -1);
+	cr_expect_eq(sym_table_find_str(&t, 41, strs, "alpha"), -1, "another hash");
+	sym_table_free(&t);
+}
