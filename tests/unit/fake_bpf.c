@@ -28,12 +28,6 @@ static struct fault faults[FAKE_BPF_OPS];
 static bool held[FAKE_BPF_OPS];
 static uint32_t blocked[FAKE_BPF_OPS];
 
-static int fail(int err)
-{
-	errno = -err;
-	return err;
-}
-
 /* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
  * the error the call is to fail with, or 0. */
 static int enter_locked(enum fake_bpf_op op, int fd)
@@ -109,161 +103,168 @@ static int64_t find_locked(const struct fake_bpf_map *m, const void *key)
 	return -ENOENT;
 }
 
-int bpf_map_create(enum bpf_map_type map_type, const char *map_name, __u32 key_size,
-		   __u32 value_size, __u32 max_entries, const struct bpf_map_create_opts *opts)
+/* The start of a call of `op` on map `fd`: takes the lock, counts the
+ * call, holds it while `op` is held.  Returns the map, or NULL with *err
+ * the error the call fails with. */
+static struct fake_bpf_map *enter(enum fake_bpf_op op, int fd, int *err)
+{
+	struct fake_bpf_map *m = NULL;
+
+	pthread_mutex_lock(&lock);
+	*err = enter_locked(op, fd);
+	if (!*err && !(m = by_fd_locked(fd)))
+		*err = -EBADF;
+	return m;
+}
+
+/* The end of a call: libbpf's convention for `ret` (>= 0, or a negative
+ * errno, also left in errno). */
+static int leave(int ret)
+{
+	pthread_mutex_unlock(&lock);
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
+
+static void free_map(struct fake_bpf_map *m)
+{
+	if (m) {
+		free(m->keys);
+		free(m->values);
+		free(m);
+	}
+}
+
+/* Returns the new map's fd or a negative errno. */
+static int create_locked(enum bpf_map_type type, uint32_t key_size, uint32_t value_size,
+			 uint32_t max_entries, uint32_t flags)
 {
 	struct fake_bpf_map *m;
-	int ret, fd;
+	int fd;
 
-	(void)map_name;
-	pthread_mutex_lock(&lock);
-	ret = enter_locked(FAKE_BPF_CREATE, -1);
-	if (ret)
-		goto out;
-	ret = -EINVAL;
-	if (!known_type(map_type) || !key_size || !value_size || !max_entries)
-		goto out;
-	ret = -ENOMEM;
+	if (!known_type(type) || !key_size || !value_size || !max_entries)
+		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m || array_reserve(&maps, &cap_maps, nmaps + 1)) {
 		free(m);
-		goto out;
+		return -ENOMEM;
 	}
-	*m = (struct fake_bpf_map){ .id = nmaps + 1, .type = map_type, .key_size = key_size,
+	*m = (struct fake_bpf_map){ .id = nmaps + 1, .type = type, .key_size = key_size,
 				    .value_size = value_size, .max_entries = max_entries,
-				    .map_flags = opts ? opts->map_flags : 0 };
+				    .map_flags = flags };
 	if ((is_array(m) && key_size != 4) || (of_maps(m) && value_size != 4)) {
-		free(m);
-		ret = -EINVAL;
-		goto out;
+		free_map(m);
+		return -EINVAL;
 	}
-	if (is_array(m)) {
-		m->n = max_entries;
-		m->values = calloc(max_entries, value_size);
-	} else {
-		m->keys = calloc(max_entries, key_size);
-		m->values = calloc(max_entries, value_size);
-	}
+	m->n = is_array(m) ? max_entries : 0;
+	m->keys = is_array(m) ? NULL : calloc(max_entries, key_size);
+	m->values = calloc(max_entries, value_size);
 	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (!m->values || (!is_array(m) && !m->keys) || fd < 0 || bind_fd_locked(fd, m->id)) {
 		if (fd >= 0)
 			close(fd);
-		free(m->keys);
-		free(m->values);
-		free(m);
-		goto out;
+		free_map(m);
+		return -ENOMEM;
 	}
 	maps[nmaps++] = m;
-	ret = fd;
-out:
-	pthread_mutex_unlock(&lock);
-	return ret < 0 ? fail(ret) : ret;
+	return fd;
 }
 
-int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags)
+int bpf_map_create(enum bpf_map_type map_type, const char *map_name, __u32 key_size,
+		   __u32 value_size, __u32 max_entries, const struct bpf_map_create_opts *opts)
 {
-	struct fake_bpf_map *m;
-	uint32_t inner_id = 0;
-	int64_t i;
 	int ret;
 
+	(void)map_name;
 	pthread_mutex_lock(&lock);
-	ret = enter_locked(FAKE_BPF_UPDATE, fd);
-	if (ret)
-		goto out;
-	m = by_fd_locked(fd);
-	if (!m) {
-		ret = -EBADF;
-		goto out;
-	}
+	ret = enter_locked(FAKE_BPF_CREATE, -1);
+	if (!ret)
+		ret = create_locked(map_type, key_size, value_size, max_entries,
+				    opts ? opts->map_flags : 0);
+	return leave(ret);
+}
+
+static int update_locked(struct fake_bpf_map *m, const void *key, const void *value, __u64 flags)
+{
+	uint32_t inner_id;
+	int64_t i;
+
 	if (of_maps(m)) {
 		const struct fake_bpf_map *inner = by_fd_locked(*(const int *)value);
 
-		if (!inner) {
-			ret = -EBADF;
-			goto out;
-		}
+		if (!inner)
+			return -EBADF;
 		inner_id = inner->id;
 		value = &inner_id;
 	}
 	i = find_locked(m, key);
-	if (i >= 0 && flags == BPF_NOEXIST && !is_array(m)) {
-		ret = -EEXIST;
-		goto out;
-	}
+	if (i >= 0 && flags == BPF_NOEXIST && !is_array(m))
+		return -EEXIST;
 	if (i == -ENOENT) {
-		if (flags == BPF_EXIST || m->n == m->max_entries) {
-			ret = flags == BPF_EXIST ? -ENOENT : -E2BIG;
-			goto out;
-		}
+		if (flags == BPF_EXIST)
+			return -ENOENT;
+		if (m->n == m->max_entries)
+			return -E2BIG;
 		i = m->n++;
 		memcpy(m->keys + (size_t)i * m->key_size, key, m->key_size);
 	}
-	if (i < 0) {
-		ret = (int)i;
-		goto out;
-	}
+	if (i < 0)
+		return (int)i;
 	memcpy(m->values + (size_t)i * m->value_size, value, m->value_size);
-out:
-	pthread_mutex_unlock(&lock);
-	return ret ? fail(ret) : 0;
+	return 0;
 }
 
-int bpf_map_delete_elem(int fd, const void *key)
+int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags)
 {
-	struct fake_bpf_map *m;
-	int64_t i;
-	int ret;
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_UPDATE, fd, &err);
 
-	pthread_mutex_lock(&lock);
-	ret = enter_locked(FAKE_BPF_DELETE, fd);
-	if (ret)
-		goto out;
-	m = by_fd_locked(fd);
-	if (!m || is_array(m)) {
-		ret = m ? -EINVAL : -EBADF;
-		goto out;
-	}
+	return leave(m ? update_locked(m, key, value, flags) : err);
+}
+
+static int delete_locked(struct fake_bpf_map *m, const void *key)
+{
+	int64_t i;
+
+	if (is_array(m))
+		return -EINVAL;
 	i = find_locked(m, key);
-	if (i < 0) {
-		ret = (int)i;
-		goto out;
-	}
+	if (i < 0)
+		return (int)i;
 	/* The last entry takes its place: hashes have no order. */
 	m->n--;
 	memmove(m->keys + (size_t)i * m->key_size, m->keys + (size_t)m->n * m->key_size,
 		m->key_size);
 	memmove(m->values + (size_t)i * m->value_size, m->values + (size_t)m->n * m->value_size,
 		m->value_size);
-out:
-	pthread_mutex_unlock(&lock);
-	return ret ? fail(ret) : 0;
+	return 0;
+}
+
+int bpf_map_delete_elem(int fd, const void *key)
+{
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_DELETE, fd, &err);
+
+	return leave(m ? delete_locked(m, key) : err);
+}
+
+static int lookup_locked(struct fake_bpf_map *m, const void *key, void *value)
+{
+	int64_t i = find_locked(m, key);
+
+	if (i < 0)
+		return i == -E2BIG ? -ENOENT : (int)i;
+	memcpy(value, m->values + (size_t)i * m->value_size, m->value_size);
+	return 0;
 }
 
 int bpf_map_lookup_elem(int fd, const void *key, void *value)
 {
-	struct fake_bpf_map *m;
-	int64_t i;
-	int ret;
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_LOOKUP, fd, &err);
 
-	pthread_mutex_lock(&lock);
-	ret = enter_locked(FAKE_BPF_LOOKUP, fd);
-	if (ret)
-		goto out;
-	m = by_fd_locked(fd);
-	if (!m) {
-		ret = -EBADF;
-		goto out;
-	}
-	i = find_locked(m, key);
-	if (i < 0) {
-		ret = i == -E2BIG ? -ENOENT : (int)i;
-		goto out;
-	}
-	memcpy(value, m->values + (size_t)i * m->value_size, m->value_size);
-out:
-	pthread_mutex_unlock(&lock);
-	return ret ? fail(ret) : 0;
+	return leave(m ? lookup_locked(m, key, value) : err);
 }
 
 uint64_t fake_bpf_calls(enum fake_bpf_op op)
@@ -368,11 +369,8 @@ void fake_bpf_reset(void)
 	uint32_t i;
 
 	pthread_mutex_lock(&lock);
-	for (i = 0; i < nmaps; i++) {
-		free(maps[i]->keys);
-		free(maps[i]->values);
-		free(maps[i]);
-	}
+	for (i = 0; i < nmaps; i++)
+		free_map(maps[i]);
 	free(maps);
 	free(map_of_fd);
 	maps = NULL;

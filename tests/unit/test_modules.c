@@ -8,12 +8,36 @@
 
 #include "unwind_fixture.h"
 
-TestSuite(modules, .init = uf_setup, .fini = uf_teardown);
+/* Copies, links and other files of a test; removed after it. */
+static char *scratch;
 
-/* A copy of `from` named `name` in `dir`: the same content, another file. */
-static char *copy_file(const char *from, const char *dir, const char *name)
+static void setup(void)
 {
-	char *to = tu_path(dir, name);
+	uf_setup();
+	scratch = tu_mkdtemp();
+}
+
+static void teardown(void)
+{
+	tu_rmdir(scratch);
+	uf_teardown();
+}
+
+TestSuite(modules, .init = setup, .fini = teardown);
+
+/* The path of `name` in the scratch directory. */
+static const char *scratch_path(const char *name)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	return path;
+}
+
+/* A copy of `from`: the same content, another file. */
+static const char *copy_of(const char *from)
+{
+	const char *to = scratch_path("copy.so");
 	unsigned char *data;
 	size_t len;
 	FILE *f;
@@ -47,26 +71,19 @@ Test(modules, one_file_opened_twice_is_one_module)
 Test(modules, same_build_id_under_another_name_is_one_module)
 {
 	const char *path = uf_env("UNWIND_OBJ1");
-	char *dir = tu_mkdtemp(), *copy = copy_file(path, dir, "copy.so");
-	char *link = tu_path(dir, "link.so");
-	struct module *m;
+	struct module *m = uf_module(path);
 
-	cr_assert_eq(symlink(path, link), 0, "%s", strerror(errno));
-	m = uf_module(path);
-	cr_expect_eq(uf_module(copy), m, "a copy: same build-id");
-	cr_expect_eq(uf_module(link), m, "a link: same file");
+	cr_expect_eq(uf_module(copy_of(path)), m, "a copy: same build-id");
+	cr_assert_eq(symlink(path, scratch_path("link.so")), 0, "%s", strerror(errno));
+	cr_expect_eq(uf_module(scratch_path("link.so")), m, "a link: same file");
 	cr_expect_eq(reg.n, 1);
 	cr_expect_str_eq(m->path, path, "named as first seen");
-	free(copy);
-	free(link);
-	tu_rmdir(dir);
 }
 
 Test(modules, without_build_id_files_are_told_apart)
 {
 	const char *path = uf_env("UNWIND_OBJ_NOBID");
-	char *dir = tu_mkdtemp(), *copy = copy_file(path, dir, "copy.so");
-	struct module *a = uf_module(path), *b = uf_module(copy);
+	struct module *a = uf_module(path), *b = uf_module(copy_of(path));
 
 	cr_expect_neq(a, b);
 	cr_expect_eq(reg.n, 2);
@@ -75,8 +92,6 @@ Test(modules, without_build_id_files_are_told_apart)
 	cr_expect_eq(a->table_id, 1);
 	cr_expect_eq(b->table_id, 2);
 	cr_expect_eq(uf_module(path), a);
-	free(copy);
-	tu_rmdir(dir);
 }
 
 Test(modules, distinct_objects_are_distinct_modules)
@@ -127,7 +142,7 @@ Test(modules, frame_pointer_mode_takes_no_tables)
 
 Test(modules, not_an_elf_has_no_module)
 {
-	char *dir = tu_mkdtemp(), *path = tu_path(dir, "text");
+	const char *path = scratch_path("text");
 	int fd;
 
 	tu_write(path, "not an ELF object\n");
@@ -137,8 +152,6 @@ Test(modules, not_an_elf_has_no_module)
 	close(fd);
 	cr_expect_eq(reg.n, 0);
 	cr_expect_eq(reg.open_errors, 1);
-	free(path);
-	tu_rmdir(dir);
 }
 
 /* Two processes map one library: its table is unused once both unmapped
@@ -146,8 +159,7 @@ Test(modules, not_an_elf_has_no_module)
 Test(modules, shared_module_counts_every_mapping)
 {
 	const char *path = uf_env("UNWIND_OBJ1");
-	char *dir = tu_mkdtemp(), *copy = copy_file(path, dir, "copy.so");
-	struct module *first = uf_module(path), *second = uf_module(copy);
+	struct module *first = uf_module(path), *second = uf_module(copy_of(path));
 
 	tables_ref(&tm, first);
 	tables_ref(&tm, second);
@@ -162,8 +174,6 @@ Test(modules, shared_module_counts_every_mapping)
 	pthread_mutex_lock(&tm.lock);
 	cr_expect_neq(first->unref_ns, 0);
 	pthread_mutex_unlock(&tm.lock);
-	free(copy);
-	tu_rmdir(dir);
 }
 
 Test(modules, bias_of_a_mapping)

@@ -26,6 +26,30 @@ static struct table_stats stats(void)
 	return s;
 }
 
+/* Every counter (the compile times aside) is as in `want`: those it
+ * leaves out are 0. */
+static void expect_stats(struct table_stats want)
+{
+	struct table_stats s = stats();
+
+#define EXPECT_COUNT(f) cr_expect_eq(s.f, want.f, #f ": %llu, want %llu", \
+				     (unsigned long long)s.f, (unsigned long long)want.f)
+	EXPECT_COUNT(misses);
+	EXPECT_COUNT(misses_ignored);
+	EXPECT_COUNT(preloads);
+	EXPECT_COUNT(loads);
+	EXPECT_COUNT(cache_hits);
+	EXPECT_COUNT(compiled);
+	EXPECT_COUNT(failed);
+	EXPECT_COUNT(evictions);
+	EXPECT_COUNT(unloads);
+	EXPECT_COUNT(loaded);
+	EXPECT_COUNT(kernel_bytes);
+	EXPECT_COUNT(kernel_bytes_peak);
+	EXPECT_COUNT(table_bytes_loaded);
+#undef EXPECT_COUNT
+}
+
 static void set_budget(uint64_t bytes)
 {
 	pthread_mutex_lock(&tm.lock);
@@ -43,6 +67,24 @@ static void map_and_miss(struct module *m)
 {
 	tables_ref(&tm, m);
 	tables_request(&tm, m, mono_ns());
+}
+
+static uint32_t nstuck;
+
+/* A process maps `m` and misses; the load stops in bpf_map_create (at
+ * most TABLES_WORKERS of them) until release_loads(). */
+static void stuck_load(struct module *m)
+{
+	fake_bpf_hold(FAKE_BPF_CREATE);
+	map_and_miss(m);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, ++nstuck, UF_WAIT_MS));
+}
+
+static void release_loads(void)
+{
+	fake_bpf_release(FAKE_BPF_CREATE);
+	nstuck = 0;
+	settle();
 }
 
 static void load(struct module *m)
@@ -94,33 +136,35 @@ static void check_accounting(void)
 	cr_expect_eq(fake_bpf_open_fds(), 1, "map fds left open");
 }
 
+/* `m`, the only table, was loaded once after a miss, and unloaded. */
+static void expect_loaded_then_unloaded(struct module *m)
+{
+	cr_expect_eq(uf_state(m), TABLE_IDLE);
+	cr_expect_not(in_kernel(m));
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1, .unloads = 1,
+					   .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
+}
+
 Test(tables, miss_compiles_and_loads_the_table)
 {
 	struct module *m = uf_obj(1);
 	struct cfi_error err = { { 0 } };
 	const struct fake_bpf_map *inner;
 	struct cfi_get_info info;
-	struct table_stats s;
 	struct cfi_table t;
 	struct cfi_elf e;
 	uint64_t chunks, i;
 
 	cr_assert_eq(m->table_state, TABLE_IDLE);
 	load(m);
-	s = stats();
-	cr_expect_eq(s.misses, 1);
-	cr_expect_eq(s.misses_ignored, 0);
-	cr_expect_eq(s.loads, 1);
-	cr_expect_eq(s.compiled, 1);
-	cr_expect_eq(s.cache_hits, 0);
-	cr_expect_eq(s.failed, 0);
-	cr_expect_eq(s.loaded, 1);
 	cr_assert_gt(m->table_bytes, 0);
 	chunks = (m->table_bytes + CHUNK - 1) / CHUNK;
 	cr_expect_eq(m->kernel_bytes, chunks * CHUNK);
-	cr_expect_eq(s.kernel_bytes, chunks * CHUNK);
-	cr_expect_eq(s.kernel_bytes_peak, chunks * CHUNK);
-	cr_expect_eq(s.table_bytes_loaded, m->table_bytes);
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1, .loaded = 1,
+					   .kernel_bytes = chunks * CHUNK,
+					   .kernel_bytes_peak = chunks * CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
 	/* The outer map and this table's array. */
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 2);
 
@@ -156,18 +200,14 @@ Test(tables, misses_for_loaded_queued_or_failed_tables_are_ignored)
 {
 	struct module *loaded = uf_obj(1), *queued = uf_obj(2), *failed = uf_obj(3);
 	struct module *unmapped = uf_obj(4);
-	struct table_stats s;
 
 	load(loaded);
 	tables_request(&tm, loaded, mono_ns());
 
-	fake_bpf_hold(FAKE_BPF_CREATE);
-	map_and_miss(queued);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, 1, UF_WAIT_MS));
+	stuck_load(queued);
 	cr_expect_eq(uf_state(queued), TABLE_QUEUED);
 	tables_request(&tm, queued, mono_ns());
-	fake_bpf_release(FAKE_BPF_CREATE);
-	settle();
+	release_loads();
 
 	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
 	map_and_miss(failed);
@@ -182,13 +222,10 @@ Test(tables, misses_for_loaded_queued_or_failed_tables_are_ignored)
 	/* A preload (no miss) of a loaded table is not a miss. */
 	tables_request(&tm, loaded, 0);
 
-	s = stats();
-	cr_expect_eq(s.misses, 7);
-	cr_expect_eq(s.misses_ignored, 4);
-	cr_expect_eq(s.preloads, 1);
-	cr_expect_eq(s.loads, 2);
-	cr_expect_eq(s.failed, 1);
-	cr_expect_eq(s.compiled, 3);
+	expect_stats((struct table_stats){ .misses = 7, .misses_ignored = 4, .preloads = 1,
+					   .loads = 2, .compiled = 3, .failed = 1, .loaded = 2,
+					   .kernel_bytes = 2 * CHUNK, .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = loaded->table_bytes + queued->table_bytes });
 	/* The outer map, then one array per table compiled. */
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 4);
 	check_accounting();
@@ -197,11 +234,10 @@ Test(tables, misses_for_loaded_queued_or_failed_tables_are_ignored)
 Test(tables, last_unref_unloads_after_the_grace)
 {
 	struct module *m = uf_obj(1);
-	struct table_stats s;
-	uint64_t t0, kbytes;
+	uint64_t t0;
 
 	load(m);
-	kbytes = m->kernel_bytes;
+	cr_assert_eq(m->kernel_bytes, CHUNK, "the test objects' tables are one chunk");
 	tables_ref(&tm, m);
 	tables_unref(&tm, m);
 	cr_expect_eq(uf_refs(m), 1);
@@ -216,18 +252,10 @@ Test(tables, last_unref_unloads_after_the_grace)
 	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS - 1);
 	settle();
 	cr_expect_eq(uf_state(m), TABLE_LOADED, "unloaded before the grace");
-	cr_expect_eq(stats().unloads, 0);
 
 	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
 	settle();
-	s = stats();
-	cr_expect_eq(uf_state(m), TABLE_IDLE);
-	cr_expect_eq(s.unloads, 1);
-	cr_expect_eq(s.evictions, 0);
-	cr_expect_eq(s.loaded, 0);
-	cr_expect_eq(s.kernel_bytes, 0);
-	cr_expect_eq(s.kernel_bytes_peak, kbytes);
-	cr_expect_not(in_kernel(m));
+	expect_loaded_then_unloaded(m);
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_DELETE), 1);
 
 	/* No underflow; a process mapping it again and missing loads it
@@ -235,9 +263,9 @@ Test(tables, last_unref_unloads_after_the_grace)
 	tables_unref(&tm, m);
 	cr_expect_eq(uf_refs(m), 0);
 	load(m);
-	s = stats();
-	cr_expect_eq(s.loads, 2);
-	cr_expect_eq(s.compiled, 2);
+	expect_stats((struct table_stats){ .misses = 2, .loads = 2, .compiled = 2, .unloads = 1,
+					   .loaded = 1, .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = 2 * m->table_bytes });
 	check_accounting();
 }
 
@@ -252,18 +280,18 @@ Test(tables, mapped_again_before_the_unload_stays_loaded)
 	tables_unref(&tm, m);
 	t0 = unref_ns(m);
 	/* Both workers busy: the unload waits in the queue. */
-	fake_bpf_hold(FAKE_BPF_CREATE);
-	map_and_miss(x);
-	map_and_miss(y);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, 2, UF_WAIT_MS));
+	stuck_load(x);
+	stuck_load(y);
 	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
 	cr_expect_eq(uf_state(m), TABLE_UNLOADING);
 	tables_ref(&tm, m);
 	cr_expect_eq(unref_ns(m), 0, "in use again");
-	fake_bpf_release(FAKE_BPF_CREATE);
-	settle();
+	release_loads();
 	cr_expect_eq(uf_state(m), TABLE_LOADED);
-	cr_expect_eq(stats().unloads, 0);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .loaded = 3,
+					   .kernel_bytes = 3 * CHUNK, .kernel_bytes_peak = 3 * CHUNK,
+					   .table_bytes_loaded = m->table_bytes + x->table_bytes +
+								 y->table_bytes });
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_DELETE), 0);
 	check_accounting();
 }
@@ -273,27 +301,18 @@ Test(tables, mapped_again_before_the_unload_stays_loaded)
 Test(tables, unmapped_while_loading_is_unloaded)
 {
 	struct module *m = uf_obj(1);
-	struct table_stats s;
 
-	fake_bpf_hold(FAKE_BPF_CREATE);
-	map_and_miss(m);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, 1, UF_WAIT_MS));
+	stuck_load(m);
 	tables_unref(&tm, m);
-	fake_bpf_release(FAKE_BPF_CREATE);
-	settle();
-	s = stats();
-	cr_expect_eq(uf_state(m), TABLE_IDLE);
-	cr_expect_eq(s.loads, 1);
-	cr_expect_eq(s.unloads, 1);
-	cr_expect_eq(s.kernel_bytes, 0);
-	cr_expect_not(in_kernel(m));
+	release_loads();
+	expect_loaded_then_unloaded(m);
 	check_accounting();
 }
 
 Test(tables, budget_evicts_the_least_recently_used)
 {
 	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
-	struct table_stats s;
+	uint64_t bytes;
 
 	set_budget(2 * CHUNK);
 	load(a);
@@ -303,12 +322,12 @@ Test(tables, budget_evicts_the_least_recently_used)
 	tables_touch(a, 2000);
 	tables_touch(b, 1000);
 	load(c);
-	s = stats();
 	cr_expect_eq(uf_state(b), TABLE_IDLE, "b, the least recently used, stays");
 	cr_expect_eq(uf_state(a), TABLE_LOADED);
-	cr_expect_eq(s.evictions, 1);
-	cr_expect_eq(s.kernel_bytes, 2 * CHUNK);
-	cr_expect_eq(s.kernel_bytes_peak, 2 * CHUNK);
+	bytes = a->table_bytes + b->table_bytes + c->table_bytes;
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .evictions = 1,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK, .table_bytes_loaded = bytes });
 	check_accounting();
 
 	/* b is still mapped: its next miss loads it again, in place of the
@@ -316,13 +335,13 @@ Test(tables, budget_evicts_the_least_recently_used)
 	tables_touch(c, 1500);
 	tables_request(&tm, b, mono_ns());
 	settle();
-	s = stats();
 	cr_expect_eq(uf_state(b), TABLE_LOADED);
 	cr_expect_eq(uf_state(c), TABLE_IDLE);
 	cr_expect_eq(uf_state(a), TABLE_LOADED);
-	cr_expect_eq(s.evictions, 2);
-	cr_expect_eq(s.loads, 4);
-	cr_expect_eq(s.kernel_bytes_peak, 2 * CHUNK);
+	expect_stats((struct table_stats){ .misses = 4, .loads = 4, .compiled = 4, .evictions = 2,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = bytes + b->table_bytes });
 	check_accounting();
 }
 
@@ -340,8 +359,11 @@ Test(tables, budget_evicts_unmapped_tables_first)
 	load(c);
 	cr_expect_eq(uf_state(a), TABLE_IDLE);
 	cr_expect_eq(uf_state(b), TABLE_LOADED);
-	cr_expect_eq(stats().evictions, 1);
-	cr_expect_eq(stats().unloads, 0);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .evictions = 1,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes +
+								 c->table_bytes });
 	check_accounting();
 }
 
@@ -370,7 +392,6 @@ Test(tables, budget_evicts_the_longest_unmapped_first)
 Test(tables, table_larger_than_the_budget_fails)
 {
 	struct module *small = uf_obj(1), *libc = uf_module(LIBC);
-	struct table_stats s;
 	char want[128];
 
 	set_budget(2 * CHUNK);
@@ -382,57 +403,39 @@ Test(tables, table_larger_than_the_budget_fails)
 	snprintf(want, sizeof(want), "its CFI table (%llu bytes of kernel memory) exceeds --max-table-memory",
 		 (unsigned long long)((libc->table_bytes + CHUNK - 1) / CHUNK * CHUNK));
 	cr_expect_str_eq(libc->error, want);
-	s = stats();
-	cr_expect_eq(s.failed, 1);
-	cr_expect_eq(s.loads, 1);
-	cr_expect_eq(s.evictions, 0);
 	cr_expect_eq(uf_state(small), TABLE_LOADED);
-	cr_expect_eq(s.kernel_bytes, CHUNK);
 	/* cfi_tables and small's table */
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 2);
 	tables_request(&tm, libc, mono_ns());
 	settle();
-	cr_expect_eq(stats().misses_ignored, 1);
+	expect_stats((struct table_stats){ .misses = 3, .misses_ignored = 1, .loads = 1,
+					   .compiled = 2, .failed = 1, .loaded = 1,
+					   .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = small->table_bytes });
 	check_accounting();
 }
 
-Test(tables, failed_map_create_loads_nothing)
+/* `m`'s load, where the call `op` on `fd` (-1: any) fails with `err`. */
+static void failed_load(struct module *m, enum fake_bpf_op op, int fd, int err)
 {
-	struct module *m = uf_obj(1);
-	struct table_stats s;
+	char want[128];
 
-	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	fake_bpf_fail(op, fd, err, 0, 1);
 	map_and_miss(m);
 	settle();
 	cr_assert_eq(uf_state(m), TABLE_FAILED);
-	cr_expect_str_eq(m->error, "loading its CFI table into BPF: Cannot allocate memory");
-	s = stats();
-	cr_expect_eq(s.failed, 1);
-	cr_expect_eq(s.loads, 0);
-	cr_expect_eq(s.loaded, 0);
-	cr_expect_eq(s.kernel_bytes, 0);
-	cr_expect_eq(s.kernel_bytes_peak, 0);
-	check_accounting();
+	snprintf(want, sizeof(want), "loading its CFI table into BPF: %s", strerror(-err));
+	cr_expect_str_eq(m->error, want);
 }
 
-Test(tables, failed_map_updates_load_nothing)
+Test(tables, failed_map_calls_load_nothing)
 {
-	struct module *full = uf_obj(1), *chunk = uf_obj(2);
-
+	failed_load(uf_obj(1), FAKE_BPF_CREATE, -1, -ENOMEM);
 	/* cfi_tables full */
-	fake_bpf_fail(FAKE_BPF_UPDATE, outer_fd, -E2BIG, 0, 1);
-	map_and_miss(full);
-	settle();
-	cr_assert_eq(uf_state(full), TABLE_FAILED);
-	cr_expect_str_eq(full->error, "loading its CFI table into BPF: Argument list too long");
-	/* a chunk */
-	fake_bpf_fail(FAKE_BPF_UPDATE, -1, -EFAULT, 0, 1);
-	map_and_miss(chunk);
-	settle();
-	cr_assert_eq(uf_state(chunk), TABLE_FAILED);
-	cr_expect_str_eq(chunk->error, "loading its CFI table into BPF: Bad address");
-	cr_expect_eq(stats().failed, 2);
-	cr_expect_eq(stats().kernel_bytes, 0);
+	failed_load(uf_obj(2), FAKE_BPF_UPDATE, outer_fd, -E2BIG);
+	/* a chunk: the first update */
+	failed_load(uf_obj(3), FAKE_BPF_UPDATE, -1, -EFAULT);
+	expect_stats((struct table_stats){ .misses = 3, .compiled = 3, .failed = 3 });
 	check_accounting();
 }
 
@@ -441,7 +444,6 @@ Test(tables, failed_map_updates_load_nothing)
 Test(tables, failed_load_after_eviction_keeps_the_accounting)
 {
 	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
-	struct table_stats s;
 
 	set_budget(2 * CHUNK);
 	load(a);
@@ -451,11 +453,12 @@ Test(tables, failed_load_after_eviction_keeps_the_accounting)
 	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
 	map_and_miss(c);
 	settle();
-	s = stats();
 	cr_expect_eq(uf_state(c), TABLE_FAILED);
 	cr_expect_eq(uf_state(b), TABLE_IDLE);
-	cr_expect_eq(s.evictions, 1);
-	cr_expect_eq(s.kernel_bytes, CHUNK);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 2, .compiled = 3, .failed = 1,
+					   .evictions = 1, .loaded = 1, .kernel_bytes = CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes });
 	check_accounting();
 }
 
@@ -463,12 +466,9 @@ Test(tables, wait_times_out_while_a_load_is_stuck)
 {
 	struct module *m = uf_obj(1);
 
-	fake_bpf_hold(FAKE_BPF_CREATE);
-	map_and_miss(m);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, 1, UF_WAIT_MS));
+	stuck_load(m);
 	cr_expect_eq(tables_wait(&tm, 50), -ETIMEDOUT);
-	fake_bpf_release(FAKE_BPF_CREATE);
-	settle();
+	release_loads();
 	cr_expect_eq(uf_state(m), TABLE_LOADED);
 }
 
@@ -491,24 +491,25 @@ Test(tables, stop_finishes_running_loads_only)
 	pthread_t stopper;
 	uint64_t t0;
 
-	fake_bpf_hold(FAKE_BPF_CREATE);
-	map_and_miss(a);
-	map_and_miss(b);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, 2, UF_WAIT_MS));
+	stuck_load(a);
+	stuck_load(b);
 	map_and_miss(c);
 	cr_assert_eq(pthread_create(&stopper, NULL, stop_thread, NULL), 0);
 	nanosleep(&pause, NULL);
 	cr_expect_not(__atomic_load_n(&stopped, __ATOMIC_ACQUIRE), "stopped with loads running");
+	/* Not release_loads(): nothing is to settle before the stop. */
 	fake_bpf_release(FAKE_BPF_CREATE);
 	pthread_join(stopper, NULL);
 	cr_expect_eq(uf_state(a), TABLE_LOADED);
 	cr_expect_eq(uf_state(b), TABLE_LOADED);
 	cr_expect_eq(uf_state(c), TABLE_QUEUED, "started after the stop");
-	cr_expect_eq(stats().loads, 2);
 
 	map_and_miss(d);
 	cr_expect_eq(uf_state(d), TABLE_IDLE);
-	cr_expect_eq(stats().misses_ignored, 1);
+	expect_stats((struct table_stats){ .misses = 4, .misses_ignored = 1, .loads = 2,
+					   .compiled = 2, .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes });
 	cr_expect_eq(tables_wait(&tm, 0), 0);
 	tables_unref(&tm, a);
 	t0 = unref_ns(a);
@@ -524,14 +525,15 @@ Test(tables, load_now_loads_on_the_calling_thread)
 	cr_expect_eq(tables_load_now(&tm, m), 0);
 	cr_expect_eq(uf_state(m), TABLE_LOADED);
 	cr_expect_eq(tables_load_now(&tm, m), 0);
-	cr_expect_eq(stats().loads, 1);
-	cr_expect_eq(stats().misses, 0);
 
 	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
 	tables_ref(&tm, bad);
 	cr_expect_eq(tables_load_now(&tm, bad), -ENOMEM);
 	cr_expect_eq(uf_state(bad), TABLE_FAILED);
 	cr_expect_eq(tables_load_now(&tm, bad), -EINVAL);
+	expect_stats((struct table_stats){ .loads = 1, .compiled = 2, .failed = 1, .loaded = 1,
+					   .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
 
 	/* Eager loads are no misses: no latency. */
 	cr_expect_eq(tables_latency_pct(&tm, 50, UINT64_MAX, &(uint32_t){ 0 }), 0);
@@ -543,7 +545,6 @@ Test(tables, reload_comes_from_the_cache)
 {
 	struct module *m = uf_obj(1);
 	char *dir = tu_mkdtemp(), sub[32];
-	struct table_stats s;
 
 	pthread_mutex_lock(&tm.lock);
 	tm.cache_dir = dir;
@@ -554,11 +555,10 @@ Test(tables, reload_comes_from_the_cache)
 	settle();
 	cr_assert_eq(uf_state(m), TABLE_IDLE);
 	load(m);
-	s = stats();
-	cr_expect_eq(s.compiled, 1);
-	cr_expect_eq(s.cache_hits, 1);
-	cr_expect_eq(s.loads, 2);
-	cr_expect_eq(s.table_bytes_loaded, 2 * m->table_bytes);
+	expect_stats((struct table_stats){ .misses = 2, .loads = 2, .compiled = 1, .cache_hits = 1,
+					   .unloads = 1, .loaded = 1, .kernel_bytes = CHUNK,
+					   .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = 2 * m->table_bytes });
 	tables_stop(&tm);
 	snprintf(sub, sizeof(sub), "v%u", CFI_TABLE_VERSION);
 	tu_rmdir(tu_path(dir, sub));
