@@ -26,7 +26,7 @@ static uint32_t nfds, cap_fds;
 static uint64_t calls[FAKE_BPF_OPS];
 static struct fault faults[FAKE_BPF_OPS];
 static bool held[FAKE_BPF_OPS];
-static uint32_t blocked[FAKE_BPF_OPS];
+static uint32_t blocked[FAKE_BPF_OPS], passes[FAKE_BPF_OPS];
 
 /* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
  * the error the call is to fail with, or 0. */
@@ -38,8 +38,10 @@ static int enter_locked(enum fake_bpf_op op, int fd)
 	if (held[op]) {
 		blocked[op]++;
 		pthread_cond_broadcast(&changed);
-		while (held[op])
+		while (held[op] && !passes[op])
 			pthread_cond_wait(&changed, &lock);
+		if (held[op])
+			passes[op]--;
 		blocked[op]--;
 	}
 	if (!f->count || (f->fd >= 0 && f->fd != fd))
@@ -295,6 +297,15 @@ void fake_bpf_release(enum fake_bpf_op op)
 {
 	pthread_mutex_lock(&lock);
 	held[op] = false;
+	passes[op] = 0;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_bpf_release_one(enum fake_bpf_op op)
+{
+	pthread_mutex_lock(&lock);
+	passes[op]++;
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);
 }
@@ -379,6 +390,7 @@ void fake_bpf_reset(void)
 	memset(calls, 0, sizeof(calls));
 	memset(faults, 0, sizeof(faults));
 	memset(held, 0, sizeof(held));
+	memset(passes, 0, sizeof(passes));
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);
 }

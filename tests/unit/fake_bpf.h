@@ -49,9 +49,11 @@ uint64_t fake_bpf_calls(enum fake_bpf_op op);
  * (negative), after `skip` calls that do not. */
 void fake_bpf_fail(enum fake_bpf_op op, int fd, int err, uint32_t skip, uint32_t count);
 
-/* Calls of `op` block from now until fake_bpf_release(op). */
+/* Calls of `op` block from now until fake_bpf_release(op);
+ * fake_bpf_release_one(op) lets one of them (the next one) through. */
 void fake_bpf_hold(enum fake_bpf_op op);
 void fake_bpf_release(enum fake_bpf_op op);
+void fake_bpf_release_one(enum fake_bpf_op op);
 
 /* Waits until `n` calls of `op` are blocked; false after `timeout_ms`. */
 bool fake_bpf_wait_blocked(enum fake_bpf_op op, uint32_t n, int timeout_ms);
