@@ -267,7 +267,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	    !b->locids || !b->values || !b->labels || !b->labelp || !b->comments)
 		goto oom;
 
-	/* sample types, period, times */
 	for (uint32_t i = 0; i < p->ntypes; i++) {
 		perftools__profiles__value_type__init(&b->vt[i]);
 		b->vt[i].type = intern(&b->st, p->types[i].type);
@@ -289,7 +288,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->time_nanos = p->time_nanos;
 	pr->duration_nanos = p->duration_nanos;
 
-	/* mappings */
 	for (uint32_t i = 0; i < p->nmappings; i++) {
 		const struct profile_mapping *m = &p->mappings[i];
 		Perftools__Profiles__Mapping *pm = &b->maps[i];
@@ -306,7 +304,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->n_mapping = p->nmappings;
 	pr->mapping = b->mapp;
 
-	/* locations, their lines and the functions */
 	li = 0;
 	for (uint32_t i = 0; i < p->nlocations; i++) {
 		const struct prof_location *l = &p->locations[i];
@@ -349,7 +346,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->n_function = b->nfuncs;
 	pr->function = b->funcp;
 
-	/* samples */
 	lj = lk = 0;
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];

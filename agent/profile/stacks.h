@@ -1,7 +1,7 @@
 /*
  * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
- * frames) samples are counted once, with a count and a summed weight per
- * kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
+ * container labels, frames) samples are counted once, with a count and a
+ * summed weight per kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
  * they were in when the sample arrived, so later exits, exec()s and
  * mapping changes cannot misattribute them.
  */
@@ -63,6 +63,8 @@ struct stack_agg {
 	uint32_t nlabel_strs, cap_label_strs;
 };
 
+/* The frame_ref.mapping of frames in `m` as it is now (interned): its
+ * index + 1, or 0 (unknown) when out of memory. */
 uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m);
 
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
@@ -75,6 +77,8 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name);
  * Returns 0 or -ENOMEM (the labels are then left out). */
 int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup);
 
+/* Counts a sample of `kind` (stack_agg_add: on-CPU) with the current
+ * labels; frames[0..n) leaf first, copied.  Returns 0 or -ENOMEM. */
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
 int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
