@@ -101,7 +101,7 @@ static struct stack *stacks_get(struct stacks *st, const char *key)
 
 	if (id >= 0)
 		return &st->v[id];
-	if (st->n >= INT32_MAX || array_reserve_first(&st->v, &st->cap, st->n + 1, 128))
+	if (st->n > INT32_MAX || array_reserve_first(&st->v, &st->cap, st->n + 1, 128))
 		return NULL;
 	copy = strdup(key);
 	if (!copy || sym_table_insert(&st->index, h, (int32_t)st->n)) {

@@ -287,7 +287,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				l->address = f->addr;
 				l->mapping = f->mapping != FRAME_KERNEL && f->mapping <= a->nframe_mappings ?
 					     profile_mapping_of[f->mapping] : 0;
-				if (array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
+				if (nloc > INT32_MAX ||
+				    array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
 				    sym_table_insert(&loc_index, h, (int32_t)nloc))
 					goto out;
 				frame_start[nloc] = nf;

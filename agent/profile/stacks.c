@@ -81,7 +81,8 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name)
 
 	if (id >= 0)
 		return id;
-	if (array_reserve(&a->marks, &a->cap_marks, a->nmarks + 1))
+	/* ids are the index's int32_t */
+	if (a->nmarks > INT32_MAX || array_reserve(&a->marks, &a->cap_marks, a->nmarks + 1))
 		return -ENOMEM;
 	copy = strdup(name);
 	if (!copy || sym_table_insert(&a->mark_index, h, (int32_t)a->nmarks)) {
@@ -136,7 +137,7 @@ static struct stack *new_stack(struct stack_agg *a, const struct stack_key *k, u
 {
 	struct stack *s;
 
-	if (array_reserve(&a->stacks, &a->cap, a->n + 1))
+	if (a->n > INT32_MAX || array_reserve(&a->stacks, &a->cap, a->n + 1))
 		return NULL;
 	s = calloc(1, sizeof(*s) + k->n * sizeof(*k->frames));
 	if (!s || sym_table_insert(&a->index, h, (int32_t)a->n)) {
