@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq, void *ctx)
 {
@@ -17,6 +18,26 @@ int32_t sym_table_find(const struct sym_table *t, uint64_t hash, sym_table_eq eq
 	}
 }
 
+struct str_key {
+	char *const *strs;
+	const char *s;
+};
+
+static bool str_eq(void *ctx, int32_t id)
+{
+	const struct str_key *k = ctx;
+
+	return !strcmp(k->strs[id], k->s);
+}
+
+int32_t sym_table_find_str(const struct sym_table *t, uint64_t hash, char *const *strs,
+			   const char *s)
+{
+	struct str_key k = { strs, s };
+
+	return sym_table_find(t, hash, str_eq, &k);
+}
+
 static void place(struct sym_table_slot *slots, size_t mask, uint64_t hash, int32_t id)
 {
 	size_t i = hash & mask;
@@ -27,9 +48,8 @@ static void place(struct sym_table_slot *slots, size_t mask, uint64_t hash, int3
 	slots[i].id = id;
 }
 
-static int grow(struct sym_table *t)
+static int resize(struct sym_table *t, size_t cap)
 {
-	size_t cap = t->slots ? (t->mask + 1) * 2 : 64;
 	struct sym_table_slot *slots = malloc(cap * sizeof(*slots));
 
 	if (!slots)
@@ -47,15 +67,25 @@ static int grow(struct sym_table *t)
 	return 0;
 }
 
+int sym_table_reserve(struct sym_table *t, size_t n)
+{
+	size_t cap = t->slots ? t->mask + 1 : 64;
+
+	/* Load factor at most 1/2: probes stay short. */
+	while (n > cap / 2) {
+		if (cap > SIZE_MAX / 2 / sizeof(*t->slots))
+			return -ENOMEM;
+		cap *= 2;
+	}
+	return t->slots && cap == t->mask + 1 ? 0 : resize(t, cap);
+}
+
 int sym_table_insert(struct sym_table *t, uint64_t hash, int32_t id)
 {
-	/* Load factor at most 1/2: probes stay short. */
-	if (!t->slots || (t->count + 1) * 2 > t->mask + 1) {
-		int rc = grow(t);
+	int rc = sym_table_reserve(t, t->count + 1);
 
-		if (rc)
-			return rc;
-	}
+	if (rc)
+		return rc;
 	place(t->slots, t->mask, hash, id);
 	t->count++;
 	return 0;
@@ -85,6 +115,17 @@ int sym_table_remove(struct sym_table *t, uint64_t hash, int32_t id)
 	t->slots[i].id = -1;
 	t->count--;
 	return 0;
+}
+
+int32_t sym_table_next(const struct sym_table *t, size_t *pos)
+{
+	while (t->slots && *pos <= t->mask) {
+		int32_t id = t->slots[(*pos)++].id;
+
+		if (id >= 0)
+			return id;
+	}
+	return -1;
 }
 
 void sym_table_free(struct sym_table *t)

@@ -20,7 +20,6 @@
  * twice there.
  */
 #include "agent/offcpu/offcpu.h"
-#include "agent/util/clock.h"
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -33,6 +32,8 @@
 #include "bpf/abi.h"
 #include "symbolize/symbolize.h"
 #include "agent/unwind/bpf_maps.h"
+#include "agent/util/array.h"
+#include "agent/util/clock.h"
 #include "cfiprof.skel.h"
 
 /* Waker records waiting for their sample.  Both are sent back to back,
@@ -234,30 +235,26 @@ static int add_mark(struct offcpu *oc, struct stack_agg *agg, struct frame_ref *
 		return -ENOMEM;
 	}
 	f->addr = (uint64_t)m;
-	f->pmap = FRAME_MARK;
+	f->mapping = FRAME_MARK;
 	return 0;
 }
 
+/* n is a size_t for array_reserve, whose overflow check gcc rejects
+ * (-Wtype-limits) for a uint32_t count into a uint32_t capacity. */
 static int keep_waker(struct offcpu *oc, const char *comm, uint8_t flags, uint32_t peer_tid,
-		      uint64_t time_ns, const struct frame_ref *frames, uint32_t n)
+		      uint64_t time_ns, const struct frame_ref *frames, size_t n)
 {
 	struct pending_waker *w = &oc->pending[oc->next_pending];
 
 	oc->next_pending = (oc->next_pending + 1) % PENDING_WAKERS;
 	if (w->used)
 		oc->wakers_unpaired++;
-	if (n > w->cap) {
-		void *p = realloc(w->frames, n * sizeof(*w->frames));
-
-		if (!p) {
-			w->used = false;
-			return -ENOMEM;
-		}
-		w->frames = p;
-		w->cap = n;
+	if (array_reserve(&w->frames, &w->cap, n)) {
+		w->used = false;
+		return -ENOMEM;
 	}
 	memcpy(w->frames, frames, n * sizeof(*frames));
-	w->n = n;
+	w->n = (uint32_t)n;
 	w->used = true;
 	w->flags = flags;
 	w->tid = peer_tid;
@@ -359,7 +356,7 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 		memcpy(c, w->frames, w->n * sizeof(*c));
 	}
 	if (mark >= 0)
-		c[skip - 1] = (struct frame_ref){ .addr = (uint64_t)mark, .pmap = FRAME_MARK };
+		c[skip - 1] = (struct frame_ref){ .addr = (uint64_t)mark, .mapping = FRAME_MARK };
 	k += skip;
 	/* In folded output the woken-by stack stands for the plain one, so
 	 * that the blocked time is not counted twice. */

@@ -20,7 +20,9 @@
 #include <string.h>
 
 #include "agent/output/atomic_file.h"
+#include "agent/util/array.h"
 #include "agent/util/errbuf.h"
+#include "symbolize/intern.h"
 
 struct buf {
 	char *data;
@@ -28,31 +30,14 @@ struct buf {
 	bool oom;
 };
 
+/* Out of memory sticks: the output is abandoned, so the appends after a
+ * failed one need no checks. */
 static bool buf_reserve(struct buf *b, size_t more)
 {
-	size_t cap;
-	char *d;
-
-	if (b->oom)
-		return false;
-	if (more <= b->cap - b->len)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap - b->len < more) {
-		if (cap > SIZE_MAX / 2) {
-			b->oom = true;
-			return false;
-		}
-		cap *= 2;
-	}
-	d = realloc(b->data, cap);
-	if (!d) {
+	if (!b->oom && (more > SIZE_MAX - b->len ||
+			array_reserve_first(&b->data, &b->cap, b->len + more, 256)))
 		b->oom = true;
-		return false;
-	}
-	b->data = d;
-	b->cap = cap;
-	return true;
+	return !b->oom;
 }
 
 static void buf_add(struct buf *b, const char *s, size_t n)
@@ -91,70 +76,39 @@ struct stack {
 struct stacks {
 	struct stack *v;
 	size_t n, cap;
-	uint32_t *slots;        /* index + 1, 0 = empty; power-of-two size */
-	size_t nslots;
+	struct sym_table index;  /* hash of a key -> index into v */
 };
 
-static uint64_t hash_str(const char *s)
+struct key_ref {
+	const struct stacks *st;
+	const char *key;
+};
+
+static bool key_eq(void *ctx, int32_t id)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
+	const struct key_ref *k = ctx;
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static bool stacks_grow(struct stacks *st)
-{
-	size_t nslots = st->nslots ? st->nslots * 2 : 256;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return false;
-	for (size_t i = 0; i < st->n; i++) {
-		size_t s = hash_str(st->v[i].key) & (nslots - 1);
-
-		while (slots[s])
-			s = (s + 1) & (nslots - 1);
-		slots[s] = (uint32_t)i + 1;
-	}
-	free(st->slots);
-	st->slots = slots;
-	st->nslots = nslots;
-	return true;
+	return !strcmp(k->st->v[id].key, k->key);
 }
 
 /* the stack for key, added with total 0 if new; NULL on out of memory */
 static struct stack *stacks_get(struct stacks *st, const char *key)
 {
-	size_t slot;
+	struct key_ref k = { st, key };
+	uint64_t h = sym_hash_bytes(key, strlen(key));
+	int32_t id = sym_table_find(&st->index, h, key_eq, &k);
+	char *copy;
 
-	if (2 * (st->n + 1) > st->nslots && !stacks_grow(st))
+	if (id >= 0)
+		return &st->v[id];
+	if (st->n > INT32_MAX || array_reserve_first(&st->v, &st->cap, st->n + 1, 128))
 		return NULL;
-	slot = hash_str(key) & (st->nslots - 1);
-	while (st->slots[slot]) {
-		struct stack *s = &st->v[st->slots[slot] - 1];
-
-		if (!strcmp(s->key, key))
-			return s;
-		slot = (slot + 1) & (st->nslots - 1);
-	}
-	if (st->n == st->cap) {
-		size_t cap = st->cap ? st->cap * 2 : 128;
-		struct stack *v = realloc(st->v, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		st->v = v;
-		st->cap = cap;
-	}
-	st->v[st->n].key = strdup(key);
-	if (!st->v[st->n].key)
+	copy = strdup(key);
+	if (!copy || sym_table_insert(&st->index, h, (int32_t)st->n)) {
+		free(copy);
 		return NULL;
-	st->v[st->n].total = 0;
-	st->slots[slot] = (uint32_t)st->n + 1;
+	}
+	st->v[st->n] = (struct stack){ copy, 0 };
 	return &st->v[st->n++];
 }
 
@@ -163,7 +117,7 @@ static void stacks_free(struct stacks *st)
 	for (size_t i = 0; i < st->n; i++)
 		free(st->v[i].key);
 	free(st->v);
-	free(st->slots);
+	sym_table_free(&st->index);
 }
 
 static int cmp_stack(const void *a, const void *b)
@@ -265,6 +219,7 @@ int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t nt
 		}
 	}
 
+	/* Sorted for output: the index is stale from here on. */
 	if (st.n)
 		qsort(st.v, st.n, sizeof(*st.v), cmp_stack);
 	buf_reserve(&out, 1);

@@ -19,31 +19,19 @@
 #include <zlib.h>
 
 #include "agent/output/atomic_file.h"
+#include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 #include "profile.pb-c.h"
+#include "symbolize/intern.h"
 
 #define GZ_CHUNK (64 * 1024)
-
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t len)
-{
-	const unsigned char *p = data;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ULL;      /* FNV-1a */
-	}
-	return h;
-}
-
-#define HASH_INIT 0xcbf29ce484222325ULL
 
 /* ---- string table ---------------------------------------------------- */
 
 struct strtab {
 	char **strs;            /* strs[0] == "" */
 	size_t n, cap;
-	uint32_t *slots;        /* index + 1, 0 = empty; power-of-two size */
-	size_t nslots;
+	struct sym_table index; /* hash of a string -> index in strs; "" is not in it */
 	bool oom;
 };
 
@@ -52,11 +40,7 @@ static char empty_string[] = "";
 static bool strtab_init(struct strtab *t)
 {
 	memset(t, 0, sizeof(*t));
-	t->cap = 64;
-	t->nslots = 128;
-	t->strs = malloc(t->cap * sizeof(*t->strs));
-	t->slots = calloc(t->nslots, sizeof(*t->slots));
-	if (!t->strs || !t->slots)
+	if (array_reserve_first(&t->strs, &t->cap, 1, 64))
 		return false;
 	t->strs[0] = empty_string;
 	t->n = 1;
@@ -66,69 +50,31 @@ static bool strtab_init(struct strtab *t)
 static void strtab_free(struct strtab *t)
 {
 	free(t->strs);
-	free(t->slots);
-}
-
-static bool strtab_grow(struct strtab *t)
-{
-	size_t nslots = t->nslots * 2;
-	uint32_t *slots = calloc(nslots, sizeof(*slots));
-
-	if (!slots)
-		return false;
-	for (size_t i = 1; i < t->n; i++) {
-		size_t s = hash_bytes(HASH_INIT, t->strs[i], strlen(t->strs[i])) & (nslots - 1);
-
-		while (slots[s])
-			s = (s + 1) & (nslots - 1);
-		slots[s] = (uint32_t)i + 1;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = nslots;
-	return true;
+	sym_table_free(&t->index);
 }
 
 /* Index of s in the table, adding it if new.  NULL and "" are index 0.
  * Out of memory sets t->oom and returns 0. */
 static int64_t intern(struct strtab *t, const char *s)
 {
-	size_t slot;
+	uint64_t h;
+	int32_t id;
 
 	if (!s || !*s || t->oom)
 		return 0;
-	slot = hash_bytes(HASH_INIT, s, strlen(s)) & (t->nslots - 1);
-	while (t->slots[slot]) {
-		uint32_t i = t->slots[slot] - 1;
-
-		if (!strcmp(t->strs[i], s))
-			return i;
-		slot = (slot + 1) & (t->nslots - 1);
-	}
-	if (t->n >= UINT32_MAX - 1) {
+	h = sym_hash_bytes(s, strlen(s));
+	id = sym_table_find_str(&t->index, h, t->strs, s);
+	if (id >= 0)
+		return id;
+	if (t->n > INT32_MAX || array_reserve_first(&t->strs, &t->cap, t->n + 1, 64) ||
+	    sym_table_insert(&t->index, h, (int32_t)t->n)) {
 		t->oom = true;
 		return 0;
-	}
-	if (t->n == t->cap) {
-		char **strs = realloc(t->strs, 2 * t->cap * sizeof(*strs));
-
-		if (!strs) {
-			t->oom = true;
-			return 0;
-		}
-		t->strs = strs;
-		t->cap *= 2;
 	}
 	/* the table only points at the caller's strings; protobuf-c does
 	 * not modify them when packing */
 	t->strs[t->n] = (char *)s;
-	t->slots[slot] = (uint32_t)t->n + 1;
-	t->n++;
-	if (2 * t->n > t->nslots && !strtab_grow(t)) {
-		t->oom = true;
-		return 0;
-	}
-	return (int64_t)t->n - 1;
+	return (int64_t)t->n++;
 }
 
 /* ---- the message ----------------------------------------------------- */
@@ -143,8 +89,7 @@ struct builder {
 	Perftools__Profiles__Line *lines, **linep;
 	Perftools__Profiles__Function *funcs, **funcp;
 	size_t nfuncs;
-	uint32_t *fslots;       /* function index + 1, 0 = empty */
-	size_t nfslots;
+	struct sym_table func_index; /* hash of (name, file) -> index in funcs */
 	Perftools__Profiles__Sample *samples, **samplep;
 	uint64_t *locids;
 	int64_t *values;
@@ -163,7 +108,7 @@ static void builder_free(struct builder *b)
 	free(b->linep);
 	free(b->funcs);
 	free(b->funcp);
-	free(b->fslots);
+	sym_table_free(&b->func_index);
 	free(b->samples);
 	free(b->samplep);
 	free(b->locids);
@@ -179,28 +124,42 @@ static void *alloc_array(size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-/* Id of the function (name, file), adding it if new; 0 on out of memory. */
+struct func_ref {
+	const struct builder *b;
+	int64_t name, file;
+};
+
+static bool func_eq(void *ctx, int32_t id)
+{
+	const struct func_ref *r = ctx;
+
+	return r->b->funcs[id].name == r->name && r->b->funcs[id].filename == r->file;
+}
+
+/* Id of the function (name, file), adding it if new.  Out of memory sets
+ * b->st.oom and returns 0. */
 static uint64_t function_id(struct builder *b, int64_t name, int64_t file)
 {
 	uint64_t key[2] = { (uint64_t)name, (uint64_t)file };
-	size_t slot = hash_bytes(HASH_INIT, key, sizeof(key)) & (b->nfslots - 1);
+	struct func_ref r = { b, name, file };
+	uint64_t h = sym_hash_bytes(key, sizeof(key));
+	int32_t id = sym_table_find(&b->func_index, h, func_eq, &r);
 	Perftools__Profiles__Function *f;
 
-	while (b->fslots[slot]) {
-		f = &b->funcs[b->fslots[slot] - 1];
-		if (f->name == name && f->filename == file)
-			return f->id;
-		slot = (slot + 1) & (b->nfslots - 1);
+	if (id >= 0)
+		return b->funcs[id].id;
+	/* funcs has room for one function per frame */
+	if (b->nfuncs > INT32_MAX || sym_table_insert(&b->func_index, h, (int32_t)b->nfuncs)) {
+		b->st.oom = true;
+		return 0;
 	}
-	/* funcs has room for one function per frame, fslots for twice that */
 	f = &b->funcs[b->nfuncs];
 	perftools__profiles__function__init(f);
 	f->id = b->nfuncs + 1;
 	f->name = name;
 	f->system_name = name;
 	f->filename = file;
-	b->funcp[b->nfuncs] = f;
-	b->fslots[slot] = (uint32_t)++b->nfuncs;
+	b->funcp[b->nfuncs++] = f;
 	return f->id;
 }
 
@@ -286,11 +245,8 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 		return ret;
 
 	perftools__profiles__profile__init(pr);
-	if (!strtab_init(&b->st))
+	if (!strtab_init(&b->st) || sym_table_reserve(&b->func_index, nframes))
 		goto oom;
-	b->nfslots = 16;
-	while (b->nfslots < 2 * nframes)
-		b->nfslots *= 2;
 	b->maps = alloc_array(p->nmappings, sizeof(*b->maps));
 	b->mapp = alloc_array(p->nmappings, sizeof(*b->mapp));
 	b->locs = alloc_array(p->nlocations, sizeof(*b->locs));
@@ -299,7 +255,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	b->linep = alloc_array(nframes, sizeof(*b->linep));
 	b->funcs = alloc_array(nframes, sizeof(*b->funcs));
 	b->funcp = alloc_array(nframes, sizeof(*b->funcp));
-	b->fslots = alloc_array(b->nfslots, sizeof(*b->fslots));
 	b->samples = alloc_array(p->nsamples, sizeof(*b->samples));
 	b->samplep = alloc_array(p->nsamples, sizeof(*b->samplep));
 	b->locids = alloc_array(nlocids, sizeof(*b->locids));
@@ -308,11 +263,10 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	b->labelp = alloc_array(nlabels, sizeof(*b->labelp));
 	b->comments = alloc_array(p->ncomments, sizeof(*b->comments));
 	if (!b->maps || !b->mapp || !b->locs || !b->locp || !b->lines || !b->linep ||
-	    !b->funcs || !b->funcp || !b->fslots || !b->samples || !b->samplep ||
+	    !b->funcs || !b->funcp || !b->samples || !b->samplep ||
 	    !b->locids || !b->values || !b->labels || !b->labelp || !b->comments)
 		goto oom;
 
-	/* sample types, period, times */
 	for (uint32_t i = 0; i < p->ntypes; i++) {
 		perftools__profiles__value_type__init(&b->vt[i]);
 		b->vt[i].type = intern(&b->st, p->types[i].type);
@@ -334,9 +288,8 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->time_nanos = p->time_nanos;
 	pr->duration_nanos = p->duration_nanos;
 
-	/* mappings */
 	for (uint32_t i = 0; i < p->nmappings; i++) {
-		const struct prof_mapping *m = &p->mappings[i];
+		const struct profile_mapping *m = &p->mappings[i];
 		Perftools__Profiles__Mapping *pm = &b->maps[i];
 
 		perftools__profiles__mapping__init(pm);
@@ -351,7 +304,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->n_mapping = p->nmappings;
 	pr->mapping = b->mapp;
 
-	/* locations, their lines and the functions */
 	li = 0;
 	for (uint32_t i = 0; i < p->nlocations; i++) {
 		const struct prof_location *l = &p->locations[i];
@@ -394,7 +346,6 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 	pr->n_function = b->nfuncs;
 	pr->function = b->funcp;
 
-	/* samples */
 	lj = lk = 0;
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];

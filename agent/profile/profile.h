@@ -19,7 +19,7 @@ struct prof_frame {
 	int line;               /* 0 if unknown */
 };
 
-struct prof_mapping {
+struct profile_mapping {
 	uint64_t start, limit;  /* runtime addresses */
 	uint64_t file_offset;
 	const char *path;
@@ -60,7 +60,7 @@ struct profile {
 	int64_t period;
 	int64_t time_nanos;     /* wall-clock start, ns since the epoch */
 	int64_t duration_nanos;
-	const struct prof_mapping *mappings;
+	const struct profile_mapping *mappings;
 	uint32_t nmappings;
 	const struct prof_location *locations;
 	uint32_t nlocations;

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/util/array.h"
 #include "bpf/abi.h"
+#include "symbolize/intern.h"
 
 #define MAX_INLINE 32
 
@@ -34,15 +36,8 @@ static const char *keep(struct built_profile *b, const char *fmt, ...)
 	va_list ap;
 	int n;
 
-	if (b->nstrings == b->cap_strings) {
-		uint32_t ncap = b->cap_strings ? b->cap_strings * 2 : 256;
-		void *p = realloc(b->strings, ncap * sizeof(*b->strings));
-
-		if (!p)
-			return "?";
-		b->strings = p;
-		b->cap_strings = ncap;
-	}
+	if (array_reserve_first(&b->strings, &b->cap_strings, b->nstrings + 1, 256))
+		return "?";
 	va_start(ap, fmt);
 	n = vasprintf(&s, fmt, ap);
 	va_end(ap);
@@ -52,17 +47,23 @@ static const char *keep(struct built_profile *b, const char *fmt, ...)
 	return s;
 }
 
+/* A location is one distinct (address, frame mapping): made from the
+ * first frame met there. */
 struct loc_key {
-	uint64_t addr;
-	uint32_t pmap;
-	uint32_t idx;   /* location index + 1, 0 = empty slot */
+	const struct frame_ref *made_from;   /* by location */
+	const struct frame_ref *f;
 };
 
-static uint32_t loc_hash(uint64_t addr, uint32_t pmap, uint32_t cap)
+static uint64_t loc_hash(const struct frame_ref *f)
 {
-	uint64_t h = (addr ^ ((uint64_t)pmap << 40)) * 0x9e3779b97f4a7c15ull;
+	return sym_hash_u64(f->addr ^ ((uint64_t)f->mapping << 40));
+}
 
-	return (uint32_t)(h >> 32) & (cap - 1);
+static bool loc_eq(void *ctx, int32_t id)
+{
+	const struct loc_key *k = ctx;
+
+	return k->made_from[id].addr == k->f->addr && k->made_from[id].mapping == k->f->mapping;
 }
 
 static const char *base_name(const char *p)
@@ -81,13 +82,13 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	struct prof_frame *out = &b->frames[nf];
 	int n, i;
 
-	if (f->pmap == FRAME_MARK) {
+	if (f->mapping == FRAME_MARK) {
 		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
 		out->file = NULL;
 		out->line = 0;
 		return 1;
 	}
-	if (f->pmap == FRAME_KERNEL) {
+	if (f->mapping == FRAME_KERNEL) {
 		if (sym && symbolizer_kernel(sym, f->addr, &sf[0]) > 0) {
 			out->function = sf[0].function;
 		} else {
@@ -97,11 +98,11 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 		out->line = 0;
 		return 1;
 	}
-	if (f->pmap && f->pmap <= a->npmaps) {
-		const struct pmap *pm = &a->pmaps[f->pmap - 1];
+	if (f->mapping && f->mapping <= a->nframe_mappings) {
+		const struct frame_mapping *fm = &a->frame_mappings[f->mapping - 1];
 
-		if (pm->mod && pm->mod->sym >= 0 && sym) {
-			n = symbolizer_lookup(sym, pm->mod->sym, f->addr - pm->bias, sf, MAX_INLINE);
+		if (fm->mod && fm->mod->sym >= 0 && sym) {
+			n = symbolizer_lookup(sym, fm->mod->sym, f->addr - fm->bias, sf, MAX_INLINE);
 			if (n > 0) {
 				for (i = 0; i < n; i++) {
 					out[i].function = sf[i].function;
@@ -111,8 +112,8 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 				return (uint32_t)n;
 			}
 		}
-		out->function = pm->mod ? keep(b, "%s+0x%llx", base_name(pm->mod->path),
-					      (unsigned long long)(f->addr - pm->bias))
+		out->function = fm->mod ? keep(b, "%s+0x%llx", base_name(fm->mod->path),
+					      (unsigned long long)(f->addr - fm->bias))
 				       : keep(b, "[anon]+0x%llx", (unsigned long long)f->addr);
 	} else {
 		out->function = keep(b, "[unknown]+0x%llx", (unsigned long long)f->addr);
@@ -152,18 +153,18 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 
 	if (!v)
 		return;
-	for (k = 0; k < a->cap; k++) {
-		const struct stack *s = a->slots[k];
+	for (k = 0; k < a->n; k++) {
+		const struct stack *s = a->stacks[k];
 
-		for (j = 0; s && j < s->nframes; j++) {
+		for (j = 0; j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			const struct pmap *pm;
+			const struct frame_mapping *fm;
 
-			if (f->pmap == FRAME_KERNEL || !f->pmap || f->pmap > a->npmaps)
+			if (f->mapping == FRAME_KERNEL || !f->mapping || f->mapping > a->nframe_mappings)
 				continue;
-			pm = &a->pmaps[f->pmap - 1];
-			if (pm->mod && pm->mod->sym >= 0)
-				v[n++] = (struct sym_addr){ pm->mod->sym, f->addr - pm->bias };
+			fm = &a->frame_mappings[f->mapping - 1];
+			if (fm->mod && fm->mod->sym >= 0)
+				v[n++] = (struct sym_addr){ fm->mod->sym, f->addr - fm->bias };
 		}
 	}
 	qsort(v, n, sizeof(*v), cmp_sym_addr);
@@ -218,94 +219,85 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		  struct built_profile *b)
 {
 	uint64_t total_frames = 0, nlabels;
-	struct loc_key *lk = NULL;
-	uint32_t lcap = 1024, nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
-	uint32_t *pmap_to_mapping = NULL;
+	struct sym_table loc_index = { 0 };
+	struct frame_ref *loc_made_from = NULL;
+	uint32_t nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
+	uint32_t *profile_mapping_of = NULL;
 	uint32_t nmappings = 0;
-	uint32_t locs_used = 0, frames_cap, *frame_start = NULL;
+	uint32_t locs_used = 0, frames_cap = 0, *frame_start = NULL;
+	const struct stack *s;
+	size_t pos;
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
 	set_types(b, o);
-	for (i = 0; i < a->cap; i++)
-		if (a->slots[i])
-			total_frames += a->slots[i]->nframes;
-	while (lcap < 2 * total_frames + 2)
-		lcap *= 2;
+	for (i = 0; i < a->n; i++)
+		total_frames += a->stacks[i]->nframes;
 	if (sym)
 		symbolize_by_module(a, sym, total_frames);
-	lk = calloc(lcap, sizeof(*lk));
+	loc_made_from = calloc(total_frames + 1, sizeof(*loc_made_from));
 	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
-	frames_cap = 4096;
-	b->frames = calloc(frames_cap, sizeof(*b->frames));
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(a->n + 1, sizeof(*b->samples));
 	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
-	b->mappings = calloc(a->npmaps + 1, sizeof(*b->mappings));
-	pmap_to_mapping = calloc(a->npmaps + 1, sizeof(*pmap_to_mapping));
-	if (!lk || !b->locations || !b->frames || !b->locs || !b->samples || !b->labels ||
-	    !b->mappings || !pmap_to_mapping || !frame_start)
+	b->mappings = calloc(a->nframe_mappings + 1, sizeof(*b->mappings));
+	profile_mapping_of = calloc(a->nframe_mappings + 1, sizeof(*profile_mapping_of));
+	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
+	    !b->mappings || !profile_mapping_of || !frame_start ||
+	    sym_table_reserve(&loc_index, total_frames))
 		goto out;
 
 	/* pprof takes the first mapping for the main binary: executables
 	 * first, then the rest in the order they were met. */
 	for (k = 0; k < 2; k++) {
-		for (i = 0; i < a->npmaps; i++) {
-			const struct pmap *pm = &a->pmaps[i];
-			struct prof_mapping *m;
+		for (i = 0; i < a->nframe_mappings; i++) {
+			const struct frame_mapping *fm = &a->frame_mappings[i];
+			struct profile_mapping *m;
 
-			if (!pm->mod || pm->mod->is_main != (k == 0))
+			if (!fm->mod || fm->mod->is_main != (k == 0))
 				continue;
 			m = &b->mappings[nmappings++];
-			m->start = pm->start;
-			m->limit = pm->end;
-			m->file_offset = pm->offset;
-			m->path = pm->mod->path;
-			m->build_id = pm->mod->build_id;
-			pmap_to_mapping[i + 1] = nmappings;
+			m->start = fm->start;
+			m->limit = fm->end;
+			m->file_offset = fm->offset;
+			m->path = fm->mod->path;
+			m->build_id = fm->mod->build_id;
+			profile_mapping_of[i + 1] = nmappings;
 		}
 	}
 
-	for (i = 0; i < a->cap; i++) {
-		const struct stack *s = a->slots[i];
+	for (pos = 0; (s = stack_agg_next(a, &pos));) {
 		struct prof_sample *ps;
 		struct prof_label *lab;
 
-		if (!s)
-			continue;
 		ps = &b->samples[ns++];
 		ps->locs = &b->locs[locs_used];
 		ps->nlocs = s->nframes;
 		for (j = 0; j < s->nframes; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			uint32_t h = loc_hash(f->addr, f->pmap, lcap);
+			struct loc_key key = { loc_made_from, f };
+			uint64_t h = loc_hash(f);
+			int32_t id = sym_table_find(&loc_index, h, loc_eq, &key);
 
-			while (lk[h].idx && !(lk[h].addr == f->addr && lk[h].pmap == f->pmap))
-				h = (h + 1) & (lcap - 1);
-			if (!lk[h].idx) {
+			if (id < 0) {
 				struct prof_location *l = &b->locations[nloc];
 
 				l->address = f->addr;
-				l->mapping = f->pmap != FRAME_KERNEL && f->pmap <= a->npmaps ?
-					     pmap_to_mapping[f->pmap] : 0;
-				if (nf + MAX_INLINE > frames_cap) {
-					void *np = realloc(b->frames, 2 * frames_cap * sizeof(*b->frames));
-
-					if (!np)
-						goto out;
-					b->frames = np;
-					frames_cap *= 2;
-				}
+				l->mapping = f->mapping != FRAME_KERNEL && f->mapping <= a->nframe_mappings ?
+					     profile_mapping_of[f->mapping] : 0;
+				if (nloc > INT32_MAX ||
+				    array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
+				    sym_table_insert(&loc_index, h, (int32_t)nloc))
+					goto out;
 				frame_start[nloc] = nf;
 				l->nframes = symbolize(b, a, sym, f, nf);
 				nf += l->nframes;
-				lk[h].addr = f->addr;
-				lk[h].pmap = f->pmap;
-				lk[h].idx = ++nloc;
+				loc_made_from[nloc] = *f;
+				id = (int32_t)nloc++;
 			}
-			b->locs[locs_used++] = lk[h].idx - 1;
+			b->locs[locs_used++] = (uint32_t)id;
 		}
 		if (b->type_samples >= 0)
 			ps->values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
@@ -350,8 +342,9 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->p.ncomments = o->ncomments;
 	ret = 0;
 out:
-	free(lk);
-	free(pmap_to_mapping);
+	sym_table_free(&loc_index);
+	free(loc_made_from);
+	free(profile_mapping_of);
 	free(frame_start);
 	if (ret)
 		profile_built_free(b);

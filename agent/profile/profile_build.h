@@ -27,7 +27,7 @@ struct built_profile {
 	/* index of each sample type in p.types, -1 if absent */
 	int type_samples, type_cpu, type_off_cpu, type_off_events, type_woken_by;
 	/* storage behind p's pointers */
-	struct prof_mapping *mappings;
+	struct profile_mapping *mappings;
 	struct prof_location *locations;
 	struct prof_frame *frames;
 	struct prof_sample *samples;
@@ -37,6 +37,9 @@ struct built_profile {
 	uint32_t nstrings, cap_strings;
 };
 
+/* The profile of `a`, symbolized by `sym` (NULL: addresses only), into
+ * `out`, which owns its arrays and strings (profile_built_free).
+ * Returns 0 or -ENOMEM (out is then empty). */
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *out);
 void profile_built_free(struct built_profile *b);

@@ -4,132 +4,93 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m)
+#include "agent/util/array.h"
+#include "symbolize/intern.h"
+
+/* The index starts with room for this many stacks: profiles have
+ * hundreds. */
+#define STACKS_FIRST 512
+
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m)
 {
 	uint32_t i;
 
 	/* Few distinct mappings, and samples of one process cluster: search
 	 * from the newest. */
-	for (i = a->npmaps; i > 0; i--) {
-		const struct pmap *p = &a->pmaps[i - 1];
+	for (i = a->nframe_mappings; i > 0; i--) {
+		const struct frame_mapping *p = &a->frame_mappings[i - 1];
 
 		if (p->start == m->start && p->end == m->end && p->offset == m->offset &&
 		    p->mod == m->mod && p->bias == m->bias)
 			return i;
 	}
-	if (a->npmaps == a->cap_pmaps) {
-		uint32_t ncap = a->cap_pmaps ? a->cap_pmaps * 2 : 64;
-		void *p = realloc(a->pmaps, ncap * sizeof(*a->pmaps));
-
-		if (!p)
-			return 0;
-		a->pmaps = p;
-		a->cap_pmaps = ncap;
-	}
-	a->pmaps[a->npmaps] = (struct pmap){ m->start, m->end, m->offset, m->bias, m->mod };
-	return ++a->npmaps;
+	if (array_reserve_first(&a->frame_mappings, &a->cap_frame_mappings, a->nframe_mappings + 1,
+				64))
+		return 0;
+	a->frame_mappings[a->nframe_mappings] =
+		(struct frame_mapping){ m->start, m->end, m->offset, m->bias, m->mod };
+	return ++a->nframe_mappings;
 }
 
-static uint64_t hash_stack(const struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
-			   uint8_t end, const struct frame_ref *f, uint32_t n)
+/* A sample as stack_agg_add_kind looks it up. */
+struct stack_key {
+	const struct stack_agg *a;   /* its labels are the current ones */
+	uint32_t pid, tid;
+	const char *comm;
+	uint8_t end_reason;
+	const struct frame_ref *frames;
+	uint32_t n;
+};
+
+static uint64_t hash_stack(const struct stack_key *k)
 {
-	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)pid << 32 | tid);
+	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)k->pid << 32 | k->tid);
 	uint32_t i;
 
 	/* Interned: the pointers stand for the strings. */
-	h ^= (uintptr_t)a->cur_container_id * 0x9e3779b97f4a7c15ull;
-	h ^= (uintptr_t)a->cur_cgroup * 0xc2b2ae3d27d4eb4full;
+	h ^= (uintptr_t)k->a->cur_container_id * 0x9e3779b97f4a7c15ull;
+	h ^= (uintptr_t)k->a->cur_cgroup * 0xc2b2ae3d27d4eb4full;
 
-	h = (h ^ end) * 0x100000001b3ull;
-	for (i = 0; i < 16 && comm[i]; i++)
-		h = (h ^ (uint8_t)comm[i]) * 0x100000001b3ull;
-	for (i = 0; i < n; i++) {
-		h ^= f[i].addr + ((uint64_t)f[i].pmap << 48);
+	h = (h ^ k->end_reason) * 0x100000001b3ull;
+	for (i = 0; i < 16 && k->comm[i]; i++)
+		h = (h ^ (uint8_t)k->comm[i]) * 0x100000001b3ull;
+	for (i = 0; i < k->n; i++) {
+		h ^= k->frames[i].addr + ((uint64_t)k->frames[i].mapping << 48);
 		h *= 0x9e3779b97f4a7c15ull;
 		h ^= h >> 31;
 	}
 	return h;
 }
 
-static bool same(const struct stack_agg *a, const struct stack *s, uint64_t h, uint32_t pid,
-		 uint32_t tid, const char *comm, uint8_t end, const struct frame_ref *f, uint32_t n)
+static bool stack_eq(void *ctx, int32_t id)
 {
-	return s->hash == h && s->pid == pid && s->tid == tid && s->end_reason == end &&
-	       s->container_id == a->cur_container_id && s->cgroup == a->cur_cgroup &&
-	       s->nframes == n && !strncmp(s->comm, comm, sizeof(s->comm)) &&
-	       !memcmp(s->frames, f, n * sizeof(*f));
-}
+	const struct stack_key *k = ctx;
+	const struct stack *s = k->a->stacks[id];
 
-static int grow(struct stack_agg *a)
-{
-	uint32_t ncap = a->cap ? a->cap * 2 : 1024, i, j;
-	struct stack **ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return -ENOMEM;
-	for (i = 0; i < a->cap; i++) {
-		if (!a->slots[i])
-			continue;
-		for (j = a->slots[i]->hash & (ncap - 1); ns[j]; j = (j + 1) & (ncap - 1))
-			;
-		ns[j] = a->slots[i];
-	}
-	free(a->slots);
-	a->slots = ns;
-	a->cap = ncap;
-	return 0;
-}
-
-static uint64_t hash_name(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static int marks_grow(struct stack_agg *a)
-{
-	uint32_t ncap = a->mark_cap ? a->mark_cap * 2 : 64, i, j;
-	uint32_t *slots = calloc(ncap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < a->nmarks; i++) {
-		for (j = hash_name(a->marks[i]) & (ncap - 1); slots[j]; j = (j + 1) & (ncap - 1))
-			;
-		slots[j] = i + 1;
-	}
-	free(a->mark_slots);
-	a->mark_slots = slots;
-	a->mark_cap = ncap;
-	return 0;
+	return s->pid == k->pid && s->tid == k->tid && s->end_reason == k->end_reason &&
+	       s->container_id == k->a->cur_container_id && s->cgroup == k->a->cur_cgroup &&
+	       s->nframes == k->n && !strncmp(s->comm, k->comm, sizeof(s->comm)) &&
+	       !memcmp(s->frames, k->frames, k->n * sizeof(*k->frames));
 }
 
 int64_t stack_agg_mark(struct stack_agg *a, const char *name)
 {
-	uint32_t j;
+	uint64_t h = sym_hash_bytes(name, strlen(name));
+	int32_t id = sym_table_find_str(&a->mark_index, h, a->marks, name);
+	char *copy;
 
-	if ((a->nmarks + 1) * 2 > a->mark_cap && marks_grow(a))
+	if (id >= 0)
+		return id;
+	/* ids are the index's int32_t */
+	if (a->nmarks > INT32_MAX || array_reserve(&a->marks, &a->cap_marks, a->nmarks + 1))
 		return -ENOMEM;
-	for (j = hash_name(name) & (a->mark_cap - 1); a->mark_slots[j]; j = (j + 1) & (a->mark_cap - 1))
-		if (!strcmp(a->marks[a->mark_slots[j] - 1], name))
-			return a->mark_slots[j] - 1;
-	if (a->nmarks == a->cap_marks) {
-		uint32_t ncap = a->cap_marks ? a->cap_marks * 2 : 64;
-		void *p = realloc(a->marks, ncap * sizeof(*a->marks));
-
-		if (!p)
-			return -ENOMEM;
-		a->marks = p;
-		a->cap_marks = ncap;
+	copy = strdup(name);
+	if (!copy || sym_table_insert(&a->mark_index, h, (int32_t)a->nmarks)) {
+		free(copy);
+		return -ENOMEM;
 	}
-	a->marks[a->nmarks] = strdup(name);
-	if (!a->marks[a->nmarks])
-		return -ENOMEM;
-	a->mark_slots[j] = ++a->nmarks;
-	return a->nmarks - 1;
+	a->marks[a->nmarks] = copy;
+	return a->nmarks++;
 }
 
 /* The owned copy of `v`: few distinct values (one per container and
@@ -147,18 +108,7 @@ static const char *label_str(struct stack_agg *a, const char *cur, const char *v
 	for (i = 0; i < a->nlabel_strs; i++)
 		if (!strcmp(a->label_strs[i], v))
 			return a->label_strs[i];
-	if (a->nlabel_strs == a->cap_label_strs) {
-		uint32_t ncap = a->cap_label_strs ? a->cap_label_strs * 2 : 16;
-		char **p = realloc(a->label_strs, ncap * sizeof(*p));
-
-		if (!p) {
-			*err = -ENOMEM;
-			return NULL;
-		}
-		a->label_strs = p;
-		a->cap_label_strs = ncap;
-	}
-	copy = strdup(v);
+	copy = array_reserve(&a->label_strs, &a->cap_label_strs, a->nlabel_strs + 1) ? NULL : strdup(v);
 	if (!copy) {
 		*err = -ENOMEM;
 		return NULL;
@@ -182,35 +132,47 @@ int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *c
 	return stack_agg_add_kind(a, STACK_ON_CPU, pid, tid, comm, end_reason, frames, n, weight);
 }
 
+/* A new stack for the sample `k`, added to the index under `h`. */
+static struct stack *new_stack(struct stack_agg *a, const struct stack_key *k, uint64_t h)
+{
+	struct stack *s;
+
+	if (a->n > INT32_MAX || array_reserve(&a->stacks, &a->cap, a->n + 1))
+		return NULL;
+	s = calloc(1, sizeof(*s) + k->n * sizeof(*k->frames));
+	if (!s || sym_table_insert(&a->index, h, (int32_t)a->n)) {
+		free(s);
+		return NULL;
+	}
+	s->pid = k->pid;
+	s->tid = k->tid;
+	strncpy(s->comm, k->comm, sizeof(s->comm) - 1);
+	s->end_reason = k->end_reason;
+	s->container_id = a->cur_container_id;
+	s->cgroup = a->cur_cgroup;
+	s->nframes = k->n;
+	memcpy(s->frames, k->frames, k->n * sizeof(*k->frames));
+	a->stacks[a->n++] = s;
+	return s;
+}
+
 int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight)
 {
-	uint64_t h = hash_stack(a, pid, tid, comm, end_reason, frames, n);
+	struct stack_key k = { a, pid, tid, comm, end_reason, frames, n };
+	uint64_t h = hash_stack(&k);
 	struct stack *s;
-	uint32_t j;
+	int32_t id;
 
-	if ((a->n + 1) * 2 > a->cap && grow(a))
+	/* Room for one more before the lookup, found or not: when the index
+	 * grows decides its slot order, which profiles list stacks in. */
+	if (sym_table_reserve(&a->index, a->n < STACKS_FIRST ? STACKS_FIRST : a->n + 1))
 		return -ENOMEM;
-	for (j = h & (a->cap - 1); (s = a->slots[j]); j = (j + 1) & (a->cap - 1)) {
-		if (same(a, s, h, pid, tid, comm, end_reason, frames, n))
-			goto found;
-	}
-	s = calloc(1, sizeof(*s) + n * sizeof(*frames));
+	id = sym_table_find(&a->index, h, stack_eq, &k);
+	s = id >= 0 ? a->stacks[id] : new_stack(a, &k, h);
 	if (!s)
 		return -ENOMEM;
-	s->hash = h;
-	s->pid = pid;
-	s->tid = tid;
-	strncpy(s->comm, comm, sizeof(s->comm) - 1);
-	s->end_reason = end_reason;
-	s->container_id = a->cur_container_id;
-	s->cgroup = a->cur_cgroup;
-	s->nframes = n;
-	memcpy(s->frames, frames, n * sizeof(*frames));
-	a->slots[j] = s;
-	a->n++;
-found:
 	s->count[kind]++;
 	s->weight[kind] += weight;
 	a->samples[kind]++;
@@ -218,18 +180,26 @@ found:
 	return 0;
 }
 
+const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos)
+{
+	int32_t id = sym_table_next(&a->index, pos);
+
+	return id >= 0 ? a->stacks[id] : NULL;
+}
+
 void stack_agg_free(struct stack_agg *a)
 {
 	uint32_t i;
 
-	for (i = 0; i < a->cap; i++)
-		free(a->slots[i]);
-	free(a->slots);
-	free(a->pmaps);
+	for (i = 0; i < a->n; i++)
+		free(a->stacks[i]);
+	free(a->stacks);
+	sym_table_free(&a->index);
+	free(a->frame_mappings);
 	for (i = 0; i < a->nmarks; i++)
 		free(a->marks[i]);
 	free(a->marks);
-	free(a->mark_slots);
+	sym_table_free(&a->mark_index);
 	for (i = 0; i < a->nlabel_strs; i++)
 		free(a->label_strs[i]);
 	free(a->label_strs);

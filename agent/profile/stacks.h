@@ -1,29 +1,31 @@
 /*
  * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
- * frames) samples are counted once, with a count and a summed weight per
- * kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
+ * container labels, frames) samples are counted once, with a count and a
+ * summed weight per kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
  * they were in when the sample arrived, so later exits, exec()s and
  * mapping changes cannot misattribute them.
  */
 #ifndef AGENT_STACKS_H
 #define AGENT_STACKS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "agent/procs/procs.h"
+#include "symbolize/table.h"
 
 /* A mapping as it was when a frame was taken (interned). */
-struct pmap {
+struct frame_mapping {
 	uint64_t start, end, offset, bias;
 	struct module *mod;        /* NULL: anonymous memory */
 };
 
-#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.pmap of kernel frames */
+#define FRAME_KERNEL  UINT32_MAX        /* frame_ref.mapping of kernel frames */
 #define FRAME_MARK    (UINT32_MAX - 1)  /* a synthetic frame: addr indexes marks */
 
 struct frame_ref {
 	uint64_t addr;
-	uint32_t pmap;             /* index into pmaps + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
+	uint32_t mapping;          /* index into frame_mappings + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
 };
 
 enum stack_kind {
@@ -34,7 +36,6 @@ enum stack_kind {
 };
 
 struct stack {
-	uint64_t hash;
 	uint32_t pid, tid;
 	char comm[16];
 	uint8_t end_reason;
@@ -47,22 +48,24 @@ struct stack {
 };
 
 struct stack_agg {
-	struct stack **slots;
-	uint32_t cap, n;
-	struct pmap *pmaps;
-	uint32_t npmaps, cap_pmaps;
+	struct stack **stacks;     /* in the order first seen */
+	uint32_t n, cap;
+	struct sym_table index;    /* hash of a stack -> index into stacks */
+	struct frame_mapping *frame_mappings;
+	uint32_t nframe_mappings, cap_frame_mappings;
 	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
-	char **marks;              /* names of synthetic frames */
+	char **marks;              /* names of synthetic frames, by id */
 	uint32_t nmarks, cap_marks;
-	uint32_t *mark_slots;      /* open addressing: index + 1, 0 = empty */
-	uint32_t mark_cap;
+	struct sym_table mark_index; /* hash of a name -> id */
 	/* the labels of the samples added next (stack_agg_set_labels) */
 	const char *cur_container_id, *cur_cgroup;
 	char **label_strs;         /* every distinct label value, owned */
 	uint32_t nlabel_strs, cap_label_strs;
 };
 
-uint32_t stack_agg_pmap(struct stack_agg *a, const struct proc_mapping *m);
+/* The frame_ref.mapping of frames in `m` as it is now (interned): its
+ * index + 1, or 0 (unknown) when out of memory. */
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m);
 
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
  * -ENOMEM. */
@@ -74,11 +77,19 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name);
  * Returns 0 or -ENOMEM (the labels are then left out). */
 int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup);
 
+/* Counts a sample of `kind` (stack_agg_add: on-CPU) with the current
+ * labels; frames[0..n) leaf first, copied.  Returns 0 or -ENOMEM. */
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
 int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight);
+
+/* The stacks in the order profiles list them, the index's slot order:
+ *	for (size_t pos = 0; (s = stack_agg_next(a, &pos));)
+ * Profiles have always listed them so; keeping it keeps their bytes.
+ * NULL after the last. */
+const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
 
 void stack_agg_free(struct stack_agg *a);
 

@@ -88,14 +88,14 @@ static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
 	/* Kernel frames first: pprof and folded both want the leaf first. */
 	for (i = 0; i < s->nkernel; i++) {
 		ev->frames[k].addr = s->addrs[s->nuser + i];
-		ev->frames[k].pmap = FRAME_KERNEL;
+		ev->frames[k].mapping = FRAME_KERNEL;
 		k++;
 	}
 	for (i = 0; i < s->nuser; i++) {
 		const struct proc_mapping *m = p ? proc_find(p, s->addrs[i]) : NULL;
 
 		ev->frames[k].addr = s->addrs[i];
-		ev->frames[k].pmap = m ? stack_agg_pmap(ev->agg, m) : 0;
+		ev->frames[k].mapping = m ? stack_agg_frame_mapping(ev->agg, m) : 0;
 		if (m && m->mod)
 			tables_touch(m->mod, now);
 		k++;

@@ -1,6 +1,5 @@
 #include "agent/unwind/modules.h"
 
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "agent/util/array.h"
 
 static struct module *find_by_file(struct module_registry *r, const struct stat *st)
 {
@@ -38,26 +38,17 @@ static struct module *find_by_build_id(struct module_registry *r, const char *bi
 
 static int add(struct module_registry *r, struct module *m)
 {
-	int ret = 0;
+	int ret;
 
 	/* The table worker walks the array to pick eviction victims. */
 	if (r->tables)
 		pthread_mutex_lock(&r->tables->lock);
-	if (r->n == r->cap) {
-		uint32_t ncap = r->cap ? r->cap * 2 : 64;
-		void *p = realloc(r->mods, ncap * sizeof(*r->mods));
-
-		if (!p) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		r->mods = p;
-		r->cap = ncap;
+	ret = array_reserve_first(&r->mods, &r->cap, r->n + 1, 64);
+	if (!ret) {
+		r->mods[r->n] = m;
+		m->id = r->n + 1;
+		r->n++;
 	}
-	r->mods[r->n] = m;
-	m->id = r->n + 1;
-	r->n++;
-out:
 	if (r->tables)
 		pthread_mutex_unlock(&r->tables->lock);
 	return ret;

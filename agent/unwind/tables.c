@@ -8,8 +8,9 @@
 
 #include "cfi/cache.h"
 #include "agent/unwind/bpf_maps.h"
-#include "agent/util/clock.h"
 #include "agent/unwind/modules.h"
+#include "agent/util/array.h"
+#include "agent/util/clock.h"
 
 static void set_error(struct module *m, const char *fmt, const char *arg)
 {
@@ -48,7 +49,7 @@ static void delete_table(struct table_manager *tm, struct module *m)
 }
 
 /* Picks least recently used tables to evict until `need` more bytes fit
- * the budget, into victims[] (ids).  Returns how many, or -1 if even an
+ * the budget, into victims[].  Returns how many, or -E2BIG if even an
  * empty kernel could not hold them.  Called with the lock held. */
 static int pick_victims_locked(struct table_manager *tm, const struct module *self, uint64_t need,
 			       struct module **victims, int max)
@@ -56,7 +57,7 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 	int n = 0;
 
 	if (need > tm->budget)
-		return -1;
+		return -E2BIG;
 	/* cfi_tables holds CFIPROF_MAX_TABLES: a full map is a budget too. */
 	while (tm->stats.kernel_bytes + need > tm->budget || tm->stats.loaded >= CFIPROF_MAX_TABLES) {
 		struct module *victim = NULL;
@@ -81,7 +82,7 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 			}
 		}
 		if (!victim || n == max)
-			return -1;
+			return -E2BIG;
 		unaccount_locked(tm, victim);
 		victims[n++] = victim;
 		tm->stats.evictions++;
@@ -89,17 +90,11 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 	return n;
 }
 
+/* Without memory, the latency goes unrecorded: only statistics lose. */
 static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size)
 {
-	if (tm->nlatency == tm->cap_latency) {
-		uint32_t ncap = tm->cap_latency ? tm->cap_latency * 2 : 256;
-		struct table_latency *p = realloc(tm->latency, ncap * sizeof(*p));
-
-		if (!p)
-			return;
-		tm->latency = p;
-		tm->cap_latency = ncap;
-	}
+	if (array_reserve_first(&tm->latency, &tm->cap_latency, tm->nlatency + 1, 256))
+		return;
 	tm->latency[tm->nlatency].ns = ns;
 	tm->latency[tm->nlatency].object_size = object_size;
 	tm->nlatency++;
@@ -160,7 +155,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
 		cfi_table_free(&t);
-		return -E2BIG;
+		return nvictims;
 	}
 	/* Counted now, so that no other load can overrun the budget. */
 	tm->stats.kernel_bytes += kbytes;
@@ -300,15 +295,8 @@ void tables_stop(struct table_manager *tm)
 
 static int enqueue_locked(struct table_manager *tm, struct module *m)
 {
-	if (tm->qlen == tm->qcap) {
-		uint32_t ncap = tm->qcap ? tm->qcap * 2 : 64;
-		struct module **q = realloc(tm->queue, ncap * sizeof(*q));
-
-		if (!q)
-			return -ENOMEM;
-		tm->queue = q;
-		tm->qcap = ncap;
-	}
+	if (array_reserve_first(&tm->queue, &tm->qcap, tm->qlen + 1, 64))
+		return -ENOMEM;
 	tm->queue[tm->qlen++] = m;
 	pthread_cond_signal(&tm->wake);
 	return 0;
@@ -316,15 +304,8 @@ static int enqueue_locked(struct table_manager *tm, struct module *m)
 
 static int push_unload_locked(struct table_manager *tm, struct module *m)
 {
-	if (tm->nunloads == tm->cap_unloads) {
-		uint32_t ncap = tm->cap_unloads ? tm->cap_unloads * 2 : 64;
-		struct module **u = realloc(tm->unloads, ncap * sizeof(*u));
-
-		if (!u)
-			return -ENOMEM;
-		tm->unloads = u;
-		tm->cap_unloads = ncap;
-	}
+	if (array_reserve_first(&tm->unloads, &tm->cap_unloads, tm->nunloads + 1, 64))
+		return -ENOMEM;
 	tm->unloads[tm->nunloads++] = m;
 	pthread_cond_signal(&tm->wake);
 	return 0;

@@ -6,10 +6,10 @@
  * a worker thread the first time a walk reports a miss for it, so that an
  * agent watching a whole machine only pays for code that is actually
  * running.  Tables are reference-counted by the process mappings that use
- * them: a second after the last process unmapped an object, its table
- * is unloaded.  Kernel
- * memory stays under a budget: when a new table would exceed it, the
- * least recently used tables are evicted (a later miss loads them again).
+ * them: a second after the last process unmapped an object, its table is
+ * unloaded.  Kernel memory stays under a budget: when a new table would
+ * exceed it, tables no process maps, then the least recently used, are
+ * evicted (a later miss loads them again).
  */
 #ifndef AGENT_TABLES_H
 #define AGENT_TABLES_H
@@ -94,8 +94,8 @@ int tables_wait(struct table_manager *tm, int timeout_ms);
  * is not loaded.  Returns 0 or a negative errno (reason in m->error). */
 int tables_load_now(struct table_manager *tm, struct module *m);
 
-/* A process mapping starts or stops using `m`'s table.  The last unref
- * unloads it. */
+/* A process mapping starts or stops using `m`'s table.  After the last
+ * unref, tables_sweep unloads it. */
 void tables_ref(struct table_manager *tm, struct module *m);
 void tables_unref(struct table_manager *tm, struct module *m);
 

@@ -14,7 +14,7 @@
 #define SYN_APP_BUILD_ID "0123456789abcdef0123456789abcdef01234567"
 #define SYN_LIB_BUILD_ID "fedcba98765432100011223344556677"
 
-static const struct prof_mapping syn_mappings[] = {
+static const struct profile_mapping syn_mappings[] = {
 	{ 0x400000, 0x480000, 0x0, SYN_APP, SYN_APP_BUILD_ID },
 	{ 0x7f0000000000, 0x7f0000200000, 0x1000, SYN_LIB, SYN_LIB_BUILD_ID },
 };

@@ -30,7 +30,7 @@ Test(offcpu, parse_duration)
 		cr_expect_eq(offcpu_parse_duration(bad[i], &ns), -EINVAL, "'%s' accepted", bad[i]);
 }
 
-/* A user frame of pmap 1 at `addr`. */
+/* A user frame of frame mapping 1 at `addr`. */
 #define U(addr) { (addr), 1 }
 
 static const struct stack *only_stack(const struct stack_agg *a, enum stack_kind kind, uint32_t tid)
@@ -38,8 +38,8 @@ static const struct stack *only_stack(const struct stack_agg *a, enum stack_kind
 	const struct stack *found = NULL;
 	uint32_t i;
 
-	for (i = 0; i < a->cap; i++) {
-		const struct stack *s = a->slots[i];
+	for (i = 0; i < a->n; i++) {
+		const struct stack *s = a->stacks[i];
 
 		if (s && s->tid == tid && s->count[kind]) {
 			cr_assert_null(found, "more than one stack of kind %d", kind);
@@ -52,7 +52,7 @@ static const struct stack *only_stack(const struct stack_agg *a, enum stack_kind
 
 static const char *mark_name(const struct stack_agg *a, const struct frame_ref *f)
 {
-	cr_assert_eq(f->pmap, FRAME_MARK);
+	cr_assert_eq(f->mapping, FRAME_MARK);
 	cr_assert_lt(f->addr, a->nmarks);
 	return a->marks[f->addr];
 }
@@ -126,12 +126,12 @@ Test(offcpu, wakers_folded)
 				   blocked, 2, 0), 0);
 	s = only_stack(&a, STACK_OFF_CPU, 5);
 	cr_expect_eq(s->nframes, 5);
-	cr_expect_eq(s->frames[0].pmap, FRAME_KERNEL);
+	cr_expect_eq(s->frames[0].mapping, FRAME_KERNEL);
 	cr_expect_str_eq(mark_name(&a, &s->frames[1]), "[woken by] [interrupt]");
 	cr_expect_eq(s->frames[2].addr, 0x10);
 	cr_expect_str_eq(mark_name(&a, &s->frames[4]), "[off-cpu]");
-	for (i = 0; i < a.cap; i++)
-		cr_expect(!a.slots[i] || !a.slots[i]->count[STACK_WOKEN_BY]);
+	for (i = 0; i < a.n; i++)
+		cr_expect(!a.stacks[i] || !a.stacks[i]->count[STACK_WOKEN_BY]);
 
 	cr_assert_eq(offcpu_record(&oc, &a, 6, 6, "busy", 0,
 				   SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_PREEMPTED, 0, 200, 1000, blocked, 2,

@@ -173,7 +173,7 @@ Test(pprof, mappings)
 /* has_* flags follow what the locations of each mapping carry */
 Test(pprof, mapping_flags)
 {
-	static const struct prof_mapping maps[] = {
+	static const struct profile_mapping maps[] = {
 		{ 0x1000, 0x2000, 0, "/a", "" },        /* names only */
 		{ 0x3000, 0x4000, 0, "/b", "" },        /* file and line, no inlining */
 		{ 0x5000, 0x6000, 0, "/c", "" },        /* inlined */

@@ -81,11 +81,9 @@ static const struct stack *only_stack(void)
 {
 	const struct stack *found = NULL;
 
-	for (uint32_t i = 0; i < agg.cap; i++) {
-		if (!agg.slots[i])
-			continue;
+	for (uint32_t i = 0; i < agg.n; i++) {
 		cr_assert_null(found, "more than one stack");
-		found = agg.slots[i];
+		found = agg.stacks[i];
 	}
 	cr_assert_not_null(found, "no stack");
 	return found;
@@ -120,8 +118,8 @@ Test(events, sample_is_resolved_and_aggregated)
 	cr_expect_eq(st->count[STACK_ON_CPU], 2, "identical samples are one stack");
 	cr_expect_eq(st->nframes, 2);
 	cr_expect_eq(st->frames[0].addr, addrs[0]);
-	cr_expect_neq(st->frames[0].pmap, 0, "the leaf was not resolved to its mapping");
-	cr_expect_neq(st->frames[1].pmap, 0);
+	cr_expect_neq(st->frames[0].mapping, 0, "the leaf was not resolved to its mapping");
+	cr_expect_neq(st->frames[1].mapping, 0);
 	cr_expect_str_eq(st->comm, "child");
 }
 
@@ -135,7 +133,7 @@ Test(events, sample_of_an_unread_process_reads_it)
 	procs_forget(&t.procs, child.pid);
 	handle(s, sample(2, WALK_END_NO_MAPPING, addrs));
 	cr_expect(test_bpf_proc_info(&t, child.pid, &info), "the child was not published");
-	cr_expect_neq(only_stack()->frames[0].pmap, 0, "this very sample was not resolved");
+	cr_expect_neq(only_stack()->frames[0].mapping, 0, "this very sample was not resolved");
 }
 
 Test(events, kernel_frames_come_first)
@@ -152,7 +150,7 @@ Test(events, kernel_frames_come_first)
 	handle(s, size + sizeof(uint64_t));
 	st = only_stack();
 	cr_assert_eq(st->nframes, 3);
-	cr_expect_eq(st->frames[0].pmap, FRAME_KERNEL);
+	cr_expect_eq(st->frames[0].mapping, FRAME_KERNEL);
 	cr_expect_eq(st->frames[0].addr, addrs[2]);
 	cr_expect_eq(st->frames[1].addr, addrs[0]);
 }
@@ -264,7 +262,7 @@ Test(events, process_records_drive_the_registry)
 	 * a reason to read the process again. */
 	handle(s, sample(2, WALK_END_NO_MAPPING, addrs));
 	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
-	cr_expect_eq(only_stack()->frames[0].pmap, 0);
+	cr_expect_eq(only_stack()->frames[0].mapping, 0);
 	cr_expect(!test_bpf_proc_info(&t, child.pid, &info), "a sample resurrected the process");
 	cr_expect_eq(ev.bad_records, 0);
 }

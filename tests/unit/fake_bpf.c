@@ -1,0 +1,396 @@
+/* The in-memory BPF maps of fake_bpf.h. */
+#include "fake_bpf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/util/array.h"
+
+struct fault {
+	int fd, err;
+	uint32_t skip, count;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t changed = PTHREAD_COND_INITIALIZER;
+static struct fake_bpf_map **maps;     /* by id - 1 */
+static uint32_t nmaps, cap_maps;
+static uint32_t *map_of_fd;            /* map id, 0: none */
+static uint32_t nfds, cap_fds;
+static uint64_t calls[FAKE_BPF_OPS];
+static struct fault faults[FAKE_BPF_OPS];
+static bool held[FAKE_BPF_OPS];
+static uint32_t blocked[FAKE_BPF_OPS], passes[FAKE_BPF_OPS];
+
+/* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
+ * the error the call is to fail with, or 0. */
+static int enter_locked(enum fake_bpf_op op, int fd)
+{
+	struct fault *f = &faults[op];
+
+	calls[op]++;
+	if (held[op]) {
+		blocked[op]++;
+		pthread_cond_broadcast(&changed);
+		while (held[op] && !passes[op])
+			pthread_cond_wait(&changed, &lock);
+		if (held[op])
+			passes[op]--;
+		blocked[op]--;
+	}
+	if (!f->count || (f->fd >= 0 && f->fd != fd))
+		return 0;
+	if (f->skip) {
+		f->skip--;
+		return 0;
+	}
+	f->count--;
+	return f->err;
+}
+
+static struct fake_bpf_map *by_fd_locked(int fd)
+{
+	if (fd < 0 || (uint32_t)fd >= nfds || !map_of_fd[fd])
+		return NULL;
+	return maps[map_of_fd[fd] - 1];
+}
+
+static bool is_array(const struct fake_bpf_map *m)
+{
+	return m->type == BPF_MAP_TYPE_ARRAY || m->type == BPF_MAP_TYPE_ARRAY_OF_MAPS;
+}
+
+static bool of_maps(const struct fake_bpf_map *m)
+{
+	return m->type == BPF_MAP_TYPE_ARRAY_OF_MAPS || m->type == BPF_MAP_TYPE_HASH_OF_MAPS;
+}
+
+static bool known_type(enum bpf_map_type t)
+{
+	return t == BPF_MAP_TYPE_ARRAY || t == BPF_MAP_TYPE_HASH || t == BPF_MAP_TYPE_ARRAY_OF_MAPS ||
+	       t == BPF_MAP_TYPE_HASH_OF_MAPS;
+}
+
+/* Names map `id` by `fd` (reused numbers name the new map). */
+static int bind_fd_locked(int fd, uint32_t id)
+{
+	if ((uint32_t)fd >= nfds) {
+		if (array_reserve(&map_of_fd, &cap_fds, (uint32_t)fd + 1))
+			return -ENOMEM;
+		memset(map_of_fd + nfds, 0, ((uint32_t)fd + 1 - nfds) * sizeof(*map_of_fd));
+		nfds = (uint32_t)fd + 1;
+	}
+	map_of_fd[fd] = id;
+	return 0;
+}
+
+/* The index of `key` in `m`, or -ENOENT (arrays: -E2BIG past the end). */
+static int64_t find_locked(const struct fake_bpf_map *m, const void *key)
+{
+	uint32_t i;
+
+	if (is_array(m)) {
+		memcpy(&i, key, sizeof(i));
+		return i < m->max_entries ? (int64_t)i : -E2BIG;
+	}
+	for (i = 0; i < m->n; i++)
+		if (!memcmp(m->keys + (size_t)i * m->key_size, key, m->key_size))
+			return i;
+	return -ENOENT;
+}
+
+/* The start of a call of `op` on map `fd`: takes the lock, counts the
+ * call, holds it while `op` is held.  Returns the map, or NULL with *err
+ * the error the call fails with. */
+static struct fake_bpf_map *enter(enum fake_bpf_op op, int fd, int *err)
+{
+	struct fake_bpf_map *m = NULL;
+
+	pthread_mutex_lock(&lock);
+	*err = enter_locked(op, fd);
+	if (!*err && !(m = by_fd_locked(fd)))
+		*err = -EBADF;
+	return m;
+}
+
+/* The end of a call: libbpf's convention for `ret` (>= 0, or a negative
+ * errno, also left in errno). */
+static int leave(int ret)
+{
+	pthread_mutex_unlock(&lock);
+	if (ret < 0)
+		errno = -ret;
+	return ret;
+}
+
+static void free_map(struct fake_bpf_map *m)
+{
+	if (m) {
+		free(m->keys);
+		free(m->values);
+		free(m);
+	}
+}
+
+/* Returns the new map's fd or a negative errno. */
+static int create_locked(enum bpf_map_type type, uint32_t key_size, uint32_t value_size,
+			 uint32_t max_entries, uint32_t flags)
+{
+	struct fake_bpf_map *m;
+	int fd;
+
+	if (!known_type(type) || !key_size || !value_size || !max_entries)
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m || array_reserve(&maps, &cap_maps, nmaps + 1)) {
+		free(m);
+		return -ENOMEM;
+	}
+	*m = (struct fake_bpf_map){ .id = nmaps + 1, .type = type, .key_size = key_size,
+				    .value_size = value_size, .max_entries = max_entries,
+				    .map_flags = flags };
+	if ((is_array(m) && key_size != 4) || (of_maps(m) && value_size != 4)) {
+		free_map(m);
+		return -EINVAL;
+	}
+	m->n = is_array(m) ? max_entries : 0;
+	m->keys = is_array(m) ? NULL : calloc(max_entries, key_size);
+	m->values = calloc(max_entries, value_size);
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!m->values || (!is_array(m) && !m->keys) || fd < 0 || bind_fd_locked(fd, m->id)) {
+		if (fd >= 0)
+			close(fd);
+		free_map(m);
+		return -ENOMEM;
+	}
+	maps[nmaps++] = m;
+	return fd;
+}
+
+int bpf_map_create(enum bpf_map_type map_type, const char *map_name, __u32 key_size,
+		   __u32 value_size, __u32 max_entries, const struct bpf_map_create_opts *opts)
+{
+	int ret;
+
+	(void)map_name;
+	pthread_mutex_lock(&lock);
+	ret = enter_locked(FAKE_BPF_CREATE, -1);
+	if (!ret)
+		ret = create_locked(map_type, key_size, value_size, max_entries,
+				    opts ? opts->map_flags : 0);
+	return leave(ret);
+}
+
+static int update_locked(struct fake_bpf_map *m, const void *key, const void *value, __u64 flags)
+{
+	uint32_t inner_id;
+	int64_t i;
+
+	if (of_maps(m)) {
+		const struct fake_bpf_map *inner = by_fd_locked(*(const int *)value);
+
+		if (!inner)
+			return -EBADF;
+		inner_id = inner->id;
+		value = &inner_id;
+	}
+	i = find_locked(m, key);
+	if (i >= 0 && flags == BPF_NOEXIST && !is_array(m))
+		return -EEXIST;
+	if (i == -ENOENT) {
+		if (flags == BPF_EXIST)
+			return -ENOENT;
+		if (m->n == m->max_entries)
+			return -E2BIG;
+		i = m->n++;
+		memcpy(m->keys + (size_t)i * m->key_size, key, m->key_size);
+	}
+	if (i < 0)
+		return (int)i;
+	memcpy(m->values + (size_t)i * m->value_size, value, m->value_size);
+	return 0;
+}
+
+int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags)
+{
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_UPDATE, fd, &err);
+
+	return leave(m ? update_locked(m, key, value, flags) : err);
+}
+
+static int delete_locked(struct fake_bpf_map *m, const void *key)
+{
+	int64_t i;
+
+	if (is_array(m))
+		return -EINVAL;
+	i = find_locked(m, key);
+	if (i < 0)
+		return (int)i;
+	/* The last entry takes its place: hashes have no order. */
+	m->n--;
+	memmove(m->keys + (size_t)i * m->key_size, m->keys + (size_t)m->n * m->key_size,
+		m->key_size);
+	memmove(m->values + (size_t)i * m->value_size, m->values + (size_t)m->n * m->value_size,
+		m->value_size);
+	return 0;
+}
+
+int bpf_map_delete_elem(int fd, const void *key)
+{
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_DELETE, fd, &err);
+
+	return leave(m ? delete_locked(m, key) : err);
+}
+
+static int lookup_locked(struct fake_bpf_map *m, const void *key, void *value)
+{
+	int64_t i = find_locked(m, key);
+
+	if (i < 0)
+		return i == -E2BIG ? -ENOENT : (int)i;
+	memcpy(value, m->values + (size_t)i * m->value_size, m->value_size);
+	return 0;
+}
+
+int bpf_map_lookup_elem(int fd, const void *key, void *value)
+{
+	int err;
+	struct fake_bpf_map *m = enter(FAKE_BPF_LOOKUP, fd, &err);
+
+	return leave(m ? lookup_locked(m, key, value) : err);
+}
+
+uint64_t fake_bpf_calls(enum fake_bpf_op op)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&lock);
+	n = calls[op];
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void fake_bpf_fail(enum fake_bpf_op op, int fd, int err, uint32_t skip, uint32_t count)
+{
+	pthread_mutex_lock(&lock);
+	faults[op] = (struct fault){ fd, err, skip, count };
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_bpf_hold(enum fake_bpf_op op)
+{
+	pthread_mutex_lock(&lock);
+	held[op] = true;
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_bpf_release(enum fake_bpf_op op)
+{
+	pthread_mutex_lock(&lock);
+	held[op] = false;
+	passes[op] = 0;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+void fake_bpf_release_one(enum fake_bpf_op op)
+{
+	pthread_mutex_lock(&lock);
+	passes[op]++;
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}
+
+bool fake_bpf_wait_blocked(enum fake_bpf_op op, uint32_t n, int timeout_ms)
+{
+	struct timespec deadline;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000 + 1;
+	pthread_mutex_lock(&lock);
+	while (blocked[op] < n && !pthread_cond_timedwait(&changed, &lock, &deadline))
+		;
+	ok = blocked[op] >= n;
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+const struct fake_bpf_map *fake_bpf_map(int fd)
+{
+	const struct fake_bpf_map *m;
+
+	pthread_mutex_lock(&lock);
+	m = by_fd_locked(fd);
+	pthread_mutex_unlock(&lock);
+	return m;
+}
+
+const struct fake_bpf_map *fake_bpf_inner(int outer_fd, uint32_t key)
+{
+	const struct fake_bpf_map *m, *inner = NULL;
+	int64_t i;
+
+	pthread_mutex_lock(&lock);
+	m = by_fd_locked(outer_fd);
+	i = m && of_maps(m) ? find_locked(m, &key) : -ENOENT;
+	if (i >= 0) {
+		uint32_t id;
+
+		memcpy(&id, m->values + (size_t)i * m->value_size, sizeof(id));
+		inner = id ? maps[id - 1] : NULL;
+	}
+	pthread_mutex_unlock(&lock);
+	return inner;
+}
+
+const void *fake_bpf_array_value(const struct fake_bpf_map *m, uint32_t idx)
+{
+	return idx < m->max_entries ? m->values + (size_t)idx * m->value_size : NULL;
+}
+
+uint32_t fake_bpf_open_fds(void)
+{
+	struct stat null, st;
+	uint32_t fd, n = 0;
+
+	if (stat("/dev/null", &null))
+		return UINT32_MAX;
+	pthread_mutex_lock(&lock);
+	/* A number closed and reused by another open is no map's fd. */
+	for (fd = 0; fd < nfds; fd++)
+		if (map_of_fd[fd] && !fstat((int)fd, &st) && S_ISCHR(st.st_mode) &&
+		    st.st_rdev == null.st_rdev)
+			n++;
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void fake_bpf_reset(void)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nmaps; i++)
+		free_map(maps[i]);
+	free(maps);
+	free(map_of_fd);
+	maps = NULL;
+	map_of_fd = NULL;
+	nmaps = cap_maps = nfds = cap_fds = 0;
+	memset(calls, 0, sizeof(calls));
+	memset(faults, 0, sizeof(faults));
+	memset(held, 0, sizeof(held));
+	memset(passes, 0, sizeof(passes));
+	pthread_cond_broadcast(&changed);
+	pthread_mutex_unlock(&lock);
+}

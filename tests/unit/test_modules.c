@@ -1,0 +1,228 @@
+/*
+ * The module registry (agent/unwind/modules.c): one module per object,
+ * however many processes map it under whatever name; what objects without
+ * CFI or a build-id get; references from several processes; the load bias
+ * of a mapping.
+ */
+#include <sys/stat.h>
+
+#include "unwind_fixture.h"
+
+/* Copies, links and other files of a test; removed after it. */
+static char *scratch;
+
+static void setup(void)
+{
+	uf_setup();
+	scratch = tu_mkdtemp();
+}
+
+static void teardown(void)
+{
+	tu_rmdir(scratch);
+	uf_teardown();
+}
+
+TestSuite(modules, .init = setup, .fini = teardown);
+
+/* The path of `name` in the scratch directory. */
+static const char *scratch_path(const char *name)
+{
+	static char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", scratch, name);
+	return path;
+}
+
+/* A copy of `from`: the same content, another file. */
+static const char *copy_of(const char *from)
+{
+	const char *to = scratch_path("copy.so");
+	unsigned char *data;
+	size_t len;
+	FILE *f;
+
+	data = tu_read(from, &len);
+	cr_assert_not_null(data, "%s: %s", from, strerror(errno));
+	f = fopen(to, "wb");
+	cr_assert_not_null(f, "%s: %s", to, strerror(errno));
+	cr_assert_eq(fwrite(data, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+	free(data);
+	return to;
+}
+
+Test(modules, one_file_opened_twice_is_one_module)
+{
+	const char *path = uf_env("UNWIND_OBJ1");
+	struct module *a = uf_module(path), *b = uf_module(path);
+
+	cr_expect_eq(a, b);
+	cr_expect_eq(reg.n, 1);
+	cr_expect_eq(a->id, 1);
+	cr_expect_eq(a->table_id, a->id, "table ids are module ids");
+	cr_expect_eq(a->table_state, TABLE_IDLE);
+	cr_expect_geq(a->fd, 0, "kept open for a later compile");
+	cr_expect_str_eq(a->path, path);
+	cr_expect_eq(strlen(a->build_id), 40, "build-id %s", a->build_id);
+	cr_expect_null(a->error);
+}
+
+Test(modules, same_build_id_under_another_name_is_one_module)
+{
+	const char *path = uf_env("UNWIND_OBJ1");
+	struct module *m = uf_module(path);
+
+	cr_expect_eq(uf_module(copy_of(path)), m, "a copy: same build-id");
+	cr_assert_eq(symlink(path, scratch_path("link.so")), 0, "%s", strerror(errno));
+	cr_expect_eq(uf_module(scratch_path("link.so")), m, "a link: same file");
+	cr_expect_eq(reg.n, 1);
+	cr_expect_str_eq(m->path, path, "named as first seen");
+}
+
+Test(modules, without_build_id_files_are_told_apart)
+{
+	const char *path = uf_env("UNWIND_OBJ_NOBID");
+	struct module *a = uf_module(path), *b = uf_module(copy_of(path));
+
+	cr_expect_neq(a, b);
+	cr_expect_eq(reg.n, 2);
+	cr_expect_str_eq(a->build_id, "");
+	cr_expect_str_eq(b->build_id, "");
+	cr_expect_eq(a->table_id, 1);
+	cr_expect_eq(b->table_id, 2);
+	cr_expect_eq(uf_module(path), a);
+}
+
+Test(modules, distinct_objects_are_distinct_modules)
+{
+	struct module *m[4];
+	int i, j;
+
+	for (i = 0; i < 4; i++) {
+		m[i] = uf_obj(i + 1);
+		cr_expect_eq(m[i]->id, (uint32_t)i + 1);
+		cr_expect_eq(m[i]->table_id, m[i]->id);
+		cr_expect_eq(reg.mods[i], m[i]);
+		for (j = 0; j < i; j++)
+			cr_expect_str_neq(m[i]->build_id, m[j]->build_id);
+		if (i)
+			cr_expect_gt(m[i]->size, m[i - 1]->size, "each test object larger than the last");
+	}
+	cr_expect_eq(reg.n, 4);
+}
+
+Test(modules, object_without_cfi_has_no_table)
+{
+	struct module *m = uf_module(uf_env("UNWIND_OBJ_NOCFI"));
+	struct table_stats s;
+
+	cr_expect_eq(m->table_state, TABLE_NONE);
+	cr_expect_eq(m->table_id, 0);
+	cr_expect_eq(m->fd, -1);
+	cr_expect_str_eq(m->error, "no call frame information (.eh_frame or .debug_frame)");
+	tables_ref(&tm, m);
+	cr_expect_eq(uf_refs(m), 0);
+	tables_request(&tm, m, 1);
+	tables_stats(&tm, &s);
+	cr_expect_eq(s.misses_ignored, 1);
+}
+
+Test(modules, frame_pointer_mode_takes_no_tables)
+{
+	struct module *m;
+
+	reg.unwind = UNWIND_FP;
+	m = uf_obj(1);
+	cr_expect_eq(m->table_state, TABLE_NONE);
+	cr_expect_eq(m->table_id, 0);
+	cr_expect_eq(m->fd, -1);
+	cr_expect_null(m->error);
+}
+
+Test(modules, not_an_elf_has_no_module)
+{
+	const char *path = scratch_path("text");
+	int fd;
+
+	tu_write(path, "not an ELF object\n");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_null(modules_get(&reg, fd, path));
+	close(fd);
+	cr_expect_eq(reg.n, 0);
+	cr_expect_eq(reg.open_errors, 1);
+}
+
+/* Two processes map one library: its table is unused once both unmapped
+ * it. */
+Test(modules, shared_module_counts_every_mapping)
+{
+	const char *path = uf_env("UNWIND_OBJ1");
+	struct module *first = uf_module(path), *second = uf_module(copy_of(path));
+
+	tables_ref(&tm, first);
+	tables_ref(&tm, second);
+	cr_expect_eq(uf_refs(first), 2);
+	tables_unref(&tm, first);
+	cr_expect_eq(uf_refs(first), 1);
+	pthread_mutex_lock(&tm.lock);
+	cr_expect_eq(first->unref_ns, 0, "still mapped");
+	pthread_mutex_unlock(&tm.lock);
+	tables_unref(&tm, second);
+	cr_expect_eq(uf_refs(first), 0);
+	pthread_mutex_lock(&tm.lock);
+	cr_expect_neq(first->unref_ns, 0);
+	pthread_mutex_unlock(&tm.lock);
+}
+
+Test(modules, bias_of_a_mapping)
+{
+	/* A PIE's segments: read-only, code, read-only, data sharing its
+	 * first page with the read-only segment before it. */
+	struct module pie = { .nload = 4, .load = {
+		{ 0x0, 0x0, 0x5c8, false },
+		{ 0x1000, 0x1000, 0x2f5, true },
+		{ 0x2000, 0x2000, 0x1c4, false },
+		{ 0x3de8, 0x2de8, 0x248, false },
+	} };
+	/* Code starting mid-page, in the page of the read-only data before
+	 * it: the executable segment wins. */
+	struct module shared = { .nload = 2, .load = {
+		{ 0x400000, 0x0, 0x800, false },
+		{ 0x401800, 0x800, 0x1000, true },
+	} };
+	uint64_t bias = 42;
+
+	cr_expect(module_bias(&pie, 0x7f0000001000, 0x1000, &bias));
+	cr_expect_eq(bias, 0x7f0000000000);
+	cr_expect(module_bias(&pie, 0x7f0000000000, 0x0, &bias));
+	cr_expect_eq(bias, 0x7f0000000000);
+	cr_expect(module_bias(&pie, 0x7f0000002000, 0x2000, &bias));
+	cr_expect_eq(bias, 0x7f0000000000, "the first segment of a shared page");
+	cr_expect(module_bias(&shared, 0x555000000000, 0x0, &bias));
+	cr_expect_eq(bias, 0x555000000000 - 0x401000);
+	bias = 42;
+	cr_expect_not(module_bias(&pie, 0x7f0000004000, 0x4000, &bias), "past every segment");
+	cr_expect_eq(bias, 42, "left alone");
+}
+
+/* The segments modules_get records are the object's: a mapping of its
+ * code's page gets the bias that maps the code's addresses. */
+Test(modules, bias_from_the_object_segments)
+{
+	struct module *m = uf_obj(1);
+	uint64_t start = 0x7f1234560000, bias, page;
+	int i, code = -1;
+
+	for (i = 0; i < m->nload; i++) {
+		if (m->load[i].exec) {
+			cr_expect_eq(code, -1, "one executable segment");
+			code = i;
+		}
+	}
+	cr_assert_geq(code, 0, "no executable segment among %d", m->nload);
+	page = m->load[code].offset & ~(uint64_t)4095;
+	cr_assert(module_bias(m, start, page, &bias));
+	cr_expect_eq(bias + m->load[code].vaddr, start + m->load[code].offset - page);
+}

@@ -1,0 +1,297 @@
+/*
+ * Stack aggregation (agent/profile/stacks.c) fed synthetic samples: what
+ * makes two samples one stack, counts and weights per kind, interned
+ * marks, frame mappings and labels, and growth to thousands of stacks.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/profile/stacks.h"
+#include "tests/output/testutil.h"
+
+static struct stack_agg a;
+
+static void setup(void)
+{
+	memset(&a, 0, sizeof(a));
+}
+
+static void teardown(void)
+{
+	stack_agg_free(&a);
+	tu_leak_check();
+}
+
+TestSuite(stacks, .init = setup, .fini = teardown);
+
+/* Every stack, in no particular order, into v (room for a.n). */
+static uint32_t all_stacks(const struct stack **v)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < a.n; i++)
+		v[n++] = a.stacks[i];
+	cr_assert_eq(n, a.n);
+	return n;
+}
+
+/* The one stack, asserting there is one. */
+static const struct stack *only_stack(void)
+{
+	const struct stack *v[1];
+
+	cr_assert_eq(a.n, 1, "%u stacks", a.n);
+	all_stacks(v);
+	return v[0];
+}
+
+/* n user frames of frame mapping 1 from `addr` up; the padding zeroed,
+ * as in the recorder's calloc'd array. */
+static void user_frames(struct frame_ref *f, uint32_t n, uint64_t addr)
+{
+	uint32_t i;
+
+	memset(f, 0, n * sizeof(*f));
+	for (i = 0; i < n; i++) {
+		f[i].addr = addr + i;
+		f[i].mapping = 1;
+	}
+}
+
+Test(stacks, identical_samples_are_one_stack)
+{
+	struct frame_ref f[3];
+	const struct stack *s;
+
+	user_frames(f, 3, 0x1000);
+	cr_assert_eq(stack_agg_add(&a, 1, 2, "app", 0, f, 3, 1), 0);
+	cr_assert_eq(stack_agg_add_kind(&a, STACK_ON_CPU, 1, 2, "app", 0, f, 3, 2), 0);
+	cr_assert_eq(stack_agg_add(&a, 1, 2, "app", 0, f, 3, 3), 0);
+	cr_assert_eq(stack_agg_add_kind(&a, STACK_OFF_CPU, 1, 2, "app", 0, f, 3, 10), 0);
+	cr_assert_eq(stack_agg_add_kind(&a, STACK_OFF_CPU, 1, 2, "app", 0, f, 3, 20), 0);
+	cr_assert_eq(stack_agg_add_kind(&a, STACK_WOKEN_BY, 1, 2, "app", 0, f, 3, 7), 0);
+	/* The stack keeps its own copy of the frames. */
+	f[0].addr = 0xdead;
+	s = only_stack();
+	cr_expect_eq(s->pid, 1);
+	cr_expect_eq(s->tid, 2);
+	cr_expect_str_eq(s->comm, "app");
+	cr_expect_eq(s->end_reason, 0);
+	cr_expect_eq(s->nframes, 3);
+	cr_expect_eq(s->frames[0].addr, 0x1000);
+	cr_expect_eq(s->frames[2].addr, 0x1002);
+	cr_expect_eq(s->frames[2].mapping, 1);
+	cr_expect_eq(s->count[STACK_ON_CPU], 3);
+	cr_expect_eq(s->weight[STACK_ON_CPU], 6);
+	cr_expect_eq(s->count[STACK_OFF_CPU], 2);
+	cr_expect_eq(s->weight[STACK_OFF_CPU], 30);
+	cr_expect_eq(s->count[STACK_WOKEN_BY], 1);
+	cr_expect_eq(s->weight[STACK_WOKEN_BY], 7);
+	cr_expect_eq(a.samples[STACK_ON_CPU], 3);
+	cr_expect_eq(a.weight[STACK_ON_CPU], 6);
+	cr_expect_eq(a.samples[STACK_OFF_CPU], 2);
+	cr_expect_eq(a.weight[STACK_OFF_CPU], 30);
+	cr_expect_null(s->container_id);
+	cr_expect_null(s->cgroup);
+}
+
+enum variant {
+	V_BASE, V_PID, V_TID, V_COMM, V_END, V_ADDR, V_MAPPING, V_SHORTER, V_NO_FRAMES,
+	V_CONTAINER, V_CGROUP, V_VARIANTS
+};
+
+static void add_variant(enum variant v)
+{
+	struct frame_ref f[3];
+	uint32_t n = v == V_SHORTER ? 2 : v == V_NO_FRAMES ? 0 : 3;
+
+	user_frames(f, 3, 0x1000);
+	if (v == V_ADDR)
+		f[1].addr++;
+	if (v == V_MAPPING)
+		f[2].mapping = 2;
+	cr_assert_eq(stack_agg_set_labels(&a, v == V_CONTAINER ? "ctr" : NULL,
+					  v == V_CGROUP ? "/cg" : NULL), 0);
+	cr_assert_eq(stack_agg_add(&a, v == V_PID ? 11 : 10, v == V_TID ? 21 : 20,
+				   v == V_COMM ? "app2" : "app", v == V_END ? 3 : 0, f, n, 1), 0);
+}
+
+/* Any difference in pid, tid, comm, walk end, labels or frames makes
+ * another stack; the same again counts on the same one. */
+Test(stacks, any_difference_is_another_stack)
+{
+	const struct stack *v[V_VARIANTS];
+	int i, round;
+
+	for (round = 0; round < 2; round++)
+		for (i = 0; i < V_VARIANTS; i++)
+			add_variant((enum variant)i);
+	cr_assert_eq(a.n, V_VARIANTS);
+	all_stacks(v);
+	for (i = 0; i < V_VARIANTS; i++)
+		cr_expect_eq(v[i]->count[STACK_ON_CPU], 2, "stack %d", i);
+	cr_expect_eq(a.samples[STACK_ON_CPU], 2 * V_VARIANTS);
+}
+
+Test(stacks, labels_are_copied_and_interned)
+{
+	char ctr[16], cg[16];
+	struct frame_ref f[1];
+	const struct stack *s;
+	const char *first;
+
+	user_frames(f, 1, 0x1000);
+	strcpy(ctr, "abc123");
+	strcpy(cg, "/pod/abc123");
+	cr_assert_eq(stack_agg_set_labels(&a, ctr, cg), 0);
+	first = a.cur_container_id;
+	cr_assert_eq(stack_agg_add(&a, 1, 1, "app", 0, f, 1, 1), 0);
+	/* Another buffer with the same text: the same label. */
+	strcpy(ctr, "xxxxxx");
+	cr_assert_eq(stack_agg_set_labels(&a, "abc123", "/pod/abc123"), 0);
+	cr_expect_eq(a.cur_container_id, first);
+	cr_assert_eq(stack_agg_add(&a, 1, 1, "app", 0, f, 1, 1), 0);
+	s = only_stack();
+	cr_expect_eq(s->count[STACK_ON_CPU], 2);
+	cr_expect_str_eq(s->container_id, "abc123");
+	cr_expect_str_eq(s->cgroup, "/pod/abc123");
+	cr_expect_eq(a.nlabel_strs, 2);
+	/* "" is no label. */
+	cr_assert_eq(stack_agg_set_labels(&a, "", ""), 0);
+	cr_expect_null(a.cur_container_id);
+	cr_expect_null(a.cur_cgroup);
+}
+
+/* A pid reused in another container is another process: its stacks are
+ * never the old one's. */
+Test(stacks, reused_pid_in_another_container_is_another_stack)
+{
+	const struct stack *v[3];
+	struct frame_ref f[2];
+	uint32_t i, counts = 0;
+
+	user_frames(f, 2, 0x1000);
+	cr_assert_eq(stack_agg_set_labels(&a, "old", "/old"), 0);
+	cr_assert_eq(stack_agg_add(&a, 100, 100, "sh", 0, f, 2, 1), 0);
+	cr_assert_eq(stack_agg_set_labels(&a, "new", "/new"), 0);
+	cr_assert_eq(stack_agg_add(&a, 100, 100, "sh", 0, f, 2, 1), 0);
+	cr_assert_eq(stack_agg_set_labels(&a, NULL, NULL), 0);
+	cr_assert_eq(stack_agg_add(&a, 100, 100, "sh", 0, f, 2, 1), 0);
+	cr_assert_eq(stack_agg_set_labels(&a, "old", "/old"), 0);
+	cr_assert_eq(stack_agg_add(&a, 100, 100, "sh", 0, f, 2, 1), 0);
+	cr_assert_eq(a.n, 3);
+	all_stacks(v);
+	for (i = 0; i < 3; i++) {
+		const char *c = v[i]->container_id;
+
+		cr_expect_eq(v[i]->count[STACK_ON_CPU], c && !strcmp(c, "old") ? 2 : 1);
+		counts += (uint32_t)v[i]->count[STACK_ON_CPU];
+	}
+	cr_expect_eq(counts, 4);
+}
+
+Test(stacks, marks_are_interned)
+{
+	int64_t off = stack_agg_mark(&a, "[off-cpu]"), woken = stack_agg_mark(&a, "[woken by] sh");
+	char name[32];
+	int i;
+
+	cr_expect_eq(off, 0);
+	cr_expect_eq(woken, 1);
+	cr_expect_eq(stack_agg_mark(&a, "[off-cpu]"), off);
+	cr_expect_str_eq(a.marks[off], "[off-cpu]");
+	cr_expect_str_eq(a.marks[woken], "[woken by] sh");
+	/* Past the initial capacities: ids stay put. */
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "mark %d", i);
+		cr_assert_eq(stack_agg_mark(&a, name), i + 2);
+	}
+	for (i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "mark %d", i);
+		cr_expect_eq(stack_agg_mark(&a, name), i + 2);
+	}
+	cr_expect_eq(stack_agg_mark(&a, "[woken by] sh"), woken);
+	cr_expect_eq(a.nmarks, 302);
+}
+
+Test(stacks, frame_mappings_are_interned)
+{
+	struct module mods[2];
+	struct proc_mapping m = { 0x1000, 0x3000, 0x0, 0x1000, &mods[0] }, other;
+	uint32_t first, i;
+
+	memset(mods, 0, sizeof(mods));
+	first = stack_agg_frame_mapping(&a, &m);
+	cr_expect_eq(first, 1, "index + 1");
+	cr_expect_eq(stack_agg_frame_mapping(&a, &m), first);
+	for (i = 0; i < 5; i++) {
+		other = m;
+		switch (i) {
+		case 0: other.start = 0x2000; break;
+		case 1: other.end = 0x4000; break;
+		case 2: other.offset = 0x1000; break;
+		case 3: other.bias = 0; break;
+		case 4: other.mod = &mods[1]; break;
+		}
+		cr_expect_eq(stack_agg_frame_mapping(&a, &other), i + 2, "field %u", i);
+	}
+	other = m;
+	other.mod = NULL;
+	cr_expect_eq(stack_agg_frame_mapping(&a, &other), 7, "anonymous memory");
+	cr_expect_eq(stack_agg_frame_mapping(&a, &m), first);
+	cr_expect_eq(a.frame_mappings[first - 1].start, 0x1000);
+	cr_expect_eq(a.frame_mappings[first - 1].end, 0x3000);
+	cr_expect_eq(a.frame_mappings[first - 1].bias, 0x1000);
+	cr_expect_eq(a.frame_mappings[first - 1].mod, &mods[0]);
+	/* Past the initial capacity. */
+	for (i = 0; i < 200; i++) {
+		other = m;
+		other.start = 0x100000 + i * 0x1000ull;
+		cr_assert_eq(stack_agg_frame_mapping(&a, &other), i + 8);
+	}
+	for (i = 0; i < 200; i++) {
+		other = m;
+		other.start = 0x100000 + i * 0x1000ull;
+		cr_expect_eq(stack_agg_frame_mapping(&a, &other), i + 8);
+	}
+	cr_expect_eq(a.nframe_mappings, 207);
+}
+
+#define MANY 5000
+
+/* Thousands of stacks, added interleaved, 1 to 4 times each: every count
+ * and weight stays with its stack through the index's growth. */
+Test(stacks, thousands_of_stacks_keep_their_counts)
+{
+	static const struct stack *v[MANY];
+	static bool seen[MANY];
+	struct frame_ref f[4];
+	uint64_t samples = 0;
+	uint32_t i, round;
+
+	for (round = 0; round < 4; round++) {
+		for (i = 0; i < MANY; i++) {
+			if (round > i % 4)
+				continue;
+			user_frames(f, 1 + i % 4, 0x10000 + (uint64_t)i * 16);
+			cr_assert_eq(stack_agg_add(&a, 1000 + i % 7, 1000 + i % 13, "many", 0, f,
+						   1 + i % 4, i), 0);
+			samples++;
+		}
+	}
+	cr_assert_eq(a.n, MANY);
+	all_stacks(v);
+	for (i = 0; i < MANY; i++) {
+		uint32_t id = (uint32_t)((v[i]->frames[0].addr - 0x10000) / 16);
+
+		cr_assert_lt(id, MANY);
+		cr_assert_not(seen[id], "stack %u twice", id);
+		seen[id] = true;
+		cr_expect_eq(v[i]->nframes, 1 + id % 4);
+		cr_expect_eq(v[i]->pid, 1000 + id % 7);
+		cr_expect_eq(v[i]->count[STACK_ON_CPU], 1 + id % 4, "stack %u", id);
+		cr_expect_eq(v[i]->weight[STACK_ON_CPU], (uint64_t)(1 + id % 4) * id, "stack %u", id);
+	}
+	cr_expect_eq(a.samples[STACK_ON_CPU], samples);
+}

@@ -1,0 +1,659 @@
+/*
+ * The lazy CFI table manager (agent/unwind/tables.c) on real ELF objects,
+ * with the cfi_tables map faked (fake_bpf.h): misses, the workers,
+ * references and the unused grace, the memory budget and eviction,
+ * failures, waiting and stopping, statistics and latency.
+ */
+#include <ftw.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "agent/util/clock.h"
+#include "cfi/cache.h"
+#include "unwind_fixture.h"
+
+#define CHUNK ((uint64_t)CFI_CHUNK_SIZE)
+#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define SEC 1000000000ull
+
+TestSuite(tables, .init = uf_setup, .fini = uf_teardown);
+
+static struct table_stats stats(void)
+{
+	struct table_stats s;
+
+	tables_stats(&tm, &s);
+	return s;
+}
+
+/* Every counter (the compile times aside) is as in `want`: those it
+ * leaves out are 0. */
+static void expect_stats(struct table_stats want)
+{
+	struct table_stats s = stats();
+
+#define EXPECT_COUNT(f) cr_expect_eq(s.f, want.f, #f ": %llu, want %llu", \
+				     (unsigned long long)s.f, (unsigned long long)want.f)
+	EXPECT_COUNT(misses);
+	EXPECT_COUNT(misses_ignored);
+	EXPECT_COUNT(preloads);
+	EXPECT_COUNT(loads);
+	EXPECT_COUNT(cache_hits);
+	EXPECT_COUNT(compiled);
+	EXPECT_COUNT(failed);
+	EXPECT_COUNT(evictions);
+	EXPECT_COUNT(unloads);
+	EXPECT_COUNT(loaded);
+	EXPECT_COUNT(kernel_bytes);
+	EXPECT_COUNT(kernel_bytes_peak);
+	EXPECT_COUNT(table_bytes_loaded);
+#undef EXPECT_COUNT
+}
+
+static void set_budget(uint64_t bytes)
+{
+	pthread_mutex_lock(&tm.lock);
+	tm.budget = bytes;
+	pthread_mutex_unlock(&tm.lock);
+}
+
+static void settle(void)
+{
+	cr_assert_eq(tables_wait(&tm, UF_WAIT_MS), 0, "the workers did not finish");
+}
+
+/* A process maps `m`, and a walk misses its table. */
+static void map_and_miss(struct module *m)
+{
+	tables_ref(&tm, m);
+	tables_request(&tm, m, mono_ns());
+}
+
+static uint32_t nstuck;
+
+/* A process maps `m` and misses; the load stops in bpf_map_create (at
+ * most TABLES_WORKERS of them) until release_loads(). */
+static void stuck_load(struct module *m)
+{
+	fake_bpf_hold(FAKE_BPF_CREATE);
+	map_and_miss(m);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_CREATE, ++nstuck, UF_WAIT_MS));
+}
+
+static void release_loads(void)
+{
+	fake_bpf_release(FAKE_BPF_CREATE);
+	nstuck = 0;
+	settle();
+}
+
+static void load(struct module *m)
+{
+	map_and_miss(m);
+	settle();
+	cr_assert_eq(uf_state(m), TABLE_LOADED, "%s: state %d: %s", m->path, uf_state(m),
+		     m->error ? m->error : "");
+}
+
+static uint64_t unref_ns(struct module *m)
+{
+	uint64_t ns;
+
+	pthread_mutex_lock(&tm.lock);
+	ns = m->unref_ns;
+	pthread_mutex_unlock(&tm.lock);
+	return ns;
+}
+
+static bool in_kernel(const struct module *m)
+{
+	return fake_bpf_inner(outer_fd, m->table_id) != NULL;
+}
+
+/* The accounting agrees with the (fake) kernel: exactly the loaded
+ * tables are in cfi_tables, and their memory is what is counted. */
+static void check_accounting(void)
+{
+	struct table_stats s = stats();
+	uint64_t bytes = 0, loaded = 0;
+	uint32_t i;
+
+	for (i = 0; i < reg.n; i++) {
+		struct module *m = reg.mods[i];
+		bool is_loaded = uf_state(m) == TABLE_LOADED;
+
+		cr_expect_eq(in_kernel(m), is_loaded, "%s: state %d, in cfi_tables: %d", m->path,
+			     uf_state(m), in_kernel(m));
+		if (is_loaded) {
+			loaded++;
+			bytes += m->kernel_bytes;
+		}
+	}
+	cr_expect_eq(s.loaded, loaded);
+	cr_expect_eq(s.kernel_bytes, bytes);
+	cr_expect_leq(s.kernel_bytes, tm.budget);
+	/* cfi_tables holds the tables, not their fds */
+	cr_expect_eq(fake_bpf_open_fds(), 1, "map fds left open");
+}
+
+/* `m`, the only table, was loaded once after a miss, and unloaded. */
+static void expect_loaded_then_unloaded(struct module *m)
+{
+	cr_expect_eq(uf_state(m), TABLE_IDLE);
+	cr_expect_not(in_kernel(m));
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1, .unloads = 1,
+					   .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
+}
+
+Test(tables, miss_compiles_and_loads_the_table)
+{
+	struct module *m = uf_obj(1);
+	struct cfi_error err = { { 0 } };
+	const struct fake_bpf_map *inner;
+	struct cfi_get_info info;
+	struct cfi_table t;
+	struct cfi_elf e;
+	uint64_t chunks, i;
+
+	cr_assert_eq(m->table_state, TABLE_IDLE);
+	load(m);
+	cr_assert_gt(m->table_bytes, 0);
+	chunks = (m->table_bytes + CHUNK - 1) / CHUNK;
+	cr_expect_eq(m->kernel_bytes, chunks * CHUNK);
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1, .loaded = 1,
+					   .kernel_bytes = chunks * CHUNK,
+					   .kernel_bytes_peak = chunks * CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
+	/* The outer map and this table's array. */
+	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 2);
+
+	/* The table as compiled here, chunk by chunk, the last one padded
+	 * with zeroes. */
+	inner = fake_bpf_inner(outer_fd, m->table_id);
+	cr_assert_not_null(inner, "table %u not in cfi_tables", m->table_id);
+	cr_expect_eq(inner->type, BPF_MAP_TYPE_ARRAY);
+	cr_expect(inner->map_flags & BPF_F_INNER_MAP);
+	cr_expect_eq(inner->key_size, sizeof(uint32_t));
+	cr_expect_eq(inner->value_size, CHUNK);
+	cr_assert_eq(inner->max_entries, chunks);
+	cr_assert_eq(cfi_elf_open_path(&e, m->path, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_table_get(&e, &tm.copts, NULL, &t, &info, &err), 0, "%s", err.msg);
+	cfi_elf_close(&e);
+	cr_assert_eq(t.size, m->table_bytes);
+	for (i = 0; i < chunks; i++) {
+		const uint8_t *v = fake_bpf_array_value(inner, (uint32_t)i);
+		size_t len = t.size - i * CHUNK < CHUNK ? t.size - i * CHUNK : CHUNK, k;
+
+		cr_expect_eq(memcmp(v, (const uint8_t *)t.blob + i * CHUNK, len), 0, "chunk %llu differs",
+			     (unsigned long long)i);
+		for (k = len; k < CHUNK; k++)
+			cr_assert_eq(v[k], 0, "chunk %llu: padding byte %zu", (unsigned long long)i, k);
+	}
+	cfi_table_free(&t);
+	check_accounting();
+}
+
+/* A miss for a table that is loaded, being loaded, failed, or that no
+ * process maps changes nothing but the counts. */
+Test(tables, misses_for_loaded_queued_or_failed_tables_are_ignored)
+{
+	struct module *loaded = uf_obj(1), *queued = uf_obj(2), *failed = uf_obj(3);
+	struct module *unmapped = uf_obj(4);
+
+	load(loaded);
+	tables_request(&tm, loaded, mono_ns());
+
+	stuck_load(queued);
+	cr_expect_eq(uf_state(queued), TABLE_QUEUED);
+	tables_request(&tm, queued, mono_ns());
+	release_loads();
+
+	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	map_and_miss(failed);
+	settle();
+	cr_assert_eq(uf_state(failed), TABLE_FAILED);
+	tables_request(&tm, failed, mono_ns());
+
+	tables_request(&tm, unmapped, mono_ns());
+	settle();
+	cr_expect_eq(uf_state(unmapped), TABLE_IDLE);
+
+	/* A preload (no miss) of a loaded table is not a miss. */
+	tables_request(&tm, loaded, 0);
+
+	expect_stats((struct table_stats){ .misses = 7, .misses_ignored = 4, .preloads = 1,
+					   .loads = 2, .compiled = 3, .failed = 1, .loaded = 2,
+					   .kernel_bytes = 2 * CHUNK, .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = loaded->table_bytes + queued->table_bytes });
+	/* The outer map, then one array per table compiled. */
+	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 4);
+	check_accounting();
+}
+
+Test(tables, last_unref_unloads_after_the_grace)
+{
+	struct module *m = uf_obj(1);
+	uint64_t t0;
+
+	load(m);
+	cr_assert_eq(m->kernel_bytes, CHUNK, "the test objects' tables are one chunk");
+	tables_ref(&tm, m);
+	tables_unref(&tm, m);
+	cr_expect_eq(uf_refs(m), 1);
+	cr_expect_eq(unref_ns(m), 0, "unused while still referenced");
+	tables_unref(&tm, m);
+	cr_expect_eq(uf_refs(m), 0);
+	t0 = unref_ns(m);
+	cr_assert_neq(t0, 0);
+	settle();
+	cr_expect_eq(uf_state(m), TABLE_LOADED, "unloaded before the grace");
+
+	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS - 1);
+	settle();
+	cr_expect_eq(uf_state(m), TABLE_LOADED, "unloaded before the grace");
+
+	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
+	settle();
+	expect_loaded_then_unloaded(m);
+	cr_expect_eq(fake_bpf_calls(FAKE_BPF_DELETE), 1);
+
+	/* No underflow; a process mapping it again and missing loads it
+	 * again. */
+	tables_unref(&tm, m);
+	cr_expect_eq(uf_refs(m), 0);
+	load(m);
+	expect_stats((struct table_stats){ .misses = 2, .loads = 2, .compiled = 2, .unloads = 1,
+					   .loaded = 1, .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = 2 * m->table_bytes });
+	check_accounting();
+}
+
+/* A table queued for unloading that a process maps again meanwhile
+ * stays loaded. */
+Test(tables, mapped_again_before_the_unload_stays_loaded)
+{
+	struct module *m = uf_obj(1), *x = uf_obj(2), *y = uf_obj(3);
+	uint64_t t0;
+
+	load(m);
+	tables_unref(&tm, m);
+	t0 = unref_ns(m);
+	/* Both workers busy: the unload waits in the queue. */
+	stuck_load(x);
+	stuck_load(y);
+	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
+	cr_expect_eq(uf_state(m), TABLE_UNLOADING);
+	tables_ref(&tm, m);
+	cr_expect_eq(unref_ns(m), 0, "in use again");
+	release_loads();
+	cr_expect_eq(uf_state(m), TABLE_LOADED);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .loaded = 3,
+					   .kernel_bytes = 3 * CHUNK, .kernel_bytes_peak = 3 * CHUNK,
+					   .table_bytes_loaded = m->table_bytes + x->table_bytes +
+								 y->table_bytes });
+	cr_expect_eq(fake_bpf_calls(FAKE_BPF_DELETE), 0);
+	check_accounting();
+}
+
+/* Its last process went away while the table was loading: loaded, then
+ * unloaded at once. */
+Test(tables, unmapped_while_loading_is_unloaded)
+{
+	struct module *m = uf_obj(1);
+
+	stuck_load(m);
+	tables_unref(&tm, m);
+	release_loads();
+	expect_loaded_then_unloaded(m);
+	check_accounting();
+}
+
+Test(tables, budget_evicts_the_least_recently_used)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+	uint64_t bytes;
+
+	set_budget(2 * CHUNK);
+	load(a);
+	load(b);
+	cr_assert_eq(a->kernel_bytes, CHUNK, "the test objects' tables are one chunk");
+	cr_assert_eq(b->kernel_bytes, CHUNK);
+	tables_touch(a, 2000);
+	tables_touch(b, 1000);
+	load(c);
+	cr_expect_eq(uf_state(b), TABLE_IDLE, "b, the least recently used, stays");
+	cr_expect_eq(uf_state(a), TABLE_LOADED);
+	bytes = a->table_bytes + b->table_bytes + c->table_bytes;
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .evictions = 1,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK, .table_bytes_loaded = bytes });
+	check_accounting();
+
+	/* b is still mapped: its next miss loads it again, in place of the
+	 * least recently used by sample, not by load. */
+	tables_touch(c, 1500);
+	tables_request(&tm, b, mono_ns());
+	settle();
+	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	cr_expect_eq(uf_state(c), TABLE_IDLE);
+	cr_expect_eq(uf_state(a), TABLE_LOADED);
+	expect_stats((struct table_stats){ .misses = 4, .loads = 4, .compiled = 4, .evictions = 2,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = bytes + b->table_bytes });
+	check_accounting();
+}
+
+Test(tables, budget_evicts_unmapped_tables_first)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+
+	set_budget(2 * CHUNK);
+	load(a);
+	load(b);
+	/* b is the least recently used, but a is mapped by no process (and
+	 * is met first: a used table met later must not replace it). */
+	tables_touch(b, 1);
+	tables_unref(&tm, a);
+	load(c);
+	cr_expect_eq(uf_state(a), TABLE_IDLE);
+	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 3, .compiled = 3, .evictions = 1,
+					   .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes +
+								 c->table_bytes });
+	check_accounting();
+}
+
+Test(tables, budget_evicts_the_longest_unmapped_first)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+	struct timespec ms = { 0, 2000000 };
+
+	set_budget(2 * CHUNK);
+	load(a);
+	load(b);
+	tables_touch(a, mono_ns() + SEC);
+	tables_touch(b, 1);
+	tables_unref(&tm, a);
+	nanosleep(&ms, NULL);
+	tables_unref(&tm, b);
+	cr_assert_lt(unref_ns(a), unref_ns(b));
+	load(c);
+	cr_expect_eq(uf_state(a), TABLE_IDLE, "a, unmapped first, stays");
+	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	check_accounting();
+}
+
+/* libc's table is many chunks: past a budget of two it fails, and evicts
+ * nothing on the way. */
+Test(tables, table_larger_than_the_budget_fails)
+{
+	struct module *small = uf_obj(1), *libc = uf_module(LIBC);
+	char want[128];
+
+	set_budget(2 * CHUNK);
+	load(small);
+	map_and_miss(libc);
+	settle();
+	cr_assert_eq(uf_state(libc), TABLE_FAILED);
+	cr_assert_gt(libc->table_bytes, 2 * CHUNK);
+	snprintf(want, sizeof(want), "its CFI table (%llu bytes of kernel memory) exceeds --max-table-memory",
+		 (unsigned long long)((libc->table_bytes + CHUNK - 1) / CHUNK * CHUNK));
+	cr_expect_str_eq(libc->error, want);
+	cr_expect_eq(uf_state(small), TABLE_LOADED);
+	/* cfi_tables and small's table */
+	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 2);
+	tables_request(&tm, libc, mono_ns());
+	settle();
+	expect_stats((struct table_stats){ .misses = 3, .misses_ignored = 1, .loads = 1,
+					   .compiled = 2, .failed = 1, .loaded = 1,
+					   .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = small->table_bytes });
+	check_accounting();
+}
+
+/* `m`'s load, where the call `op` on `fd` (-1: any) fails with `err`. */
+static void failed_load(struct module *m, enum fake_bpf_op op, int fd, int err)
+{
+	char want[128];
+
+	fake_bpf_fail(op, fd, err, 0, 1);
+	map_and_miss(m);
+	settle();
+	cr_assert_eq(uf_state(m), TABLE_FAILED);
+	snprintf(want, sizeof(want), "loading its CFI table into BPF: %s", strerror(-err));
+	cr_expect_str_eq(m->error, want);
+}
+
+Test(tables, failed_map_calls_load_nothing)
+{
+	failed_load(uf_obj(1), FAKE_BPF_CREATE, -1, -ENOMEM);
+	/* cfi_tables full */
+	failed_load(uf_obj(2), FAKE_BPF_UPDATE, outer_fd, -E2BIG);
+	/* a chunk: the first update */
+	failed_load(uf_obj(3), FAKE_BPF_UPDATE, -1, -EFAULT);
+	expect_stats((struct table_stats){ .misses = 3, .compiled = 3, .failed = 3 });
+	check_accounting();
+}
+
+/* Victims are deleted before the new table is created: a load that
+ * fails leaves them evicted, and the accounting true. */
+Test(tables, failed_load_after_eviction_keeps_the_accounting)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+
+	set_budget(2 * CHUNK);
+	load(a);
+	load(b);
+	tables_touch(a, 2);
+	tables_touch(b, 1);
+	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	map_and_miss(c);
+	settle();
+	cr_expect_eq(uf_state(c), TABLE_FAILED);
+	cr_expect_eq(uf_state(b), TABLE_IDLE);
+	expect_stats((struct table_stats){ .misses = 3, .loads = 2, .compiled = 3, .failed = 1,
+					   .evictions = 1, .loaded = 1, .kernel_bytes = CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes });
+	check_accounting();
+}
+
+Test(tables, wait_times_out_while_a_load_is_stuck)
+{
+	struct module *m = uf_obj(1);
+
+	stuck_load(m);
+	cr_expect_eq(tables_wait(&tm, 50), -ETIMEDOUT);
+	release_loads();
+	cr_expect_eq(uf_state(m), TABLE_LOADED);
+}
+
+static bool stopped;
+
+static void *stop_thread(void *arg)
+{
+	(void)arg;
+	tables_stop(&tm);
+	__atomic_store_n(&stopped, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Stopping lets the loads on the workers finish and starts no other;
+ * stopped, the manager takes no more work. */
+Test(tables, stop_finishes_running_loads_only)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3), *d = uf_obj(4);
+	struct timespec pause = { 0, 100000000 };
+	pthread_t stopper;
+	uint64_t t0;
+
+	stuck_load(a);
+	stuck_load(b);
+	map_and_miss(c);
+	cr_assert_eq(pthread_create(&stopper, NULL, stop_thread, NULL), 0);
+	nanosleep(&pause, NULL);
+	cr_expect_not(__atomic_load_n(&stopped, __ATOMIC_ACQUIRE), "stopped with loads running");
+	/* Not release_loads(): nothing is to settle before the stop. */
+	fake_bpf_release(FAKE_BPF_CREATE);
+	pthread_join(stopper, NULL);
+	cr_expect_eq(uf_state(a), TABLE_LOADED);
+	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	cr_expect_eq(uf_state(c), TABLE_QUEUED, "started after the stop");
+
+	map_and_miss(d);
+	cr_expect_eq(uf_state(d), TABLE_IDLE);
+	expect_stats((struct table_stats){ .misses = 4, .misses_ignored = 1, .loads = 2,
+					   .compiled = 2, .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes });
+	cr_expect_eq(tables_wait(&tm, 0), 0);
+	tables_unref(&tm, a);
+	t0 = unref_ns(a);
+	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
+	cr_expect_eq(uf_state(a), TABLE_LOADED, "no worker left to unload it");
+}
+
+Test(tables, load_now_loads_on_the_calling_thread)
+{
+	struct module *m = uf_obj(1), *bad = uf_obj(2);
+
+	tables_ref(&tm, m);
+	cr_expect_eq(tables_load_now(&tm, m), 0);
+	cr_expect_eq(uf_state(m), TABLE_LOADED);
+	cr_expect_eq(tables_load_now(&tm, m), 0);
+
+	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	tables_ref(&tm, bad);
+	cr_expect_eq(tables_load_now(&tm, bad), -ENOMEM);
+	cr_expect_eq(uf_state(bad), TABLE_FAILED);
+	cr_expect_eq(tables_load_now(&tm, bad), -EINVAL);
+	expect_stats((struct table_stats){ .loads = 1, .compiled = 2, .failed = 1, .loaded = 1,
+					   .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
+
+	/* Eager loads are no misses: no latency. */
+	cr_expect_eq(tables_latency_pct(&tm, 50, UINT64_MAX, &(uint32_t){ 0 }), 0);
+	check_accounting();
+}
+
+/* A table unloaded and needed again comes from the disk cache. */
+Test(tables, reload_comes_from_the_cache)
+{
+	struct module *m = uf_obj(1);
+	char *dir = tu_mkdtemp(), sub[32];
+
+	pthread_mutex_lock(&tm.lock);
+	tm.cache_dir = dir;
+	pthread_mutex_unlock(&tm.lock);
+	load(m);
+	tables_unref(&tm, m);
+	tables_sweep(&tm, unref_ns(m) + TABLES_UNUSED_GRACE_NS);
+	settle();
+	cr_assert_eq(uf_state(m), TABLE_IDLE);
+	load(m);
+	expect_stats((struct table_stats){ .misses = 2, .loads = 2, .compiled = 1, .cache_hits = 1,
+					   .unloads = 1, .loaded = 1, .kernel_bytes = CHUNK,
+					   .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = 2 * m->table_bytes });
+	tables_stop(&tm);
+	snprintf(sub, sizeof(sub), "v%u", CFI_TABLE_VERSION);
+	tu_rmdir(tu_path(dir, sub));
+	tu_rmdir(dir);
+}
+
+/* Latency from the miss to the loaded table, per lazily loaded table:
+ * misses k * 10 s ago give latencies of k * 10 s and a little. */
+Test(tables, latency_percentiles)
+{
+	struct module *m[4], *preloaded;
+	uint64_t now = mono_ns(), v;
+	uint32_t n, k;
+
+	if (now < 50 * SEC)
+		cr_skip_test("the monotonic clock is at %llu ns", (unsigned long long)now);
+	for (k = 0; k < 4; k++) {
+		m[k] = uf_obj((int)k + 1);
+		tables_ref(&tm, m[k]);
+		tables_request(&tm, m[k], now - (k + 1) * 10 * SEC);
+	}
+	preloaded = uf_module(uf_env("UNWIND_OBJ_NOBID"));
+	tables_ref(&tm, preloaded);
+	tables_request(&tm, preloaded, 0);
+	settle();
+
+	v = tables_latency_pct(&tm, 0, UINT64_MAX, &n);
+	cr_expect_eq(n, 4, "one per miss, none for the preload");
+	cr_expect(v >= 10 * SEC && v < 20 * SEC, "p0 %llu", (unsigned long long)v);
+	v = tables_latency_pct(&tm, 50, UINT64_MAX, &n);
+	cr_expect(v >= 20 * SEC && v < 30 * SEC, "p50 %llu", (unsigned long long)v);
+	v = tables_latency_pct(&tm, 75, UINT64_MAX, &n);
+	cr_expect(v >= 30 * SEC && v < 40 * SEC, "p75 %llu", (unsigned long long)v);
+	v = tables_latency_pct(&tm, 100, UINT64_MAX, &n);
+	cr_expect(v >= 40 * SEC && v < 50 * SEC, "p100 %llu", (unsigned long long)v);
+	/* Only objects up to a size: the two smallest. */
+	v = tables_latency_pct(&tm, 100, (uint64_t)m[1]->size, &n);
+	cr_expect_eq(n, 2);
+	cr_expect(v >= 20 * SEC && v < 30 * SEC, "p100 up to obj2's size %llu", (unsigned long long)v);
+	cr_expect_eq(tables_latency_pct(&tm, 50, (uint64_t)m[0]->size - 1, &n), 0);
+	cr_expect_eq(n, 0);
+}
+
+Test(tables, percentile_is_the_nearest_rank)
+{
+	uint64_t v[] = { 50, 10, 40, 20, 30 };
+
+	cr_expect_eq(percentile_u64(v, 5, 0), 10);
+	cr_expect_eq(percentile_u64(v, 5, 20), 10);
+	cr_expect_eq(percentile_u64(v, 5, 21), 20);
+	cr_expect_eq(percentile_u64(v, 5, 50), 30);
+	cr_expect_eq(percentile_u64(v, 5, 99), 50);
+	cr_expect_eq(percentile_u64(v, 5, 100), 50);
+	cr_expect_eq(percentile_u64(v, 1, 50), 10, "sorted");
+	cr_expect_eq(percentile_u64(v, 0, 50), 0);
+}
+
+/* KNOWN BUG, disabled until fixed: tables queued for unloading still
+ * count against the budget but are no eviction victims, and a worker
+ * takes loads before unloads.  When such tables fill the budget, a table
+ * that fits fails for good: "exceeds --max-table-memory". */
+Test(tables, tables_queued_for_unloading_do_not_fail_a_load, .disabled = true)
+{
+	struct module *d = uf_obj(1), *e = uf_obj(2), *a = uf_obj(3), *b = uf_obj(4);
+	struct module *c = uf_module(uf_env("UNWIND_OBJ_NOBID"));
+	struct timespec ms = { 0, 1000000 };
+	int waited;
+
+	set_budget(2 * CHUNK);
+	/* Both workers stuck deleting d and e, unloaded. */
+	load(d);
+	load(e);
+	tables_unref(&tm, d);
+	tables_unref(&tm, e);
+	fake_bpf_hold(FAKE_BPF_DELETE);
+	tables_sweep(&tm, mono_ns() + TABLES_UNUSED_GRACE_NS);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_DELETE, 2, UF_WAIT_MS));
+	/* a and b fill the budget, and wait to be unloaded. */
+	tables_ref(&tm, a);
+	tables_ref(&tm, b);
+	cr_assert_eq(tables_load_now(&tm, a), 0);
+	cr_assert_eq(tables_load_now(&tm, b), 0);
+	tables_unref(&tm, a);
+	tables_unref(&tm, b);
+	tables_sweep(&tm, mono_ns() + TABLES_UNUSED_GRACE_NS);
+	cr_assert_eq(uf_state(a), TABLE_UNLOADING);
+	cr_assert_eq(uf_state(b), TABLE_UNLOADING);
+	/* One worker goes on to c's miss, the other stays stuck. */
+	map_and_miss(c);
+	fake_bpf_release_one(FAKE_BPF_DELETE);
+	for (waited = 0; uf_state(c) == TABLE_QUEUED && waited < UF_WAIT_MS; waited++)
+		nanosleep(&ms, NULL);
+	cr_expect_eq(uf_state(c), TABLE_LOADED, "state %d: %s", uf_state(c),
+		     c->error ? c->error : "");
+	fake_bpf_release(FAKE_BPF_DELETE);
+	settle();
+	check_accounting();
+}
