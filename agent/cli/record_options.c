@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "bpf/abi.h"
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 #include "agent/cli/args.h"
 #include "agent/perf/cpus.h"
 #include "agent/util/array.h"

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/output/atomic_file.h"
+#include "agent/util/atomic_file.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 #include "symbolize/intern.h"

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "agent/output/atomic_file.h"
+#include "agent/util/atomic_file.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 #include "profile.pb-c.h"
@@ -478,7 +478,7 @@ int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t 
 		ret = -EIO;
 		goto out;
 	}
-	ret = atomic_file_open(&af, path, errbuf, errlen);
+	ret = atomic_file_open(&af, path, 0666, errbuf, errlen);
 	if (ret < 0)
 		goto out;
 	ret = write_gzip(&af, buf, len, errbuf, errlen);

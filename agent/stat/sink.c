@@ -13,7 +13,7 @@ int stat_sink_open(struct stat_sink *s, const char *path)
 	*s = (struct stat_sink){ .path = path };
 	if (!path)
 		return 0;
-	ret = atomic_file_open(&s->file, path, err, sizeof(err));
+	ret = atomic_file_open(&s->file, path, 0666, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, STAT_PROG ": -o: %s\n", err);
 		return ret;

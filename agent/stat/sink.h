@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "agent/output/atomic_file.h"
+#include "agent/util/atomic_file.h"
 
 struct stat_sink {
 	const char *path;          /* -o FILE; NULL: stderr */

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 #include "agent/unwind/bpf_maps.h"
 #include "agent/unwind/modules.h"
 #include "agent/util/array.h"

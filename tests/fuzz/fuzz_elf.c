@@ -17,9 +17,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "cfi/cache.h"
 #include "cfi/compile.h"
 #include "cfi/elffile.h"
+#include "cfi/table_key.h"
 #include "fuzz_common.h"
 
 #define NAME "fuzz.elf"
@@ -56,7 +56,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cfi_compile_stats st;
 	struct cfi_error err = { { 0 } };
 	struct cfi_table t = { 0 };
-	char key[CFI_CACHE_KEY_MAX];
+	char key[CFI_TABLE_KEY_MAX];
 	struct cfi_elf e;
 	int fd, ret;
 
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(in_map(&e, &e.debug_frame) ||
 	      (e.inflated && e.debug_frame.data == e.inflated));
 
-	cfi_cache_key(&e, &opts, key, sizeof(key));
+	cfi_table_key(&e, &opts, key, sizeof(key));
 	CHECK(key[0]);
 
 	ret = cfi_compile(&e, &opts, &t, &st, &err);

@@ -13,7 +13,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "agent/output/atomic_file.h"
+#include "agent/util/atomic_file.h"
 #include "agent/output/folded.h"
 #include "agent/output/pprof.h"
 #include "synth.h"
@@ -191,14 +191,14 @@ Test(atomic, api)
 	struct stat st;
 
 	umask(022);
-	cr_assert_eq(atomic_file_open(&af, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(atomic_file_open(&af, path, 0666, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(atomic_file_write(&af, "abc", 3, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(tu_list(dir, NULL, 0), 1, "no temporary file while open");
 	atomic_file_abort(&af);
 	atomic_file_abort(&af);         /* harmless twice */
 	expect_only(NULL);
 
-	cr_assert_eq(atomic_file_open(&af, path, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(atomic_file_open(&af, path, 0666, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(atomic_file_write(&af, "abc", 3, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(atomic_file_write(&af, "", 0, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(atomic_file_write(&af, "def\n", 4, err, sizeof(err)), 0, "%s", err);

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -68,7 +68,7 @@ static void assert_same_blob(const struct cfi_table *a, const struct cfi_table *
 
 static void key_of(char *key, size_t size)
 {
-	cfi_cache_key(&libc_elf, &opts, key, size);
+	cfi_table_key(&libc_elf, &opts, key, size);
 }
 
 static void file_of(const char *dir, const char *key, char *path, size_t size)
@@ -147,7 +147,7 @@ done:
 Test(cache, key_is_build_id)
 {
 	struct cfi_compile_opts eh_only = opts;
-	char want[2 * CFI_BUILD_ID_MAX + 8], key[CFI_CACHE_KEY_MAX];
+	char want[2 * CFI_BUILD_ID_MAX + 8], key[CFI_TABLE_KEY_MAX];
 
 	libc_build_id_hex(want, sizeof(want));
 	cr_assert_eq(strlen(want), 40, "libc has no 20-byte build-id: \"%s\"", want);
@@ -155,7 +155,7 @@ Test(cache, key_is_build_id)
 	cr_assert_str_eq(key, want);
 
 	eh_only.no_debug_frame = true;
-	cfi_cache_key(&libc_elf, &eh_only, key, sizeof(key));
+	cfi_table_key(&libc_elf, &eh_only, key, sizeof(key));
 	strcat(want, "-eh");
 	cr_assert_str_eq(key, want);
 }
@@ -165,7 +165,7 @@ Test(cache, key_without_build_id)
 	static uint8_t eh[64];
 	struct cfi_elf e;
 	struct cfi_compile_opts eh_only = { .debug_dir = "", .no_debug_frame = true };
-	char k1[CFI_CACHE_KEY_MAX], k2[CFI_CACHE_KEY_MAX], k3[CFI_CACHE_KEY_MAX];
+	char k1[CFI_TABLE_KEY_MAX], k2[CFI_TABLE_KEY_MAX], k3[CFI_TABLE_KEY_MAX];
 	size_t n;
 
 	memset(&e, 0, sizeof(e));
@@ -179,25 +179,25 @@ Test(cache, key_without_build_id)
 	e.exec[0].start = 0x1000;
 	e.exec[0].end = 0x2000;
 
-	cfi_cache_key(&e, &opts, k1, sizeof(k1));
+	cfi_table_key(&e, &opts, k1, sizeof(k1));
 	cr_assert_eq(strncmp(k1, "nobuildid-", 10), 0, "%s", k1);
 	/* The file size, .eh_frame size and .debug_frame size, in hex. */
 	n = strlen(k1);
 	cr_assert_geq(n, 10);
 	cr_assert_str_eq(k1 + n - 10, "-1234-40-0", "%s", k1);
 
-	cfi_cache_key(&e, &eh_only, k2, sizeof(k2));
+	cfi_table_key(&e, &eh_only, k2, sizeof(k2));
 	cr_assert_eq(strlen(k2), n + 3);
 	cr_assert_eq(strncmp(k1, k2, n), 0);
 	cr_assert_str_eq(k2 + n, "-eh");
 
 	/* Any byte of the CFI, or the executable range, changes the key. */
 	eh[30] ^= 1;
-	cfi_cache_key(&e, &opts, k3, sizeof(k3));
+	cfi_table_key(&e, &opts, k3, sizeof(k3));
 	cr_assert_str_neq(k1, k3);
 	eh[30] ^= 1;
 	e.exec[0].end = 0x2001;
-	cfi_cache_key(&e, &opts, k3, sizeof(k3));
+	cfi_table_key(&e, &opts, k3, sizeof(k3));
 	cr_assert_str_neq(k1, k3);
 }
 
@@ -207,7 +207,7 @@ Test(cache, store_load_roundtrip)
 {
 	struct cfi_table t, back = { 0 };
 	struct cfi_error err = { { 0 } };
-	char key[CFI_CACHE_KEY_MAX], path[PATH_MAX], lib[PATH_MAX];
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX], lib[PATH_MAX];
 
 	compile_fresh(&t);
 	key_of(key, sizeof(key));
@@ -283,7 +283,7 @@ static void check_corruption(enum corruption kind)
 	struct cfi_table fresh, t = { 0 };
 	struct cfi_get_info info;
 	struct cfi_error err = { { 0 } };
-	char key[CFI_CACHE_KEY_MAX], path[PATH_MAX];
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX];
 	off_t size;
 
 	compile_fresh(&fresh);
@@ -371,7 +371,7 @@ Test(cache, store_into_regular_file)
 	struct cfi_table fresh, t;
 	struct cfi_get_info info;
 	struct cfi_error err = { { 0 } };
-	char key[CFI_CACHE_KEY_MAX], dir[PATH_MAX];
+	char key[CFI_TABLE_KEY_MAX], dir[PATH_MAX];
 	int fd;
 
 	compile_fresh(&fresh);
@@ -425,7 +425,7 @@ Test(cache, failed_rename_leaves_no_temp_file)
 	struct cfi_table fresh, t;
 	struct cfi_get_info info;
 	struct cfi_error err = { { 0 } };
-	char key[CFI_CACHE_KEY_MAX], path[PATH_MAX], v1[PATH_MAX];
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX], v1[PATH_MAX];
 
 	/* A directory where the cache file should be: the rename fails after
 	 * the temporary file was written. */

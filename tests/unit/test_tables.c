@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "agent/util/clock.h"
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 #include "unwind_fixture.h"
 
 #define CHUNK ((uint64_t)CFI_CHUNK_SIZE)

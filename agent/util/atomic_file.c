@@ -1,4 +1,4 @@
-#include "agent/output/atomic_file.h"
+#include "agent/util/atomic_file.h"
 #include "agent/util/errbuf.h"
 
 #include <errno.h>
@@ -43,7 +43,8 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, size_t errlen)
+int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char *errbuf,
+		     size_t errlen)
 {
 	static unsigned counter;
 	const char *slash, *base;
@@ -81,7 +82,7 @@ int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, siz
 		/* the base name is cut so that the suffix fits in NAME_MAX */
 		snprintf(af->tmp_path, tmplen, "%.*s.%.200s.%ld.%x%lx.tmp", (int)dirlen, path, base,
 			 (long)getpid(), n, (unsigned long)ts.tv_nsec);
-		af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
 		if (af->fd >= 0)
 			return 0;
 		err = errno;
@@ -188,7 +189,7 @@ int atomic_file_write_all(const char *path, const void *buf, size_t len,
 	struct atomic_file af;
 	int ret;
 
-	ret = atomic_file_open(&af, path, errbuf, errlen);
+	ret = atomic_file_open(&af, path, 0666, errbuf, errlen);
 	if (ret < 0)
 		return ret;
 	ret = atomic_file_write(&af, buf, len, errbuf, errlen);

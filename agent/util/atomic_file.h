@@ -7,10 +7,11 @@
  * Every function that can fail returns 0 or a negative errno and puts a
  * one-line reason (no trailing newline) into errbuf.
  */
-#ifndef AGENT_ATOMIC_FILE_H
-#define AGENT_ATOMIC_FILE_H
+#ifndef AGENT_UTIL_ATOMIC_FILE_H
+#define AGENT_UTIL_ATOMIC_FILE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 struct atomic_file {
 	int fd;                 /* of the temporary file; -1 when closed */
@@ -18,8 +19,10 @@ struct atomic_file {
 	char *tmp_path;         /* temporary file, NULL once renamed/unlinked */
 };
 
-/* Creates the temporary file for `path` (mode 0666 less the umask). */
-int atomic_file_open(struct atomic_file *af, const char *path, char *errbuf, size_t errlen);
+/* Creates the temporary file for `path` with `mode` (less the umask):
+ * 0666 for outputs the user reads, 0644 for the table cache. */
+int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char *errbuf,
+		     size_t errlen);
 
 /* Writes all of buf (retrying short writes and EINTR).  On failure the
  * file is still open: call atomic_file_abort. */
@@ -35,7 +38,7 @@ int atomic_file_commit(struct atomic_file *af, char *errbuf, size_t errlen);
  * again, and after a failed open or a commit (it does nothing then). */
 void atomic_file_abort(struct atomic_file *af);
 
-/* open + write + commit of one buffer. */
+/* open (mode 0666) + write + commit of one buffer. */
 int atomic_file_write_all(const char *path, const void *buf, size_t len,
 			  char *errbuf, size_t errlen);
 

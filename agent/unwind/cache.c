@@ -1,4 +1,4 @@
-#include "cache.h"
+#include "agent/unwind/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +10,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "agent/util/atomic_file.h"
+
 #define CACHE_MAGIC "CFIPROF\x01"
 
 struct cache_header {
@@ -17,49 +19,13 @@ struct cache_header {
 	uint32_t version;        /* CFI_TABLE_VERSION */
 	uint32_t blob_crc;       /* zlib crc32 of the blob */
 	uint64_t blob_size;
-	char key[CFI_CACHE_KEY_MAX];
+	char key[CFI_TABLE_KEY_MAX];
 };
 
-/* zlib's _z variants take a size_t length: no 4 GiB chunking needed. */
+/* zlib's crc32_z takes a size_t length: no 4 GiB chunking needed. */
 static uint32_t crc_of(const void *p, size_t n)
 {
 	return (uint32_t)crc32_z(crc32(0L, Z_NULL, 0), p, n);
-}
-
-static uint32_t adler_of(uint32_t a, const void *p, size_t n)
-{
-	return (uint32_t)adler32_z(a, p, n);
-}
-
-void cfi_cache_key(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
-		   char *key, size_t size)
-{
-	const struct cfi_compile_opts none = { 0 };
-	const char *suffix;
-
-	if (!opts)
-		opts = &none;
-	suffix = opts->no_debug_frame ? "-eh" : cfi_compile_uses_debug_file(e, opts) ? "-dbg" : "";
-	if (e->build_id_len) {
-		char hex[2 * CFI_BUILD_ID_MAX + 1];
-
-		cfi_elf_build_id_hex(e, hex, sizeof(hex));
-		snprintf(key, size, "%s%s", hex, suffix);
-	} else {
-		/* No build-id: identify the object by what the table is made of.
-		 * Two independent 32-bit checksums and the sizes make an
-		 * accidental match of different inputs vanishingly unlikely. */
-		uint32_t c = crc_of(e->eh_frame.data, e->eh_frame.size);
-		uint32_t a = adler_of(1, e->eh_frame.data, e->eh_frame.size);
-
-		if (e->debug_frame.size) {
-			c ^= crc_of(e->debug_frame.data, e->debug_frame.size);
-			a = adler_of(a, e->debug_frame.data, e->debug_frame.size);
-		}
-		a = adler_of(a, e->exec, e->nexec * sizeof(e->exec[0]));
-		snprintf(key, size, "nobuildid-%08x%08x-%zx-%zx-%zx%s", c, a, e->size,
-			 e->eh_frame.size, e->debug_frame.size, suffix);
-	}
 }
 
 int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size)
@@ -147,66 +113,41 @@ static int mkdirs(char *path)
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	while (n) {
-		ssize_t w = write(fd, b, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
 		    struct cfi_error *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 32];
+	char path[PATH_MAX], msg[PATH_MAX + 128];
+	struct atomic_file af;
 	struct cache_header h;
-	int fd, ret;
+	int ret;
 
 	if (cfi_cache_path(dir, key, path, sizeof(path)))
 		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
 	ret = mkdirs(path);
 	if (ret)
 		return cfi_fail(err, ret, "%s: cannot create cache directory: %s", dir, strerror(-ret));
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return cfi_fail(err, -errno, "%s: %s", tmp, strerror(errno));
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CACHE_MAGIC, 8);
 	h.version = CFI_TABLE_VERSION;
 	h.blob_size = t->size;
 	h.blob_crc = crc_of(t->blob, t->size);
 	snprintf(h.key, sizeof(h.key), "%s", key);
-	ret = write_all(fd, &h, sizeof(h));
+	ret = atomic_file_open(&af, path, 0644, msg, sizeof(msg));
 	if (!ret)
-		ret = write_all(fd, t->blob, t->size);
-	if (!ret && fsync(fd))
-		ret = -errno;
-	if (close(fd) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		return cfi_fail(err, ret, "%s: %s", path, strerror(-ret));
-	}
-	return 0;
+		ret = atomic_file_write(&af, &h, sizeof(h), msg, sizeof(msg));
+	if (!ret)
+		ret = atomic_file_write(&af, t->blob, t->size, msg, sizeof(msg));
+	if (!ret)
+		ret = atomic_file_commit(&af, msg, sizeof(msg));
+	else
+		atomic_file_abort(&af);
+	return ret ? cfi_fail(err, ret, "%s", msg) : 0;
 }
 
 int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
 		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err)
 {
-	char key[CFI_CACHE_KEY_MAX];
+	char key[CFI_TABLE_KEY_MAX];
 	struct cfi_error lerr = { { 0 } };
 	bool corrupt = false;
 	int ret;
@@ -216,7 +157,7 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 		info->outcome = CFI_CACHE_BYPASS;
 		return cfi_compile(e, opts, out, &info->stats, err);
 	}
-	cfi_cache_key(e, opts, key, sizeof(key));
+	cfi_table_key(e, opts, key, sizeof(key));
 	ret = cfi_cache_load(dir, key, out, &lerr);
 	if (!ret) {
 		info->outcome = CFI_CACHE_HIT;

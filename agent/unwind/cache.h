@@ -1,27 +1,27 @@
 /*
  * The on-disk cache of compiled CFI tables.
  *
- * A table is stored at DIR/v<format>/<key>.cfit, where the key is the
- * object's build-id (or, for objects without one, a hash of the bytes the
- * table is compiled from), suffixed when a separate debug file contributed
- * .debug_frame.  Each file carries a header with the key and a CRC of the
+ * A table is stored at DIR/v<format>/<key>.cfit, named by its key
+ * (cfi/table_key.h: the object's build-id, or a checksum of what the
+ * table is compiled from).  Each file carries a header with the key and a CRC of the
  * table; a file that fails any check is ignored and rewritten, never
- * trusted.  Writes go to a temporary file renamed into place.
+ * trusted.  Writes go to a temporary file renamed into place
+ * (agent/util/atomic_file.h).
+ *
+ * The cache is the agent's, not the compiler's: cfi/ turns ELF into
+ * tables and touches no file it was not given; where tables are kept, and
+ * who may write there, is decided here.
  */
-#ifndef CFI_CACHE_H
-#define CFI_CACHE_H
+#ifndef AGENT_UNWIND_CACHE_H
+#define AGENT_UNWIND_CACHE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compile.h"
+#include "cfi/compile.h"
+#include "cfi/table_key.h"
 
 #define CFI_CACHE_DEFAULT_DIR "/var/cache/cfiprof"
-#define CFI_CACHE_KEY_MAX 160
-
-/* The key for `e` compiled with `opts`. */
-void cfi_cache_key(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
-		   char *key, size_t size);
 
 /* Path of the cache file for `key`. */
 int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size);
