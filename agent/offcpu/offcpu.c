@@ -31,7 +31,7 @@
 
 #include "bpf/abi.h"
 #include "symbolize/symbolize.h"
-#include "agent/unwind/bpf_maps.h"
+#include "agent/util/bpf_counters.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
 #include "cfiprof.skel.h"

@@ -13,7 +13,7 @@
 #include "cfiprof.skel.h"
 #include "agent/procs/lifecycle.h"
 #include "agent/record/targets.h"
-#include "agent/unwind/bpf_maps.h"
+#include "agent/util/bpf_counters.h"
 #include "agent/util/clock.h"
 #include "agent/util/fdlimit.h"
 

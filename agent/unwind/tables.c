@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "agent/unwind/cache.h"
-#include "agent/unwind/bpf_maps.h"
+#include "agent/unwind/bpf_tables.h"
 #include "agent/unwind/modules.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"

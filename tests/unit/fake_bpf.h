@@ -1,6 +1,6 @@
 /*
  * BPF maps without root: an in-memory stand-in for the libbpf map calls
- * agent/unwind/bpf_maps.c makes to load and unload CFI tables
+ * agent/unwind/bpf_tables.c makes to load and unload CFI tables
  * (bpf_map_create, bpf_map_update_elem, bpf_map_delete_elem,
  * bpf_map_lookup_elem).
  *

@@ -1,4 +1,4 @@
-#include "agent/unwind/bpf_maps.h"
+#include "agent/unwind/bpf_tables.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -51,21 +51,4 @@ out:
 int bpf_table_unload(int outer_fd, uint32_t id)
 {
 	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
-}
-
-uint64_t bpf_counter_sum(int counters_fd, uint32_t idx)
-{
-	int ncpu = libbpf_num_possible_cpus(), i;
-	uint64_t *vals, sum = 0;
-
-	if (ncpu <= 0)
-		return 0;
-	vals = calloc((size_t)ncpu, sizeof(*vals));
-	if (!vals)
-		return 0;
-	if (!bpf_map_lookup_elem(counters_fd, &idx, vals))
-		for (i = 0; i < ncpu; i++)
-			sum += vals[i];
-	free(vals);
-	return sum;
 }
