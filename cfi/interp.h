@@ -7,7 +7,7 @@
 #ifndef CFI_INTERP_H
 #define CFI_INTERP_H
 
-#include "../bpf/abi.h"
+#include "bpf/abi.h"
 #include "ehframe.h"
 
 #define DWARF_REG_RBP 6

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bpf/table_search.h"
+#include "bpf/table_search.h"
 
 /* Tables with more pages are refused: at 64 KiB pages that is 64 GiB of
  * code, which no real object has, and it bounds the memory a crafted

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../bpf/abi.h"
+#include "bpf/abi.h"
 #include "error.h"
 
 /* A validated table.  All pointers point into `blob`, which it owns. */
