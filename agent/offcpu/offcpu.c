@@ -8,7 +8,9 @@
  * why the thread blocked.
  *
  * Wakers.  The waker record precedes its off-CPU sample on the ring
- * buffer (both are sent by one run of on_switch), but records of other
+ * buffer (both are sent when the blocked thread runs again, by one run of
+ * on_resume at sched_exit_tp, or of on_switch where the kernel has no
+ * sched_exit_tp), but records of other
  * CPUs may come in between: the pair is matched by the blocked thread's
  * tid and the time it blocked.  A woken-by stack is, root first: the
  * blocked thread's stack, a synthetic frame "[woken by] COMM" naming the
