@@ -241,10 +241,8 @@ static int add_mark(struct offcpu *oc, struct stack_agg *agg, struct frame_ref *
 	return 0;
 }
 
-/* n is a size_t for array_reserve, whose overflow check gcc rejects
- * (-Wtype-limits) for a uint32_t count into a uint32_t capacity. */
 static int keep_waker(struct offcpu *oc, const char *comm, uint8_t flags, uint32_t peer_tid,
-		      uint64_t time_ns, const struct frame_ref *frames, size_t n)
+		      uint64_t time_ns, const struct frame_ref *frames, uint32_t n)
 {
 	struct pending_waker *w = &oc->pending[oc->next_pending];
 
@@ -256,7 +254,7 @@ static int keep_waker(struct offcpu *oc, const char *comm, uint8_t flags, uint32
 		return -ENOMEM;
 	}
 	memcpy(w->frames, frames, n * sizeof(*frames));
-	w->n = (uint32_t)n;
+	w->n = n;
 	w->used = true;
 	w->flags = flags;
 	w->tid = peer_tid;

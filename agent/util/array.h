@@ -16,24 +16,29 @@
 #include <stdlib.h>
 
 /* Makes room for `need` elements of `elem` bytes in *v, whose capacity is
- * *cap: at least doubles it (from `first` elements), so n appends cost
- * O(n).  New elements are not initialised.  Returns 0, or -ENOMEM with *v
- * and *cap unchanged. */
-static inline int array_reserve_(void **v, size_t *cap, size_t need, size_t elem, size_t first)
+ * *cap and can count at most `cap_max` elements: at least doubles it (from
+ * `first` elements), so n appends cost O(n), up to cap_max.  New elements
+ * are not initialised.  Returns 0, or -ENOMEM with *v and *cap unchanged.
+ * The limits are compared here, as values, not in the macro below, where
+ * comparing a narrow `need` with its own type's maximum is always false
+ * and gcc says so (-Wtype-limits). */
+static inline int array_reserve_(void **v, size_t *cap, uintmax_t need, size_t elem, size_t first,
+				 uintmax_t cap_max)
 {
-	size_t ncap;
+	size_t max = cap_max < SIZE_MAX ? (size_t)cap_max : SIZE_MAX, ncap;
 	void *nv;
 
+	if (elem && max > SIZE_MAX / elem)
+		max = SIZE_MAX / elem;     /* what realloc can be asked for */
 	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap : first;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	if (elem && ncap > SIZE_MAX / elem)
+	if (need > max)
 		return -ENOMEM;
+	ncap = *cap ? *cap : first ? first : 1;
+	while (ncap < need)
+		ncap = ncap > max / 2 ? max : ncap * 2;
+	if (ncap > max)
+		ncap = max;
 	nv = realloc(*v, ncap * elem);
 	if (!nv)
 		return -ENOMEM;
@@ -43,23 +48,23 @@ static inline int array_reserve_(void **v, size_t *cap, size_t need, size_t elem
 }
 
 /* array_reserve(&v, &cap, need): v a pointer to the elements, cap any
- * unsigned integer (uint32_t capacities stay below 2^32 elements). */
+ * unsigned integer type (a uint32_t capacity stays below 2^32 elements),
+ * need any integer type (negative: -ENOMEM). */
 #define array_reserve(vp, capp, need) array_reserve_first(vp, capp, need, 16)
 
-#define array_reserve_first(vp, capp, need, first)                                 \
-	__extension__({                                                             \
-		size_t cap_ = *(capp);                                              \
-		void *v_ = *(vp);                                                   \
-		int ret_ = (size_t)(need) > (__typeof__(*(capp)))-1 ? -ENOMEM :     \
-			array_reserve_(&v_, &cap_, (size_t)(need), sizeof(**(vp)),   \
-				       (first));                                    \
-		if (!ret_ && cap_ > (__typeof__(*(capp)))-1)                        \
-			cap_ = (__typeof__(*(capp)))-1;                             \
-		if (!ret_) {                                                        \
-			*(vp) = v_;                                                 \
-			*(capp) = (__typeof__(*(capp)))cap_;                        \
-		}                                                                   \
-		ret_;                                                               \
+#define array_reserve_first(vp, capp, need, first)                                   \
+	__extension__({                                                               \
+		_Static_assert((__typeof__(*(capp)))-1 > (__typeof__(*(capp)))0,      \
+			       "array_reserve: the capacity is unsigned");            \
+		size_t cap_ = *(capp);                                                \
+		void *v_ = *(vp);                                                     \
+		int ret_ = array_reserve_(&v_, &cap_, (uintmax_t)(need), sizeof(**(vp)), \
+					  (first), (__typeof__(*(capp)))-1);          \
+		if (!ret_) {                                                          \
+			*(vp) = v_;                                                   \
+			*(capp) = (__typeof__(*(capp)))cap_;                          \
+		}                                                                     \
+		ret_;                                                                 \
 	})
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,16 +107,34 @@ static int64_t find_locked(const struct fake_bpf_map *m, const void *key)
 }
 
 /* The start of a call of `op` on map `fd`: takes the lock, counts the
- * call, holds it while `op` is held.  Returns the map, or NULL with *err
- * the error the call fails with. */
+ * call (in all and on the map), holds it while `op` is held.  Returns the
+ * map, or NULL with *err the error the call fails with. */
 static struct fake_bpf_map *enter(enum fake_bpf_op op, int fd, int *err)
 {
-	struct fake_bpf_map *m = NULL;
+	struct fake_bpf_map *m;
 
 	pthread_mutex_lock(&lock);
 	*err = enter_locked(op, fd);
-	if (!*err && !(m = by_fd_locked(fd)))
+	m = by_fd_locked(fd);
+	if (m)
+		m->calls[op]++;
+	else if (!*err)
 		*err = -EBADF;
+	return *err ? NULL : m;
+}
+
+/* The map `fd` of a test's own access (BPF's part): takes the lock.  No
+ * such map is the test's error: aborts. */
+static struct fake_bpf_map *enter_test(int fd, const char *what)
+{
+	struct fake_bpf_map *m;
+
+	pthread_mutex_lock(&lock);
+	m = by_fd_locked(fd);
+	if (!m) {
+		fprintf(stderr, "fake_bpf: %s: fd %d is no map\n", what, fd);
+		abort();
+	}
 	return m;
 }
 
@@ -139,8 +158,8 @@ static void free_map(struct fake_bpf_map *m)
 }
 
 /* Returns the new map's fd or a negative errno. */
-static int create_locked(enum bpf_map_type type, uint32_t key_size, uint32_t value_size,
-			 uint32_t max_entries, uint32_t flags)
+static int create_locked(enum bpf_map_type type, const char *name, uint32_t key_size,
+			 uint32_t value_size, uint32_t max_entries, uint32_t flags)
 {
 	struct fake_bpf_map *m;
 	int fd;
@@ -155,6 +174,7 @@ static int create_locked(enum bpf_map_type type, uint32_t key_size, uint32_t val
 	*m = (struct fake_bpf_map){ .id = nmaps + 1, .type = type, .key_size = key_size,
 				    .value_size = value_size, .max_entries = max_entries,
 				    .map_flags = flags };
+	snprintf(m->name, sizeof(m->name), "%s", name ? name : "");
 	if ((is_array(m) && key_size != 4) || (of_maps(m) && value_size != 4)) {
 		free_map(m);
 		return -EINVAL;
@@ -178,11 +198,10 @@ int bpf_map_create(enum bpf_map_type map_type, const char *map_name, __u32 key_s
 {
 	int ret;
 
-	(void)map_name;
 	pthread_mutex_lock(&lock);
 	ret = enter_locked(FAKE_BPF_CREATE, -1);
 	if (!ret)
-		ret = create_locked(map_type, key_size, value_size, max_entries,
+		ret = create_locked(map_type, map_name, key_size, value_size, max_entries,
 				    opts ? opts->map_flags : 0);
 	return leave(ret);
 }
@@ -351,6 +370,65 @@ const struct fake_bpf_map *fake_bpf_inner(int outer_fd, uint32_t key)
 	}
 	pthread_mutex_unlock(&lock);
 	return inner;
+}
+
+uint64_t fake_bpf_map_calls(int fd, enum fake_bpf_op op)
+{
+	struct fake_bpf_map *m = enter_test(fd, "fake_bpf_map_calls");
+	uint64_t n = m->calls[op];
+
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+int fake_bpf_hash(const char *name, uint32_t key_size, uint32_t value_size,
+		  uint32_t max_entries)
+{
+	int fd;
+
+	pthread_mutex_lock(&lock);
+	fd = create_locked(BPF_MAP_TYPE_HASH, name, key_size, value_size, max_entries, 0);
+	pthread_mutex_unlock(&lock);
+	if (fd < 0) {
+		fprintf(stderr, "fake_bpf: cannot create %s: %s\n", name ? name : "a hash",
+			strerror(-fd));
+		abort();
+	}
+	return fd;
+}
+
+bool fake_bpf_get(int fd, const void *key, void *value)
+{
+	struct fake_bpf_map *m = enter_test(fd, "fake_bpf_get");
+	bool found = !lookup_locked(m, key, value);
+
+	pthread_mutex_unlock(&lock);
+	return found;
+}
+
+int fake_bpf_put(int fd, const void *key, const void *value)
+{
+	struct fake_bpf_map *m = enter_test(fd, "fake_bpf_put");
+	int ret = update_locked(m, key, value, BPF_ANY);
+
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+uint32_t fake_bpf_count(int fd, const void *prefix, size_t prefix_len)
+{
+	struct fake_bpf_map *m = enter_test(fd, "fake_bpf_count");
+	uint32_t i, n = 0;
+
+	if (is_array(m) || prefix_len > m->key_size) {
+		fprintf(stderr, "fake_bpf_count: %s is an array or has keys of under %zu bytes\n",
+			m->name, prefix_len);
+		abort();
+	}
+	for (i = 0; i < m->n; i++)
+		n += !prefix_len || !memcmp(m->keys + (size_t)i * m->key_size, prefix, prefix_len);
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 const void *fake_bpf_array_value(const struct fake_bpf_map *m, uint32_t idx)

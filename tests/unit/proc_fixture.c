@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fake_bpf_maps.h"
+#include "fake_bpf.h"
 
 void test_child_start(struct test_child *c, char *const argv[])
 {
@@ -85,40 +85,47 @@ void test_registry_init(struct test_registry *t)
 	memset(t, 0, sizeof(*t));
 	t->mods.unwind = UNWIND_AUTO;
 	t->procs.mods = &t->mods;
-	t->procs.bpf.mappings_fd = fake_map_create("proc_mappings", sizeof(struct mapping_key),
-						   sizeof(struct cfi_mapping));
-	t->procs.bpf.infos_fd = fake_map_create("proc_infos", sizeof(uint32_t),
-						sizeof(struct proc_info));
-	t->procs.bpf.epochs_fd = fake_map_create("proc_epochs", sizeof(uint32_t), sizeof(uint64_t));
-	t->procs.bpf.targets_fd = fake_map_create("target_pids", sizeof(uint32_t), sizeof(uint8_t));
+	/* Room for the few processes a test runs (bpf/maps.h's are larger). */
+	t->procs.bpf.mappings_fd = fake_bpf_hash("proc_mappings", sizeof(struct mapping_key),
+						 sizeof(struct cfi_mapping), 1 << 14);
+	t->procs.bpf.infos_fd = fake_bpf_hash("proc_infos", sizeof(uint32_t),
+					      sizeof(struct proc_info), 1024);
+	t->procs.bpf.epochs_fd = fake_bpf_hash("proc_epochs", sizeof(uint32_t), sizeof(uint64_t),
+					       1024);
+	t->procs.bpf.targets_fd = fake_bpf_hash("target_pids", sizeof(uint32_t), sizeof(uint8_t),
+						1024);
 }
 
 void test_registry_free(struct test_registry *t)
 {
 	procs_free(&t->procs);
 	modules_free(&t->mods);
-	fake_maps_reset();
+	close(t->procs.bpf.mappings_fd);
+	close(t->procs.bpf.infos_fd);
+	close(t->procs.bpf.epochs_fd);
+	close(t->procs.bpf.targets_fd);
+	fake_bpf_reset();
 }
 
 void test_bpf_new_epoch(struct test_registry *t, int pid, uint64_t epoch)
 {
 	uint32_t key = (uint32_t)pid;
 
-	fake_map_put(t->procs.bpf.epochs_fd, &key, &epoch);
+	cr_assert_eq(fake_bpf_put(t->procs.bpf.epochs_fd, &key, &epoch), 0);
 }
 
 bool test_bpf_proc_info(const struct test_registry *t, int pid, struct proc_info *info)
 {
 	uint32_t key = (uint32_t)pid;
 
-	return fake_map_get(t->procs.bpf.infos_fd, &key, info);
+	return fake_bpf_get(t->procs.bpf.infos_fd, &key, info);
 }
 
 size_t test_bpf_mapping_count(const struct test_registry *t, int pid)
 {
 	uint32_t tgid = (uint32_t)pid;
 
-	return fake_map_count_prefix(t->procs.bpf.mappings_fd, &tgid, sizeof(tgid));
+	return fake_bpf_count(t->procs.bpf.mappings_fd, &tgid, sizeof(tgid));
 }
 
 bool test_bpf_live_slot_is(const struct test_registry *t, const struct proc *p)
@@ -131,13 +138,24 @@ bool test_bpf_live_slot_is(const struct test_registry *t, const struct proc *p)
 		return false;
 	for (uint32_t i = 0; i <= p->n; i++) {
 		key.idx = info.slot | i;
-		if (fake_map_get(t->procs.bpf.mappings_fd, &key, &m) != (i < p->n))
+		if (fake_bpf_get(t->procs.bpf.mappings_fd, &key, &m) != (i < p->n))
 			return false;
 		if (i < p->n && (m.start != p->maps[i].start || m.end != p->maps[i].end ||
 				 m.bias != p->maps[i].bias))
 			return false;
 	}
 	return true;
+}
+
+uint64_t test_bpf_writes(const struct test_registry *t)
+{
+	const int fds[] = { t->procs.bpf.mappings_fd, t->procs.bpf.infos_fd };
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		n += fake_bpf_map_calls(fds[i], FAKE_BPF_UPDATE) +
+		     fake_bpf_map_calls(fds[i], FAKE_BPF_DELETE);
+	return n;
 }
 
 bool test_maps_file(const struct proc *p, const char *suffix)

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the process registry without root: real processes (the
  * test's own children, whose /proc/PID/maps it may read), and a registry
- * publishing into fake BPF maps (fake_bpf_maps.h).  A child is a copy of
+ * publishing into fake BPF maps (fake_bpf.h).  A child is a copy of
  * the test held on a pipe until released; released, it execs the command
  * given (a new program in the same pid) or exits.
  */
@@ -57,6 +57,10 @@ size_t test_bpf_mapping_count(const struct test_registry *t, int pid);
 /* Whether the live slot of `pid` (as its proc_info says) holds exactly
  * p's mappings, with nothing after them. */
 bool test_bpf_live_slot_is(const struct test_registry *t, const struct proc *p);
+
+/* The agent's writes (updates and deletes) to proc_mappings and
+ * proc_infos so far. */
+uint64_t test_bpf_writes(const struct test_registry *t);
 
 /* Whether one of p's mappings is of a file whose path ends in `suffix`. */
 bool test_maps_file(const struct proc *p, const char *suffix);

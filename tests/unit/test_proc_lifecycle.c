@@ -15,7 +15,6 @@
 #include "agent/procs/lifecycle.h"
 #include "agent/util/clock.h"
 #include "bpf/abi.h"
-#include "fake_bpf_maps.h"
 #include "proc_fixture.h"
 
 #define MS (1000ull * 1000)
@@ -106,6 +105,8 @@ static void expect_nothing_published(void)
 
 Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 {
+	uint64_t writes;
+
 	read_child();
 	expect_published(0);
 	test_bpf_new_epoch(&t, child.pid, 42);
@@ -114,8 +115,10 @@ Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 	expect_published(42);
 	cr_expect_eq(t.procs.publishes, 2);
 	/* Nothing changed at all: BPF is left alone. */
+	writes = test_bpf_writes(&t);
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	cr_expect_eq(t.procs.publishes, 2);
+	cr_expect_eq(test_bpf_writes(&t), writes, "an unchanged process was written to BPF");
 }
 
 Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)

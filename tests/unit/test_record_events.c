@@ -12,7 +12,6 @@
 
 #include "agent/record/events.h"
 #include "bpf/abi.h"
-#include "fake_bpf_maps.h"
 #include "proc_fixture.h"
 
 static struct test_registry t;
