@@ -147,7 +147,7 @@ enum cfiprof_walk_end {
  * two slots: the agent writes a new array into the slot not in use, then
  * switches proc_info.slot, so a walk never sees half an update (and no
  * map-of-maps update, which waits for an RCU grace period, is needed). */
-struct cfi_mapping {
+struct walker_mapping {
 	__u64 start;      /* [start, end) in the process's address space */
 	__u64 end;
 	__u64 bias;       /* address - bias = the ELF file's virtual address */

@@ -66,7 +66,7 @@ struct {
 	__uint(max_entries, 1 << 19);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, struct mapping_key);
-	__type(value, struct cfi_mapping);
+	__type(value, struct walker_mapping);
 } proc_mappings SEC(".maps");
 
 struct {
@@ -138,7 +138,7 @@ struct {
 struct walk_state {
 	__u64 ip, sp, bp;
 	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
-	struct cfi_mapping cur;
+	struct walker_mapping cur;
 	__u32 nmappings;
 	__u32 slot;           /* the process's current mapping slot */
 	__u32 n;              /* frames recorded */

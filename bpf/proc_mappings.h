@@ -15,7 +15,7 @@
 #include "mapping_search.h"
 
 /* An array is named by the key of its element 0: (tgid, slot). */
-static __always_inline struct cfi_mapping *mapping_at(const struct mapping_key *arr, __u32 idx)
+static __always_inline struct walker_mapping *mapping_at(const struct mapping_key *arr, __u32 idx)
 {
 	struct mapping_key key = { .tgid = arr->tgid, .idx = arr->idx | idx };
 
@@ -25,7 +25,7 @@ static __always_inline struct cfi_mapping *mapping_at(const struct mapping_key *
 /* mapping_start_fn for mapping_lower_bound(). */
 static __always_inline int mapping_start_at(const void *arr, __u32 idx, __u64 *start)
 {
-	struct cfi_mapping *m = mapping_at(arr, idx);
+	struct walker_mapping *m = mapping_at(arr, idx);
 
 	if (!m)
 		return -1;

@@ -128,7 +128,7 @@ static __always_inline int overlaps_code(__u32 tgid, __u64 lo, __u64 hi)
 {
 	struct proc_info *pi = bpf_map_lookup_elem(&proc_infos, &tgid);
 	struct mapping_key arr = { .tgid = tgid };
-	struct cfi_mapping *m;
+	struct walker_mapping *m;
 	__u32 idx;
 
 	if (!pi)

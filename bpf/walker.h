@@ -110,7 +110,7 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
 	struct mapping_key arr = { .tgid = st->tgid, .idx = st->slot };
-	struct cfi_mapping *m;
+	struct walker_mapping *m;
 	__u32 idx;
 
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)

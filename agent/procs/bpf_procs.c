@@ -29,7 +29,7 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 	return bpf_map_lookup_elem(maps->epochs_fd, &pid, &epoch) ? 0 : epoch;
 }
 
-int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct cfi_mapping *m,
+int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots)
 {
 	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;

@@ -43,7 +43,7 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid);
  * progress finish with the old array, and no walk ever sees half of an
  * update.  No map-of-maps is touched, so this does not wait for an RCU
  * grace period.  Returns 0 or a negative errno. */
-int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct cfi_mapping *m,
+int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots);
 
 /* Removes every entry of `pid` (its proc_info may already be gone). */

@@ -8,7 +8,7 @@
 
 #include "agent/util/array.h"
 
-int procmaps_parse_line(const char *line, struct procmap *m)
+int procmaps_parse_line(const char *line, struct maps_entry *m)
 {
 	char perms[8];
 	int path_at = -1;
@@ -29,11 +29,11 @@ int procmaps_parse_line(const char *line, struct procmap *m)
 	return 0;
 }
 
-int procmaps_read(int pid, struct procmap **out, size_t *n)
+int procmaps_read(int pid, struct maps_entry **out, size_t *n)
 {
 	char path[64], *line = NULL;
 	size_t cap = 0, lcap = 0;
-	struct procmap *v = NULL;
+	struct maps_entry *v = NULL;
 	FILE *f;
 	int ret = 0;
 
@@ -67,7 +67,7 @@ int procmaps_read(int pid, struct procmap **out, size_t *n)
 	return 0;
 }
 
-void procmaps_free(struct procmap *m, size_t n)
+void procmaps_free(struct maps_entry *m, size_t n)
 {
 	size_t i;
 

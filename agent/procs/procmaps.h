@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct procmap {
+/* One line of /proc/PID/maps: any mapping, executable or not. */
+struct maps_entry {
 	uint64_t start, end, offset;
 	uint64_t inode;
 	unsigned dev_major, dev_minor;
@@ -15,12 +16,12 @@ struct procmap {
 };
 
 /* Reads every mapping of `pid`.  -ESRCH if the process is gone. */
-int procmaps_read(int pid, struct procmap **out, size_t *n);
+int procmaps_read(int pid, struct maps_entry **out, size_t *n);
 
 /* Parses one line of a maps file into `m` (path allocated).  Returns 0
  * or -EINVAL.  Exposed for tests. */
-int procmaps_parse_line(const char *line, struct procmap *m);
+int procmaps_parse_line(const char *line, struct maps_entry *m);
 
-void procmaps_free(struct procmap *m, size_t n);
+void procmaps_free(struct maps_entry *m, size_t n);
 
 #endif

@@ -81,7 +81,7 @@ static void read_labels(struct proc *p)
 }
 
 /* Drops the table references a mapping array holds. */
-static void release_maps(struct proc_registry *r, const struct proc_mapping *maps, uint32_t n)
+static void release_maps(struct proc_registry *r, const struct code_mapping *maps, uint32_t n)
 {
 	uint32_t i;
 
@@ -165,7 +165,7 @@ struct proc *procs_add(struct proc_registry *r, int pid)
 /* The vDSO is no file: copy its image out of the process into a memfd so
  * it is compiled and symbolized like any ELF.  It is the same for every
  * process of this kernel, so this happens once. */
-static struct module *vdso_module(struct proc_registry *r, int pid, const struct procmap *m)
+static struct module *vdso_module(struct proc_registry *r, int pid, const struct maps_entry *m)
 {
 	char path[64];
 	size_t len = m->end - m->start;
@@ -190,7 +190,7 @@ static struct module *vdso_module(struct proc_registry *r, int pid, const struct
 	return r->vdso;
 }
 
-static int open_mapping(int pid, const struct procmap *m)
+static int open_mapping(int pid, const struct maps_entry *m)
 {
 	char path[4200], err[256];
 	const char *p = m->path;
@@ -227,7 +227,7 @@ static bool mark_main(struct proc_registry *r, int pid)
 	return false;
 }
 
-static bool same_maps(const struct proc_mapping *a, uint32_t na, const struct proc_mapping *b,
+static bool same_maps(const struct code_mapping *a, uint32_t na, const struct code_mapping *b,
 		      uint32_t nb)
 {
 	uint32_t i;
@@ -243,9 +243,9 @@ static bool same_maps(const struct proc_mapping *a, uint32_t na, const struct pr
 
 int procs_scan(struct proc_registry *r, int pid)
 {
-	struct procmap *maps = NULL;
-	struct proc_mapping *pm = NULL;
-	struct cfi_mapping *bm = NULL;
+	struct maps_entry *maps = NULL;
+	struct code_mapping *pm = NULL;
+	struct walker_mapping *bm = NULL;
 	struct proc *p = procs_get(r, pid);
 	/* Before the mappings: if the process execs after this, what is
 	 * published below is stale, and the walker knows it. */
@@ -265,8 +265,8 @@ int procs_scan(struct proc_registry *r, int pid)
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		const struct procmap *m = &maps[i];
-		struct proc_mapping *o = &pm[k];
+		const struct maps_entry *m = &maps[i];
+		struct code_mapping *o = &pm[k];
 
 		if (!m->exec)
 			continue;
@@ -346,7 +346,7 @@ static inline int proc_mapping_start(const void *arr, __u32 idx, __u64 *start)
 	return 0;
 }
 
-const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr)
+const struct code_mapping *proc_find(const struct proc *p, uint64_t addr)
 {
 	uint32_t idx;
 

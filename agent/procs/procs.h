@@ -24,7 +24,9 @@
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
 
-struct proc_mapping {
+/* One executable mapping of a profiled process, resolved to the module
+ * (CFI table and symbols) of the object it maps. */
+struct code_mapping {
 	uint64_t start, end, offset, bias;
 	struct module *mod;        /* NULL: anonymous executable memory (JIT) */
 };
@@ -40,7 +42,7 @@ enum proc_state {
 struct proc {
 	int pid;
 	enum proc_state state;
-	struct proc_mapping *maps; /* sorted by start */
+	struct code_mapping *maps; /* sorted by start */
 	uint32_t n;
 	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
@@ -106,7 +108,7 @@ bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
 uint32_t procs_count(const struct proc_registry *r);
 
 /* The mapping of `p` holding `addr`, or NULL. */
-const struct proc_mapping *proc_find(const struct proc *p, uint64_t addr);
+const struct code_mapping *proc_find(const struct proc *p, uint64_t addr);
 
 void procs_free(struct proc_registry *r);
 

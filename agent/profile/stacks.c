@@ -11,7 +11,7 @@
  * hundreds. */
 #define STACKS_FIRST 512
 
-uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m)
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct code_mapping *m)
 {
 	uint32_t i;
 

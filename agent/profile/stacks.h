@@ -65,7 +65,7 @@ struct stack_agg {
 
 /* The frame_ref.mapping of frames in `m` as it is now (interned): its
  * index + 1, or 0 (unknown) when out of memory. */
-uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct proc_mapping *m);
+uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct code_mapping *m);
 
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
  * -ENOMEM. */

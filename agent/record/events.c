@@ -92,7 +92,7 @@ static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
 		k++;
 	}
 	for (i = 0; i < s->nuser; i++) {
-		const struct proc_mapping *m = p ? proc_find(p, s->addrs[i]) : NULL;
+		const struct code_mapping *m = p ? proc_find(p, s->addrs[i]) : NULL;
 
 		ev->frames[k].addr = s->addrs[i];
 		ev->frames[k].mapping = m ? stack_agg_frame_mapping(ev->agg, m) : 0;

@@ -87,7 +87,7 @@ void test_registry_init(struct test_registry *t)
 	t->procs.mods = &t->mods;
 	/* Room for the few processes a test runs (bpf/maps.h's are larger). */
 	t->procs.bpf.mappings_fd = fake_bpf_hash("proc_mappings", sizeof(struct mapping_key),
-						 sizeof(struct cfi_mapping), 1 << 14);
+						 sizeof(struct walker_mapping), 1 << 14);
 	t->procs.bpf.infos_fd = fake_bpf_hash("proc_infos", sizeof(uint32_t),
 					      sizeof(struct proc_info), 1024);
 	t->procs.bpf.epochs_fd = fake_bpf_hash("proc_epochs", sizeof(uint32_t), sizeof(uint64_t),
@@ -132,7 +132,7 @@ bool test_bpf_live_slot_is(const struct test_registry *t, const struct proc *p)
 {
 	struct mapping_key key = { .tgid = (uint32_t)p->pid };
 	struct proc_info info;
-	struct cfi_mapping m;
+	struct walker_mapping m;
 
 	if (!test_bpf_proc_info(t, p->pid, &info) || info.nmappings != p->n)
 		return false;

@@ -9,14 +9,14 @@
 #include "bpf/mapping_search.h"
 
 /* [0x1000, 0x2000) [0x2000, 0x3000) gap [0x5000, 0x8000) gap [0x10000, 0x10001) */
-static struct proc_mapping maps[] = {
+static struct code_mapping maps[] = {
 	{ .start = 0x1000, .end = 0x2000 },
 	{ .start = 0x2000, .end = 0x3000 },
 	{ .start = 0x5000, .end = 0x8000 },
 	{ .start = 0x10000, .end = 0x10001 },
 };
 
-static struct proc proc_of(struct proc_mapping *m, uint32_t n)
+static struct proc proc_of(struct code_mapping *m, uint32_t n)
 {
 	struct proc p = { .pid = 1, .maps = m, .n = n };
 
@@ -24,7 +24,7 @@ static struct proc proc_of(struct proc_mapping *m, uint32_t n)
 }
 
 /* The index proc_find must give, or -1. */
-static long scan(const struct proc_mapping *m, uint32_t n, uint64_t addr)
+static long scan(const struct code_mapping *m, uint32_t n, uint64_t addr)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if (addr >= m[i].start && addr < m[i].end)
@@ -34,7 +34,7 @@ static long scan(const struct proc_mapping *m, uint32_t n, uint64_t addr)
 
 static void expect(const struct proc *p, uint64_t addr, long want)
 {
-	const struct proc_mapping *got = proc_find(p, addr);
+	const struct code_mapping *got = proc_find(p, addr);
 
 	if (want < 0)
 		cr_assert_null(got, "0x%llx: found mapping %td, want none",
@@ -89,7 +89,7 @@ Test(proc_find, single)
  * could hold is below its (exclusive) end. */
 Test(proc_find, top_of_address_space)
 {
-	struct proc_mapping top[] = {
+	struct code_mapping top[] = {
 		{ .start = 0x1000, .end = 0x2000 },
 		{ .start = UINT64_MAX - 0xfff, .end = UINT64_MAX },
 	};
@@ -106,7 +106,7 @@ Test(proc_find, top_of_address_space)
 Test(proc_find, against_scan)
 {
 	enum { N = 300 };
-	struct proc_mapping *m = calloc(N, sizeof(*m));
+	struct code_mapping *m = calloc(N, sizeof(*m));
 	uint64_t at = 0x400000;
 
 	cr_assert_not_null(m);

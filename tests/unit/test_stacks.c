@@ -218,7 +218,7 @@ Test(stacks, marks_are_interned)
 Test(stacks, frame_mappings_are_interned)
 {
 	struct module mods[2];
-	struct proc_mapping m = { 0x1000, 0x3000, 0x0, 0x1000, &mods[0] }, other;
+	struct code_mapping m = { 0x1000, 0x3000, 0x0, 0x1000, &mods[0] }, other;
 	uint32_t first, i;
 
 	memset(mods, 0, sizeof(mods));
