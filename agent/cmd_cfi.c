@@ -1,106 +1,12 @@
 #include "agent/cmd_cfi.h"
 
 #include <errno.h>
-#include <getopt.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "agent/unwind/cache.h"
 #include "cfi/dump.h"
-
-struct cfi_args {
-	const char *sub;         /* dump | stats */
-	const char *file;
-	const char *cache_dir;   /* NULL: no cache */
-	const char *debug_dir;
-	bool eh_only;
-	bool have_addr;
-	unsigned long long addr;
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: cfiprof cfi dump [OPTIONS] FILE\n"
-		"       cfiprof cfi stats [OPTIONS] FILE\n"
-		"\n"
-		"  dump    print the compiled table, one row per line, in the notation of\n"
-		"          readelf --debug-dump=frames-interp (uses the table cache)\n"
-		"  stats   compile afresh, ignoring the cache, and print key: value lines\n"
-		"\n"
-		"options:\n"
-		"  --cache-dir DIR   table cache (default %s)\n"
-		"  --no-cache        neither read nor write the cache\n"
-		"  --debug-dir DIR   where separate debug files live (default /usr/lib/debug)\n"
-		"  --eh-only         ignore .debug_frame\n"
-		"  --at ADDR         dump: print only the row in force at ADDR (hex)\n",
-		CFI_CACHE_DEFAULT_DIR);
-}
-
-static int parse_args(int argc, char **argv, struct cfi_args *a)
-{
-	enum { OPT_CACHE = 256, OPT_NOCACHE, OPT_DEBUG, OPT_EH, OPT_AT };
-	static const struct option opts[] = {
-		{ "cache-dir", required_argument, NULL, OPT_CACHE },
-		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
-		{ "eh-only", no_argument, NULL, OPT_EH },
-		{ "at", required_argument, NULL, OPT_AT },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char *end;
-	int c;
-
-	memset(a, 0, sizeof(*a));
-	a->cache_dir = getenv("CFIPROF_CACHE_DIR");
-	if (!a->cache_dir)
-		a->cache_dir = CFI_CACHE_DEFAULT_DIR;
-	if (argc < 2) {
-		usage(stderr);
-		return -EINVAL;
-	}
-	a->sub = argv[1];
-	if (!strcmp(a->sub, "-h") || !strcmp(a->sub, "--help")) {
-		usage(stdout);
-		return 1;
-	}
-	if (strcmp(a->sub, "dump") && strcmp(a->sub, "stats")) {
-		fprintf(stderr, "cfiprof cfi: unknown subcommand '%s' (expected dump or stats)\n", a->sub);
-		return -EINVAL;
-	}
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_CACHE: a->cache_dir = optarg; break;
-		case OPT_NOCACHE: a->cache_dir = NULL; break;
-		case OPT_DEBUG: a->debug_dir = optarg; break;
-		case OPT_EH: a->eh_only = true; break;
-		case OPT_AT:
-			errno = 0;
-			a->addr = strtoull(optarg, &end, 16);
-			if (errno || !*optarg || *end) {
-				fprintf(stderr, "cfiprof cfi: --at: '%s' is not a hex address\n", optarg);
-				return -EINVAL;
-			}
-			a->have_addr = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 1;
-		default:
-			return -EINVAL;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "cfiprof cfi %s: expected exactly one FILE\n", a->sub);
-		return -EINVAL;
-	}
-	a->file = argv[optind];
-	return 0;
-}
+#include "agent/cli/cfi_options.h"
 
 static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 		       const struct cfi_compile_stats *s)
@@ -134,14 +40,14 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 
 int cmd_cfi(int argc, char **argv)
 {
-	struct cfi_args a;
+	struct cfi_opts a;
 	struct cfi_error err = { { 0 } };
 	struct cfi_compile_opts copts = { 0 };
 	struct cfi_table t = { 0 };
 	struct cfi_elf e;
 	int ret;
 
-	ret = parse_args(argc, argv, &a);
+	ret = cfi_options_parse(argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : 2;
 	copts.debug_dir = a.debug_dir;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi/cache.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 
@@ -23,7 +24,8 @@ int args_parse(const struct arg_parser *p, int argc, char **argv, void *ctx, cha
 			return 1;
 		}
 		if (c == '?' || c == ':') {
-			p->usage(stderr);
+			if (!p->no_usage_after_error)
+				p->usage(stderr);
 			return -EINVAL;
 		}
 		ret = p->handle(c, optarg, ctx);
@@ -134,4 +136,11 @@ int arg_size(const char *s, uint64_t *out)
 		return -EINVAL;
 	*out = (uint64_t)v << shift;
 	return 0;
+}
+
+const char *arg_default_cache_dir(void)
+{
+	const char *dir = getenv("CFIPROF_CACHE_DIR");
+
+	return dir ? dir : CFI_CACHE_DEFAULT_DIR;
 }

@@ -7,6 +7,7 @@
 #define AGENT_ARGS_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,9 @@ struct arg_parser {
 	/* Prints the usage: for 'h' on stdout, after an unknown option or a
 	 * missing value (which getopt has reported) on stderr. */
 	void (*usage)(FILE *f);
+	/* After an unknown option or a missing value, getopt's message
+	 * alone: `cfiprof cfi` has always answered them in one line. */
+	bool no_usage_after_error;
 };
 
 /* Runs getopt_long over argv[1..] with p, passing ctx to p->handle.
@@ -51,5 +55,10 @@ int arg_pid_list(const char *arg, int **pids, int *npids, char *err, size_t errl
  * "1G" (also "64MiB", "64MB").  Returns 0 or -EINVAL (also for 0 and for
  * sizes past 2^64). */
 int arg_size(const char *s, uint64_t *out);
+
+/* The table cache of record and cfi when neither --cache-dir nor
+ * --no-cache is given: $CFIPROF_CACHE_DIR, else CFI_CACHE_DEFAULT_DIR
+ * (cfi/cache.h). */
+const char *arg_default_cache_dir(void);
 
 #endif

@@ -2,6 +2,8 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +13,10 @@
 #include "agent/perf/cpus.h"
 #include "agent/util/array.h"
 
-void record_usage(FILE *f)
+/* What every message of `cfiprof record` about its options starts with. */
+#define PROG "cfiprof record"
+
+static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cfiprof record [OPTIONS] (-p PID[,PID...] | -a | -- CMD [ARGS...])\n"
@@ -58,221 +63,198 @@ void record_usage(FILE *f)
 		MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
 
+enum {
+	OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
+	OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
+	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS
+};
+
+static const struct option long_options[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "freq", required_argument, NULL, 'F' },
+	{ "duration", required_argument, NULL, 'd' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "max-depth", required_argument, NULL, OPT_DEPTH },
+	{ "kernel", no_argument, NULL, OPT_KERNEL },
+	{ "stats", no_argument, NULL, OPT_STATS },
+	{ "cpu", required_argument, NULL, 'C' },
+	{ "tag", required_argument, NULL, OPT_TAG },
+	{ "cache-dir", required_argument, NULL, OPT_CACHE },
+	{ "no-cache", no_argument, NULL, OPT_NOCACHE },
+	{ "debug-dir", required_argument, NULL, OPT_DEBUG },
+	{ "unwind", required_argument, NULL, OPT_UNWIND },
+	{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
+	{ "cgroup", required_argument, NULL, OPT_CGROUP },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
+	{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
+	{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
+	{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
+	{ "wakers", no_argument, NULL, OPT_WAKERS },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* The --tag arrays grow one option at a time. */
+struct parse_state {
+	struct record_opts *o;
+	size_t cap_keys, cap_vals;
+};
+
+/* KEY=VALUE, split in place: the strings stay argv's. */
+static int add_tag(struct parse_state *st, char *arg)
+{
+	struct record_opts *o = st->o;
+	char *eq = strchr(arg, '=');
+
+	if (!eq || eq == arg)
+		return arg_invalid(PROG, "--tag", "'%s' is not KEY=VALUE", arg);
+	if (array_reserve(&o->tag_keys, &st->cap_keys, (size_t)o->ntags + 1) ||
+	    array_reserve(&o->tag_vals, &st->cap_vals, (size_t)o->ntags + 1))
+		return -ENOMEM;
+	*eq = 0;
+	o->tag_keys[o->ntags] = arg;
+	o->tag_vals[o->ntags] = eq + 1;
+	o->ntags++;
+	return 0;
+}
+
+static int handle_option(int key, char *arg, void *ctx)
+{
+	struct parse_state *st = ctx;
+	struct record_opts *o = st->o;
+	char err[256] = "";
+	long v;
+
+	switch (key) {
+	/* Taken as they are (-C is parsed once the others are known). */
+	case 'a': o->all = true; break;
+	case 'o': o->output = arg; break;
+	case 'C': o->cpus = arg; break;
+	case 'q': o->quiet = true; break;
+	case OPT_KERNEL: o->kernel = true; break;
+	case OPT_STATS: o->stats = true; break;
+	case OPT_CACHE: o->cache_dir = arg; break;
+	case OPT_NOCACHE: o->cache_dir = NULL; break;
+	case OPT_DEBUG: o->debug_dir = arg; break;
+	case OPT_CGROUP: o->cgroup = arg; break;
+	case OPT_OFF_CPU: o->off.enabled = true; break;
+	case OPT_OFF_CPU_ONLY: o->off.enabled = o->off.only = true; break;
+	case OPT_OFF_CPU_PREEMPTED: o->off.preempted = true; break;
+	case OPT_WAKERS: o->off.wakers = true; break;
+	/* Checked here. */
+	case 'p':
+		if (arg_pid_list(arg, &o->pids, &o->npids, err, sizeof(err)))
+			return arg_invalid(PROG, "-p", "%s", err);
+		break;
+	case 'F':
+		if (arg_long(arg, 1, 100000, &v))
+			return arg_invalid(PROG, "-F", "'%s' is not a rate in Hz (1-100000)", arg);
+		o->freq = (int)v;
+		break;
+	case 'd':
+		if (arg_seconds(arg, HUGE_VAL, &o->duration))
+			return arg_invalid(PROG, "-d", "'%s' is not a positive number of seconds", arg);
+		break;
+	case OPT_FORMAT:
+		if (!strcmp(arg, "pprof"))
+			o->format = FORMAT_PPROF;
+		else if (!strcmp(arg, "folded"))
+			o->format = FORMAT_FOLDED;
+		else
+			return arg_invalid(PROG, "--format", "'%s' is not pprof or folded", arg);
+		break;
+	case OPT_DEPTH:
+		if (arg_long(arg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v))
+			return arg_invalid(PROG, "--max-depth", "'%s' is not in 1..%d", arg,
+					   CFIPROF_MAX_DEPTH_LIMIT);
+		o->max_depth = (int)v;
+		break;
+	case OPT_TAG:
+		return add_tag(st, arg);
+	case OPT_UNWIND:
+		if (!strcmp(arg, "auto"))
+			o->unwind = UNWIND_AUTO;
+		else if (!strcmp(arg, "dwarf"))
+			o->unwind = UNWIND_DWARF;
+		else if (!strcmp(arg, "fp"))
+			o->unwind = UNWIND_FP;
+		else
+			return arg_invalid(PROG, "--unwind", "'%s' is not auto, dwarf or fp", arg);
+		break;
+	case OPT_TABLE_MEM:
+		if (arg_size(arg, &o->max_table_memory))
+			return arg_invalid(PROG, "--max-table-memory",
+					   "'%s' is not a size such as 64M or 1G", arg);
+		break;
+	case OPT_OFF_CPU_MIN:
+		if (offcpu_parse_duration(arg, &o->off.min_ns))
+			return arg_invalid(PROG, "--off-cpu-min",
+					   "'%s' is not a duration (e.g. 1ms, 500us, 0)", arg);
+		o->off.min_given = true;
+		break;
+	}
+	return 0;
+}
+
+static const struct arg_parser parser = {
+	/* '+': stop at the first operand, so CMD's own options stay its own. */
+	.shortopts = "+p:aF:d:o:C:qh",
+	.longopts = long_options,
+	.handle = handle_option,
+	.usage = usage,
+};
+
+/* Which options go together, once all are known. */
+static int check_options(struct record_opts *o)
+{
+	/* --cgroup alone means the whole system, filtered to that cgroup. */
+	if (o->cgroup && !o->npids && !o->cmd)
+		o->all = true;
+	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1)
+		return arg_invalid(PROG, NULL,
+				   "give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD");
+	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers))
+		return arg_invalid(PROG, NULL, "--off-cpu-min, --off-cpu-preempted and --wakers "
+				   "need --off-cpu or --off-cpu-only");
+	return 0;
+}
+
+/* -C as a bitmap of every possible CPU, as the perf sampler takes it. */
 static int parse_cpu_set(struct record_opts *o)
 {
 	char err[512] = "";
 
 	o->cpu_set = calloc((size_t)o->ncpus, sizeof(*o->cpu_set));
-	if (!o->cpu_set || cpu_list_parse(o->cpus, o->cpu_set, o->ncpus, err, sizeof(err))) {
-		fprintf(stderr, "cfiprof record: -C: %s\n", err);
-		return -EINVAL;
-	}
+	if (!o->cpu_set || cpu_list_parse(o->cpus, o->cpu_set, o->ncpus, err, sizeof(err)))
+		return arg_invalid(PROG, "-C", "%s", err);
 	return 0;
 }
 
 int record_parse_args(int argc, char **argv, struct record_opts *o)
 {
-	enum { OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	       OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
-	       OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "all-cpus", no_argument, NULL, 'a' },
-		{ "freq", required_argument, NULL, 'F' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "format", required_argument, NULL, OPT_FORMAT },
-		{ "max-depth", required_argument, NULL, OPT_DEPTH },
-		{ "kernel", no_argument, NULL, OPT_KERNEL },
-		{ "stats", no_argument, NULL, OPT_STATS },
-		{ "cpu", required_argument, NULL, 'C' },
-		{ "tag", required_argument, NULL, OPT_TAG },
-		{ "cache-dir", required_argument, NULL, OPT_CACHE },
-		{ "no-cache", no_argument, NULL, OPT_NOCACHE },
-		{ "debug-dir", required_argument, NULL, OPT_DEBUG },
-		{ "unwind", required_argument, NULL, OPT_UNWIND },
-		{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
-		{ "cgroup", required_argument, NULL, OPT_CGROUP },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
-		{ "off-cpu-only", no_argument, NULL, OPT_OFF_CPU_ONLY },
-		{ "off-cpu-min", required_argument, NULL, OPT_OFF_CPU_MIN },
-		{ "off-cpu-preempted", no_argument, NULL, OPT_OFF_CPU_PREEMPTED },
-		{ "wakers", no_argument, NULL, OPT_WAKERS },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	struct parse_state st = { .o = o };
+	int ret;
+
+	*o = (struct record_opts){
+		.freq = 99,
+		.max_depth = CFIPROF_MAX_DEPTH_DEFAULT,
+		.max_table_memory = MAX_TABLE_MEMORY_DEFAULT,
+		.off.min_ns = OFFCPU_MIN_DEFAULT_NS,
+		.cache_dir = arg_default_cache_dir(),
 	};
-	size_t cap_keys = 0, cap_vals = 0;
-	char err[256];
-	long v;
-	char *end;
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->freq = 99;
-	o->max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
-	o->max_table_memory = MAX_TABLE_MEMORY_DEFAULT;
-	o->off.min_ns = OFFCPU_MIN_DEFAULT_NS;
-	o->cache_dir = getenv("CFIPROF_CACHE_DIR");
-	if (!o->cache_dir)
-		o->cache_dir = CFI_CACHE_DEFAULT_DIR;
-	optind = 1;
-	/* '+': stop at the first non-option, so CMD's own options stay its own. */
-	while ((c = getopt_long(argc, argv, "+p:aF:d:o:C:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (arg_pid_list(optarg, &o->pids, &o->npids, err, sizeof(err))) {
-				fprintf(stderr, "cfiprof record: -p: %s\n", err);
-				return -EINVAL;
-			}
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case 'F':
-			if (arg_long(optarg, 1, 100000, &v)) {
-				fprintf(stderr, "cfiprof record: -F: '%s' is not a rate in Hz (1-100000)\n", optarg);
-				return -EINVAL;
-			}
-			o->freq = (int)v;
-			break;
-		case 'd':
-			errno = 0;
-			o->duration = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !(o->duration > 0)) {
-				fprintf(stderr, "cfiprof record: -d: '%s' is not a positive number of seconds\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'o':
-			o->output = optarg;
-			break;
-		case OPT_FORMAT:
-			if (!strcmp(optarg, "pprof")) {
-				o->format = FORMAT_PPROF;
-			} else if (!strcmp(optarg, "folded")) {
-				o->format = FORMAT_FOLDED;
-			} else {
-				fprintf(stderr, "cfiprof record: --format: '%s' is not pprof or folded\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_DEPTH:
-			if (arg_long(optarg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v)) {
-				fprintf(stderr, "cfiprof record: --max-depth: '%s' is not in 1..%d\n", optarg,
-					CFIPROF_MAX_DEPTH_LIMIT);
-				return -EINVAL;
-			}
-			o->max_depth = (int)v;
-			break;
-		case OPT_KERNEL:
-			o->kernel = true;
-			break;
-		case OPT_STATS:
-			o->stats = true;
-			break;
-		case 'C':
-			o->cpus = optarg;
-			break;
-		case OPT_TAG: {
-			char *eq = strchr(optarg, '=');
-
-			if (!eq || eq == optarg) {
-				fprintf(stderr, "cfiprof record: --tag: '%s' is not KEY=VALUE\n", optarg);
-				return -EINVAL;
-			}
-			if (array_reserve(&o->tag_keys, &cap_keys, (size_t)o->ntags + 1) ||
-			    array_reserve(&o->tag_vals, &cap_vals, (size_t)o->ntags + 1))
-				return -ENOMEM;
-			*eq = 0;
-			o->tag_keys[o->ntags] = optarg;
-			o->tag_vals[o->ntags] = eq + 1;
-			o->ntags++;
-			break;
-		}
-		case OPT_CACHE:
-			o->cache_dir = optarg;
-			break;
-		case OPT_NOCACHE:
-			o->cache_dir = NULL;
-			break;
-		case OPT_DEBUG:
-			o->debug_dir = optarg;
-			break;
-		case OPT_UNWIND:
-			if (!strcmp(optarg, "auto")) {
-				o->unwind = UNWIND_AUTO;
-			} else if (!strcmp(optarg, "dwarf")) {
-				o->unwind = UNWIND_DWARF;
-			} else if (!strcmp(optarg, "fp")) {
-				o->unwind = UNWIND_FP;
-			} else {
-				fprintf(stderr, "cfiprof record: --unwind: '%s' is not auto, dwarf or fp\n", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_TABLE_MEM:
-			if (arg_size(optarg, &o->max_table_memory)) {
-				fprintf(stderr, "cfiprof record: --max-table-memory: '%s' is not a size such as 64M or 1G\n",
-					optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_CGROUP:
-			o->cgroup = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case OPT_OFF_CPU:
-			o->off.enabled = true;
-			break;
-		case OPT_OFF_CPU_ONLY:
-			o->off.enabled = o->off.only = true;
-			break;
-		case OPT_OFF_CPU_MIN:
-			if (offcpu_parse_duration(optarg, &o->off.min_ns)) {
-				fprintf(stderr, "cfiprof record: --off-cpu-min: '%s' is not a duration "
-					"(e.g. 1ms, 500us, 0)\n", optarg);
-				return -EINVAL;
-			}
-			o->off.min_given = true;
-			break;
-		case OPT_OFF_CPU_PREEMPTED:
-			o->off.preempted = true;
-			break;
-		case OPT_WAKERS:
-			o->off.wakers = true;
-			break;
-		case 'h':
-			record_usage(stdout);
-			return 1;
-		default:
-			record_usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc)
-		o->cmd = &argv[optind];
-	/* --cgroup alone means the whole system, filtered to that cgroup. */
-	if (o->cgroup && !o->npids && !o->cmd)
-		o->all = true;
-	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1) {
-		fprintf(stderr, "cfiprof record: give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD\n");
-		return -EINVAL;
-	}
-	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers)) {
-		fprintf(stderr, "cfiprof record: --off-cpu-min, --off-cpu-preempted and --wakers "
-			"need --off-cpu or --off-cpu-only\n");
-		return -EINVAL;
-	}
+	ret = args_parse(&parser, argc, argv, &st, &o->cmd);
+	if (!ret)
+		ret = check_options(o);
+	if (ret)
+		return ret;
 	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
 		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
 	o->ncpus = cpu_count_possible();
-	if (o->cpus)
-		return parse_cpu_set(o);
-	return 0;
+	return o->cpus ? parse_cpu_set(o) : 0;
 }
 
 void record_opts_free(struct record_opts *o)

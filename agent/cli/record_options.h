@@ -8,7 +8,6 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "agent/offcpu/offcpu.h"
 #include "agent/unwind/modules.h"
@@ -47,8 +46,6 @@ struct record_opts {
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
 };
-
-void record_usage(FILE *f);
 
 /* Fills `o` from the command line (argv[0] is the command's name; the
  * strings stay argv's).  Returns 0, 1 for --help (usage printed), or

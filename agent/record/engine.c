@@ -12,6 +12,7 @@
 
 #include "cfiprof.skel.h"
 #include "agent/procs/lifecycle.h"
+#include "agent/record/launch.h"
 #include "agent/record/targets.h"
 #include "agent/util/bpf_counters.h"
 #include "agent/util/clock.h"
@@ -32,7 +33,7 @@ int engine_open(struct record_engine *e, const struct record_opts *o)
 	memset(e, 0, sizeof(*e));
 	e->o = o;
 	e->stats_fd = -1;
-	e->cmd.go_fd = e->cmd.exec_fd = -1;
+	e->cmd = (struct held_child)HELD_CHILD_INIT;
 	ret = events_init(&e->events);
 	if (ret)
 		return ret;
@@ -222,11 +223,8 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 		}
 		if (deadline_ns && mono_ns() >= deadline_ns)
 			return ENGINE_DEADLINE;
-		if (e->o->cmd) {
-			launch_reap(&e->cmd, false);
-			if (e->cmd.exited)
-				return ENGINE_CMD_EXITED;
-		}
+		if (held_child_reap(&e->cmd, false))
+			return ENGINE_CMD_EXITED;
 	}
 	return ENGINE_STOP_REQUESTED;
 }
@@ -244,8 +242,7 @@ void engine_stop(struct record_engine *e)
 	 * the last events left. */
 	tables_wait(&e->tables, 2000);
 	tables_stop(&e->tables);
-	if (e->o->cmd)
-		launch_kill(&e->cmd, SIGTERM);
+	launch_stop(&e->cmd);
 }
 
 int engine_build_profile(struct record_engine *e, struct built_profile *bp)

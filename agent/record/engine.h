@@ -33,9 +33,9 @@
 #include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
 #include "agent/record/events.h"
-#include "agent/record/launch.h"
 #include "agent/unwind/modules.h"
 #include "agent/unwind/tables.h"
+#include "agent/util/child.h"
 
 struct cfiprof_bpf;
 struct ring_buffer;
@@ -58,7 +58,7 @@ struct record_engine {
 	struct perf_sampler sampler;
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
-	struct launch cmd;           /* -- CMD */
+	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
 	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
 	uint64_t last_sweep_ns;      /* tables_sweep */
 	/* the profile */

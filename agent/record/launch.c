@@ -21,33 +21,36 @@ static int trace_me(void *unused)
 	return ptrace(PTRACE_TRACEME, 0, NULL, NULL) ? -1 : 0;
 }
 
-int launch_spawn(struct launch *l, char **argv)
+int launch_start(struct held_child *ch, char **argv)
 {
-	l->argv = argv;
-	l->go_fd = l->exec_fd = -1;
-	return held_child_spawn(argv, trace_me, NULL, &l->pid, &l->go_fd, &l->exec_fd);
+	int ret = held_child_start(ch, argv, trace_me, NULL);
+
+	if (ret)
+		fprintf(stderr, "cfiprof: starting %s: %s\n", argv[0], strerror(-ret));
+	return ret;
 }
 
-int launch_exec(struct launch *l)
+int launch_exec(struct held_child *ch, const char *name)
 {
-	int e = held_child_release(l->go_fd, l->exec_fd), st;
+	int ret = held_child_run(ch), st;
+	pid_t w;
 
-	l->go_fd = l->exec_fd = -1;
-	if (e) {
-		fprintf(stderr, "cfiprof: cannot run %s: %s\n", l->argv[0], strerror(-e));
-		waitpid(l->pid, NULL, 0);
-		l->pid = 0;
-		return e;
+	if (ret) {
+		fprintf(stderr, "cfiprof: cannot run %s: %s\n", name, strerror(-ret));
+		return ret;
 	}
 	/* The exec stopped it (traced): the program and its loader are
-	 * mapped now. */
-	if (waitpid(l->pid, &st, 0) != l->pid || !WIFSTOPPED(st)) {
-		fprintf(stderr, "cfiprof: %s did not start\n", l->argv[0]);
-		l->exited = true;
-		l->status = st;
-		return -ECHILD;
+	 * mapped now.  held_child_reap ignores stops: this one is waited
+	 * for here. */
+	w = waitpid(ch->pid, &st, 0);
+	if (w == ch->pid && WIFSTOPPED(st))
+		return 0;
+	fprintf(stderr, "cfiprof: %s did not start\n", name);
+	if (w == ch->pid) {
+		ch->exited = true;
+		ch->status = st;
 	}
-	return 0;
+	return -ECHILD;
 }
 
 /* The program's entry point, from its auxiliary vector. */
@@ -74,12 +77,12 @@ static int entry_point(pid_t pid, unsigned long *entry)
 }
 
 /* A temporary breakpoint at the entry point. */
-int launch_run_to_entry(struct launch *l)
+int launch_run_to_entry(const struct held_child *ch)
 {
 	struct user_regs_struct regs;
 	unsigned long entry = 0;
 	long orig, patched;
-	pid_t pid = l->pid;
+	pid_t pid = ch->pid;
 	int st, sig = 0;
 
 	if (entry_point(pid, &entry))
@@ -112,43 +115,31 @@ int launch_run_to_entry(struct launch *l)
 	return ptrace(PTRACE_SETREGS, pid, NULL, &regs) ? -errno : 0;
 }
 
-int launch_detach(struct launch *l)
+int launch_detach(const struct held_child *ch, const char *name, uint64_t *released_ns)
 {
 	/* Before it runs again: its blocked time from here on is its own. */
-	l->released_ns = mono_ns();
-	if (ptrace(PTRACE_DETACH, l->pid, NULL, NULL)) {
-		fprintf(stderr, "cfiprof: releasing %s: %s\n", l->argv[0], strerror(errno));
+	*released_ns = mono_ns();
+	if (ptrace(PTRACE_DETACH, ch->pid, NULL, NULL)) {
+		fprintf(stderr, "cfiprof: releasing %s: %s\n", name, strerror(errno));
 		return -errno;
 	}
 	return 0;
 }
 
-void launch_reap(struct launch *l, bool wait)
+void launch_stop(struct held_child *ch)
 {
-	int st;
-
-	if (!l->pid || l->exited)
+	if (!ch->pid || ch->exited)
 		return;
-	if (waitpid(l->pid, &st, wait ? 0 : WNOHANG) == l->pid) {
-		l->exited = true;
-		l->status = st;
-	}
+	kill(ch->pid, SIGTERM);
+	held_child_reap(ch, true);
 }
 
-void launch_kill(struct launch *l, int sig)
+void launch_close(struct held_child *ch)
 {
-	if (!l->pid || l->exited)
-		return;
-	kill(l->pid, sig);
-	launch_reap(l, true);
-}
-
-void launch_close(struct launch *l)
-{
-	if (l->go_fd >= 0)
-		close(l->go_fd);
-	if (l->exec_fd >= 0)
-		close(l->exec_fd);
-	l->go_fd = l->exec_fd = -1;
-	launch_kill(l, SIGKILL);
+	/* No SIGTERM and grace first: here it is what a failure left, or
+	 * what launch_stop's SIGTERM did not end.  held_child_end then
+	 * finds it dying: it reaps it, and closes a held one's pipes. */
+	if (ch->pid && !ch->exited)
+		kill(ch->pid, SIGKILL);
+	held_child_end(ch, 0);
 }

@@ -1,51 +1,48 @@
 /*
- * `cfiprof record -- CMD`: the command is forked held before its exec,
- * so that its pid is a target before its first instruction; released, it
- * stops again (ptrace) right after the exec and once more at its entry
- * point, after ld.so mapped its libraries, so that the agent can read
- * its mappings and load their tables before the program's own code runs.
+ * How `cfiprof record -- CMD` runs its command.  The command's life is
+ * the shared held child's (agent/util/child.h: started held before its
+ * exec so that its pid is a target before its first instruction, reaped,
+ * ended); what is record's own is ptrace.  The command asks to be traced
+ * before its exec, so that, released, it stops right after the exec and
+ * once more at its entry point, after ld.so mapped its libraries: the
+ * agent reads its mappings and loads their tables before the program's
+ * own code runs, then detaches.
  */
 #ifndef AGENT_RECORD_LAUNCH_H
 #define AGENT_RECORD_LAUNCH_H
 
-#include <stdbool.h>
 #include <stdint.h>
-#include <sys/types.h>
 
-struct launch {
-	char **argv;
-	pid_t pid;                 /* 0: none (not started, or failed to exec) */
-	int go_fd, exec_fd;        /* held_child_release's ends, until released */
-	bool exited;               /* reaped: status is its wait status */
-	int status;
-	uint64_t released_ns;      /* when it was let run (monotonic) */
-};
+#include "agent/util/child.h"
 
-/* Forks argv held before its exec.  Returns 0 or a negative errno. */
-int launch_spawn(struct launch *l, char **argv);
+/* Starts argv held before its exec, to be traced from the exec on.  `ch`
+ * must be HELD_CHILD_INIT.  Returns 0 or a negative errno (message
+ * printed). */
+int launch_start(struct held_child *ch, char **argv);
 
 /* Lets it exec and waits until it stopped right after the exec.  Returns
  * 0, or a negative errno with a message printed: the exec failed (the
- * child is reaped and pid 0), or it did not stop (-ECHILD; exited). */
-int launch_exec(struct launch *l);
+ * child is reaped), or it did not stop (-ECHILD; an exit found instead
+ * is in ch->exited and ch->status). */
+int launch_exec(struct held_child *ch, const char *name);
 
 /* Lets the program stopped at its exec run until its entry point, and
  * leaves it stopped there.  On any failure it is left stopped wherever it
  * is, which is still safe to detach from. */
-int launch_run_to_entry(struct launch *l);
+int launch_run_to_entry(const struct held_child *ch);
 
-/* Lets it run on its own, untraced.  Returns 0 or a negative errno
- * (message printed). */
-int launch_detach(struct launch *l);
+/* Lets it run on its own, untraced; *released_ns is when (monotonic),
+ * taken before it runs again.  Returns 0 or a negative errno (message
+ * printed). */
+int launch_detach(const struct held_child *ch, const char *name, uint64_t *released_ns);
 
-/* Collects its exit status if it has exited; with `wait`, waits for it. */
-void launch_reap(struct launch *l, bool wait);
+/* After the profile: SIGTERM, and a wait as long as it takes.  No
+ * SIGKILL after a grace, unlike held_child_end: a second Ctrl-C cuts the
+ * wait short, and launch_close kills it then. */
+void launch_stop(struct held_child *ch);
 
-/* Sends it `sig` and waits for it, unless it has exited. */
-void launch_kill(struct launch *l, int sig);
-
-/* Closes what is left: a command never released exits (127); one still
- * running is killed. */
-void launch_close(struct launch *l);
+/* In any state (never started, held, stopped traced, running, exited):
+ * SIGKILL at once, and reaped. */
+void launch_close(struct held_child *ch);
 
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent/cli/args.h"
+#include "agent/record/launch.h"
 
 /* Queues the tables of what `pid` maps now (from the cache, or compiled
  * on the workers): the processes named on the command line are what the
@@ -90,11 +91,9 @@ int targets_setup(struct record_engine *e)
 		scan_all(e);
 	}
 	if (o->cmd) {
-		ret = launch_spawn(&e->cmd, o->cmd);
-		if (ret) {
-			fprintf(stderr, "cfiprof: starting %s: %s\n", o->cmd[0], strerror(-ret));
+		ret = launch_start(&e->cmd, o->cmd);
+		if (ret)
 			return ret;
-		}
 		return bpf_proc_add_target(&e->procs.bpf, (uint32_t)e->cmd.pid);
 	}
 	return 0;
@@ -102,7 +101,9 @@ int targets_setup(struct record_engine *e)
 
 int targets_release_cmd(struct record_engine *e)
 {
-	int ret = launch_exec(&e->cmd);
+	const char *name = e->o->cmd[0];
+	uint64_t released_ns;
+	int ret = launch_exec(&e->cmd, name);
 
 	if (ret)
 		return ret;
@@ -111,10 +112,10 @@ int targets_release_cmd(struct record_engine *e)
 		procs_scan(&e->procs, e->cmd.pid);
 	preload_tables(e, e->cmd.pid);
 	preload_wait(e);
-	ret = launch_detach(&e->cmd);
+	ret = launch_detach(&e->cmd, name, &released_ns);
 	if (ret)
 		return ret;
 	/* Held by us until now: its blocked time so far is not its own. */
-	offcpu_ignore_before(&e->off, (uint32_t)e->cmd.pid, e->cmd.released_ns);
+	offcpu_ignore_before(&e->off, (uint32_t)e->cmd.pid, released_ns);
 	return 0;
 }

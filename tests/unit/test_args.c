@@ -1,8 +1,9 @@
 /*
  * The option parsing the commands share (agent/cli/args.c): the getopt
  * loop (handler calls in order, operands left for CMD, help, usage
- * errors, a handler's refusal), the message of a refused value, and the
- * values: numbers, seconds, pid lists grown over many calls.
+ * errors with or without the usage, a handler's refusal), the message of
+ * a refused value, the values: numbers, seconds, pid lists grown over
+ * many calls, and the table cache's default.
  */
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "agent/cli/args.h"
+#include "cfi/cache.h"
 
 struct seen {
 	char log[256];
@@ -126,6 +128,28 @@ Test(args_parse, usage_errors_print_usage_on_stderr, .init = redirect)
 	cr_expect_stderr_eq_str("usage: test\nusage: test\n");
 }
 
+/* A command that answers usage errors in one line: no usage after them,
+ * but still for --help. */
+Test(args_parse, usage_errors_without_usage, .init = redirect)
+{
+	struct arg_parser terse = parser;
+	char *unknown[] = { "prog", "--bogus", NULL }, *missing[] = { "prog", "-n", NULL };
+	char *help[] = { "prog", "-h", NULL };
+	struct seen s = { .refuse = -1 };
+	char **operands;
+
+	terse.no_usage_after_error = true;
+	opterr = 0;
+	cr_expect_eq(args_parse(&terse, 2, unknown, &s, &operands), -EINVAL);
+	cr_expect_eq(args_parse(&terse, 2, missing, &s, &operands), -EINVAL);
+	opterr = 1;
+	cr_expect_eq(args_parse(&terse, 2, help, &s, &operands), 1);
+	fflush(stdout);
+	fflush(stderr);
+	cr_expect_stderr_eq_str("");
+	cr_expect_stdout_eq_str("usage: test\n");
+}
+
 Test(args_parse, a_refused_value_stops_parsing, .init = redirect)
 {
 	char *argv[] = { "prog", "-n", "bad", "-f", NULL };
@@ -194,4 +218,12 @@ Test(arg_pid_list, grows_over_many_lists)
 	cr_expect_eq(arg_pid_list(",", &pids, &npids, err, sizeof(err)), -EINVAL);
 	cr_expect_str_eq(err, "',' is not a process id");
 	free(pids);
+}
+
+Test(arg_default_cache_dir, from_the_environment_else_the_default)
+{
+	setenv("CFIPROF_CACHE_DIR", "/tmp/elsewhere", 1);
+	cr_expect_str_eq(arg_default_cache_dir(), "/tmp/elsewhere");
+	unsetenv("CFIPROF_CACHE_DIR");
+	cr_expect_str_eq(arg_default_cache_dir(), CFI_CACHE_DEFAULT_DIR);
 }
