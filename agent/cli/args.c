@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
 

@@ -58,7 +58,7 @@ int arg_size(const char *s, uint64_t *out);
 
 /* The table cache of record and cfi when neither --cache-dir nor
  * --no-cache is given: $CFIPROF_CACHE_DIR, else CFI_CACHE_DEFAULT_DIR
- * (cfi/cache.h). */
+ * (agent/unwind/cache.h). */
 const char *arg_default_cache_dir(void);
 
 #endif

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 #include "agent/cli/args.h"
 
 /* What every message of `cfiprof cfi` about its options starts with. */

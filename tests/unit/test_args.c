@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "agent/cli/args.h"
-#include "cfi/cache.h"
+#include "agent/unwind/cache.h"
 
 struct seen {
 	char log[256];
