@@ -12,7 +12,8 @@
 
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
-#include "agent/container/container.h"
+#include "agent/container/cgroup.h"
+#include "agent/container/container_open.h"
 #include "agent/procs/procmaps.h"
 #include "bpf/mapping_search.h"
 

@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "agent/cli/record_options.h"
-#include "agent/container/container.h"
+#include "agent/container/cgroup_target.h"
 #include "agent/offcpu/offcpu.h"
 #include "agent/perf/perf_events.h"
 #include "agent/procs/procs.h"
