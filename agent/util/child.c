@@ -6,8 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int held_child_spawn(char **argv, int (*before_exec)(void *arg), void *arg, pid_t *pid,
-		     int *go_fd, int *exec_fd)
+/* Forks argv[0] held: on success *pid is the child and *go_fd, *exec_fd
+ * the two ends held_child_release takes.  Closing go_fd without releasing
+ * makes the child exit 127. */
+static int held_child_spawn(char **argv, int (*before_exec)(void *arg), void *arg, pid_t *pid,
+			    int *go_fd, int *exec_fd)
 {
 	int go[2], ex[2], e;
 	pid_t p;
@@ -55,7 +58,10 @@ close_go:
 	return -e;
 }
 
-int held_child_release(int go_fd, int exec_fd)
+/* Lets the child exec, waits until it did, and closes both fds.  Returns
+ * 0, or the negative errno of its failed exec (the child then exits 127:
+ * reap it). */
+static int held_child_release(int go_fd, int exec_fd)
 {
 	ssize_t n;
 	int e = 0;

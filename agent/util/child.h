@@ -21,9 +21,6 @@
  * (before_exec asking PTRACE_TRACEME) stops at its exec: held_child_reap
  * ignores stops, so wait for that one with waitpid(ch.pid) yourself, and
  * record an exit found there in ch.exited and ch.status.
- *
- * held_child_spawn and held_child_release are the two steps below,
- * without the struct, for callers that keep the pid and fds themselves.
  */
 #ifndef AGENT_CHILD_H
 #define AGENT_CHILD_H
@@ -65,15 +62,5 @@ void held_child_end(struct held_child *ch, unsigned grace_ms);
 /* What a shell would give as $?: the exit status, or 128 + the signal
  * that killed it.  -1 while it has not exited. */
 int held_child_exit_code(const struct held_child *ch);
-
-/* The steps of held_child_start and held_child_run without the struct.
- * held_child_spawn: on success *pid is the child and *go_fd, *exec_fd
- * the two ends held_child_release takes.  held_child_release: lets the
- * child exec, waits until it did, and closes both fds; returns 0, or the
- * negative errno of its failed exec (the child then exits 127: reap it).
- * Closing go_fd without releasing makes the child exit 127. */
-int held_child_spawn(char **argv, int (*before_exec)(void *arg), void *arg, pid_t *pid,
-		     int *go_fd, int *exec_fd);
-int held_child_release(int go_fd, int exec_fd);
 
 #endif
