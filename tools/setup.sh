@@ -16,7 +16,7 @@ PKGS=(
   podman runc
   linux-perf strace
   bpfcc-tools libbpf-tools
-  python3
+  python3 curl
 )
 
 missing=()

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs the commands tools/demo.sh prints at its end, as printed, so that a
+# newcomer's next step cannot rot: the "top functions" command must list
+# the demo's hottest function, and the "flame graph" command must serve a
+# flame graph that contains it.  Usage: check_demo_hints.sh DEMO_OUTPUT_LOG
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=$1
+
+hint() { sed -n "s/^  $1: *\(build\/[^ ]*.*\)$/\1/p" "$log" | sed 's/   (.*)$//'; }
+top=$(hint 'top functions')
+flame=$(hint 'flame graph')
+[ -n "$top" ] && [ -n "$flame" ] || { echo "check_demo_hints: hints not found in $log" >&2; exit 1; }
+
+echo "== $top"
+$top | tee /dev/stderr | grep -q hash_block
+
+# pprof opens a browser unless told not to; the address is the printed one.
+echo "== $flame"
+read -r -a argv <<<"$flame"
+addr=${argv[1]#-http=}
+"${argv[0]}" -no_browser "${argv[@]:1}" >/dev/null 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null' EXIT
+for _ in $(seq 100); do
+  page=$(curl -fsS "http://$addr/ui/flamegraph" 2>/dev/null) && break
+  sleep 0.1
+done
+grep -q '"n":"hash_block"' <<<"${page:-}" || { echo "check_demo_hints: no hash_block in the flame graph at http://$addr/ui/flamegraph" >&2; exit 1; }
+echo "flame graph at http://$addr/ui/flamegraph has hash_block"
