@@ -1,6 +1,7 @@
 #include "agent/perf/counters.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agent/util/caps.h"
 #include "agent/util/errbuf.h"
 
 int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
@@ -130,6 +132,17 @@ static bool unsupported_errno(int e)
 	       e == ENOSYS;
 }
 
+const char *perf_permission_hint(char *buf, size_t len)
+{
+	static const int need[] = { CAP_PERFMON };
+
+	if (geteuid() != 0)
+		snprintf(buf, len, " (run as root, or lower kernel.perf_event_paranoid)");
+	else
+		caps_refusal_hint(need, 1, "", buf, len);
+	return buf;
+}
+
 static int *slot_fd(struct counters *c, int unit, int ev)
 {
 	return &c->fd[(size_t)unit * (size_t)c->events->n + (size_t)ev];
@@ -203,7 +216,7 @@ static int open_one(struct counters *c, const struct counters_opts *o, int unit,
 	pid_t pid = u->pid;
 	int fd, e, group_fd = c->grouped ? *leader : -1;
 	uint64_t id;
-	char where[64];
+	char where[64], hint[96];
 
 	attr.size = sizeof(attr);
 	attr.read_format = c->grouped ? COUNTER_GROUP_FORMAT : COUNTER_SINGLE_FORMAT;
@@ -227,7 +240,7 @@ static int open_one(struct counters *c, const struct counters_opts *o, int unit,
 		}
 		describe_unit(c, o, unit, where, sizeof(where));
 		errbuf_set(err, errlen, "perf_event_open(%s) on %s: %s%s", spec->name, where, strerror(e),
-			   e == EACCES || e == EPERM ? " (run as root, or lower kernel.perf_event_paranoid)"
+			   e == EACCES || e == EPERM ? perf_permission_hint(hint, sizeof(hint))
 			   : e == EMFILE ? " (too many open files: raise ulimit -n, or count fewer events or threads)"
 			   : "");
 		return -e;

@@ -25,6 +25,11 @@
 int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
 			unsigned long flags);
 
+/* Why perf_event_open refused with EACCES or EPERM, as a parenthesized
+ * suffix for a message (into buf, returned): the way out for a user, the
+ * capability root lacks (CAP_PERFMON), or "". */
+const char *perf_permission_hint(char *buf, size_t len);
+
 #define COUNTER_GROUP_FORMAT                                                                       \
 	(PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED |                      \
 	 PERF_FORMAT_TOTAL_TIME_RUNNING)

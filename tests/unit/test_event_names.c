@@ -3,6 +3,7 @@
  * id files of tracefs read here. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,18 +179,20 @@ Test(event_names, modifiers)
 	expect_error("cycles:x", -ENOENT); /* not modifiers: a tracepoint cycles:x, which is not there */
 }
 
-/* The tracepoint's id is tracefs's: read it here, after the parser made
- * sure tracefs is mounted. */
+/* The tracepoint's id is tracefs's: read it here, through the tracefs
+ * the parser found (or mounted for itself). */
 static __u64 tracefs_id(const char *sys, const char *event)
 {
-	const char *root;
 	char path[512], err[256];
 	unsigned long long id = 0;
+	int dir, fd;
 	FILE *f;
 
-	cr_assert_eq(tracefs_root(&root, err, sizeof(err)), 0, "%s", err);
-	snprintf(path, sizeof(path), "%s/events/%s/%s/id", root, sys, event);
-	f = fopen(path, "r");
+	dir = tracefs_dir(err, sizeof(err));
+	cr_assert_geq(dir, 0, "%s", err);
+	snprintf(path, sizeof(path), "events/%s/%s/id", sys, event);
+	fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	cr_assert_not_null(f, "%s", path);
 	cr_assert_eq(fscanf(f, "%llu", &id), 1);
 	fclose(f);
@@ -328,3 +331,4 @@ Test(event_names, list_tracepoint_pattern)
 	cr_expect_eq(l.n, 3);
 	event_list_free(&l);
 }
+
