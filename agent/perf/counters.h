@@ -8,7 +8,9 @@
  *
  * An event the kernel refuses as unknown to this machine (no PMU, no such
  * raw event) is left out of its group and reported as unsupported; it is
- * never counted as 0.
+ * never counted as 0.  So is one of a pattern's matches (optional) the
+ * kernel refuses for any reason but a limit of the process (fds, memory):
+ * ftrace:function in '*:*' must not cost the other thousands.
  */
 #ifndef AGENT_COUNTERS_H
 #define AGENT_COUNTERS_H
@@ -126,6 +128,11 @@ bool counters_supported(const struct counters *c, int event);
 
 /* The errno with which the kernel refused an unsupported event. */
 int counters_open_error(const struct counters *c, int event);
+
+/* Not opened because the kernel refused it, not because this machine
+ * lacks it: an optional event the run goes on without.  (When every
+ * event is missing and one was refused, counters_open fails instead.) */
+bool counters_refused(const struct counters *c, int event);
 
 /* Enables or disables every group (their leaders, with
  * PERF_IOC_FLAG_GROUP; children inherited so far follow). */

@@ -823,6 +823,37 @@ def t_missing_caps(tmp):
     check(line.endswith("(the process lacks CAP_PERFMON)") and "root" not in line, line)
 
 
+@case("pattern-refused")
+def t_pattern_refused(tmp):
+    """A pattern's match the kernel refuses (ftrace:function, in '*:*') is
+    skipped with a note; the others are counted.  Named alone, or when it
+    is all a pattern matches, the refusal fails the run."""
+    p = cf(["-x,", "-e", "ftrace:*,syscalls:sys_enter_writ*", "--", WORK, "writes", "7"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    notes = [l for l in p.stderr.splitlines() if l.startswith("cfiprof stat:")]
+    check(notes == ["cfiprof stat: note: skipping ftrace:function: the kernel refuses it "
+                    "(perf_event_open: Operation not permitted)"], f"notes {notes}")
+    got = by_event("\n".join(l for l in p.stderr.splitlines() if l not in notes))
+    check(got["syscalls:sys_enter_write"].count() == 7, "writes")
+    check(got["ftrace:function"].value == "<not supported>", "ftrace:function's row")
+    for args in (["-e", "ftrace:function"], ["-e", "ftrace:functio?"]):
+        p = cf(args + ["--", "true"])
+        check(p.returncode == 1 and "perf_event_open(ftrace:function)" in p.stderr and
+              "Operation not permitted" in p.stderr and len(p.stderr.splitlines()) == 1,
+              f"{args}: {p.returncode} {p.stderr!r}")
+
+
+@case("big-shared-group")
+def t_big_shared_group(tmp):
+    """More ungrouped software events or tracepoints than one group's read
+    can hold (1022: '*:*' matches thousands): all are counted."""
+    p = cf(["-x,", "-e", ",".join(["cs"] * 1100), "--", WORK, "writes", "1"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    got = rows(p.stderr)
+    check(len(got) == 1100 and all(not r.value.startswith("<") for r in got),
+          f"{len(got)} rows, {sum(r.value.startswith('<') for r in got)} not counted")
+
+
 @case("bad-flags")
 def t_bad_flags(tmp):
     usage = [
