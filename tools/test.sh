@@ -13,6 +13,20 @@ status=0
 rm -f build/meson-logs/testlog*.json build-asan/meson-logs/testlog*.json
 meson test -C build --print-errorlogs --num-processes 2 || status=1
 
+# The README's first command as a newcomer runs it: on a machine that
+# mounts no tracefs, debugfs or bpffs (tools/bare_mounts.sh), and leaving
+# none mounted.
+demo_dir=$(mktemp -d)
+if tools/bare_mounts.sh --check-after bash tools/demo.sh "$demo_dir/cfiprof-demo.pb.gz" \
+     >"$demo_dir/log" 2>&1 && [ -s "$demo_dir/cfiprof-demo.pb.gz" ]; then
+  echo "demo: ok (bash tools/demo.sh without tracefs, debugfs or bpffs)"
+else
+  echo "demo: FAILED: bash tools/demo.sh without tracefs, debugfs or bpffs:"
+  cat "$demo_dir/log"
+  status=1
+fi
+rm -rf "$demo_dir"
+
 # Leaks are errors too; UBSan findings abort instead of just printing.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_return=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1

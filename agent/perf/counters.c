@@ -1,6 +1,7 @@
 #include "agent/perf/counters.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "agent/util/caps.h"
 #include "agent/util/errbuf.h"
 
 int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
@@ -130,6 +132,24 @@ static bool unsupported_errno(int e)
 	       e == ENOSYS;
 }
 
+/* Errors that are no event's own but a limit of the process or the
+ * machine: every event after would hit them too. */
+static bool resource_errno(int e)
+{
+	return e == EMFILE || e == ENFILE || e == ENOMEM;
+}
+
+const char *perf_permission_hint(char *buf, size_t len)
+{
+	static const int need[] = { CAP_PERFMON };
+
+	if (geteuid() != 0)
+		snprintf(buf, len, " (run as root, or lower kernel.perf_event_paranoid)");
+	else
+		caps_refusal_hint(need, 1, "", buf, len);
+	return buf;
+}
+
 static int *slot_fd(struct counters *c, int unit, int ev)
 {
 	return &c->fd[(size_t)unit * (size_t)c->events->n + (size_t)ev];
@@ -203,7 +223,7 @@ static int open_one(struct counters *c, const struct counters_opts *o, int unit,
 	pid_t pid = u->pid;
 	int fd, e, group_fd = c->grouped ? *leader : -1;
 	uint64_t id;
-	char where[64];
+	char where[64], hint[96];
 
 	attr.size = sizeof(attr);
 	attr.read_format = c->grouped ? COUNTER_GROUP_FORMAT : COUNTER_SINGLE_FORMAT;
@@ -220,14 +240,14 @@ static int open_one(struct counters *c, const struct counters_opts *o, int unit,
 		e = errno;
 		if (e == ESRCH && u->pid >= 0)
 			return -ESRCH;
-		if (unsupported_errno(e)) {
+		if (unsupported_errno(e) || (spec->optional && !resource_errno(e))) {
 			if (!c->open_error[ev])
 				c->open_error[ev] = e;
 			return 0;
 		}
 		describe_unit(c, o, unit, where, sizeof(where));
 		errbuf_set(err, errlen, "perf_event_open(%s) on %s: %s%s", spec->name, where, strerror(e),
-			   e == EACCES || e == EPERM ? " (run as root, or lower kernel.perf_event_paranoid)"
+			   e == EACCES || e == EPERM ? perf_permission_hint(hint, sizeof(hint))
 			   : e == EMFILE ? " (too many open files: raise ulimit -n, or count fewer events or threads)"
 			   : "");
 		return -e;
@@ -273,6 +293,50 @@ static bool group_read_inherits(void)
 		return true;
 	close(fd);
 	return false;
+}
+
+bool counters_supported(const struct counters *c, int event)
+{
+	int unit;
+
+	for (unit = 0; unit < c->nunits; unit++)
+		if (c->fd[(size_t)unit * (size_t)c->events->n + (size_t)event] >= 0)
+			return true;
+	return false;
+}
+
+int counters_open_error(const struct counters *c, int event)
+{
+	return c->open_error[event];
+}
+
+bool counters_refused(const struct counters *c, int event)
+{
+	return !counters_supported(c, event) && c->open_error[event] &&
+	       !unsupported_errno(c->open_error[event]);
+}
+
+/* When a pattern's matches were all refused, nothing is counted: that is
+ * no run, and the first refusal is why. */
+static int all_refused(struct counters *c, char *err, size_t errlen)
+{
+	char hint[96];
+	int ev, first = -1;
+
+	for (ev = 0; ev < c->events->n; ev++) {
+		if (counters_supported(c, ev))
+			return 0;
+		if (first < 0 && counters_refused(c, ev))
+			first = ev;
+	}
+	if (first < 0)
+		return 0;
+	errbuf_set(err, errlen, "perf_event_open(%s): %s%s", c->events->ev[first].name,
+		   strerror(c->open_error[first]),
+		   c->open_error[first] == EACCES || c->open_error[first] == EPERM
+			   ? perf_permission_hint(hint, sizeof(hint))
+			   : "");
+	return -c->open_error[first];
 }
 
 int counters_open(struct counters *c, const struct event_list *events,
@@ -331,22 +395,10 @@ int counters_open(struct counters *c, const struct event_list *events,
 		errbuf_set(err, errlen, "no such process");
 		return -ESRCH;
 	}
-	return 0;
-}
-
-bool counters_supported(const struct counters *c, int event)
-{
-	int unit;
-
-	for (unit = 0; unit < c->nunits; unit++)
-		if (c->fd[(size_t)unit * (size_t)c->events->n + (size_t)event] >= 0)
-			return true;
-	return false;
-}
-
-int counters_open_error(const struct counters *c, int event)
-{
-	return c->open_error[event];
+	ret = all_refused(c, err, errlen);
+	if (ret)
+		counters_close(c);
+	return ret;
 }
 
 /* Calls fn on the fd of every open group leader. */

@@ -8,7 +8,9 @@
  *
  * An event the kernel refuses as unknown to this machine (no PMU, no such
  * raw event) is left out of its group and reported as unsupported; it is
- * never counted as 0.
+ * never counted as 0.  So is one of a pattern's matches (optional) the
+ * kernel refuses for any reason but a limit of the process (fds, memory):
+ * ftrace:function in '*:*' must not cost the other thousands.
  */
 #ifndef AGENT_COUNTERS_H
 #define AGENT_COUNTERS_H
@@ -24,6 +26,11 @@
 /* perf_event_open(2): the new fd, or -1 with errno set. */
 int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
 			unsigned long flags);
+
+/* Why perf_event_open refused with EACCES or EPERM, as a parenthesized
+ * suffix for a message (into buf, returned): the way out for a user, the
+ * capability root lacks (CAP_PERFMON), or "". */
+const char *perf_permission_hint(char *buf, size_t len);
 
 #define COUNTER_GROUP_FORMAT                                                                       \
 	(PERF_FORMAT_GROUP | PERF_FORMAT_ID | PERF_FORMAT_TOTAL_TIME_ENABLED |                      \
@@ -121,6 +128,11 @@ bool counters_supported(const struct counters *c, int event);
 
 /* The errno with which the kernel refused an unsupported event. */
 int counters_open_error(const struct counters *c, int event);
+
+/* Not opened because the kernel refused it, not because this machine
+ * lacks it: an optional event the run goes on without.  (When every
+ * event is missing and one was refused, counters_open fails instead.) */
+bool counters_refused(const struct counters *c, int event);
 
 /* Enables or disables every group (their leaders, with
  * PERF_IOC_FLAG_GROUP; children inherited so far follow). */

@@ -310,8 +310,11 @@ static int ungrouped_group(struct event_list *l, enum event_kind kind)
 {
 	if (kind != EVENT_SOFTWARE && kind != EVENT_TRACEPOINT)
 		return l->ngroups++;
-	if (l->shared_group < 0)
+	if (l->shared_group < 0 || l->shared_members == EVENT_SHARED_GROUP_MAX) {
 		l->shared_group = l->ngroups++;
+		l->shared_members = 0;
+	}
+	l->shared_members++;
 	return l->shared_group;
 }
 
@@ -323,7 +326,7 @@ struct token_ctx {
 	size_t errlen;
 };
 
-static int add_event(struct token_ctx *t, const char *spec)
+static int add_event(struct token_ctx *t, const char *spec, bool optional)
 {
 	struct event_spec ev;
 	bool has_mods;
@@ -350,6 +353,7 @@ static int add_event(struct token_ctx *t, const char *spec)
 		ev.name = named;
 	}
 	ev.group = t->group >= 0 ? t->group : ungrouped_group(t->l, ev.kind);
+	ev.optional = optional;
 	return list_push(t->l, &ev, t->err, t->errlen);
 }
 
@@ -358,7 +362,7 @@ static int add_glob_match(void *ctx, const char *sys, const char *event)
 	char spec[2 * EVENT_NAME_MAX + 2];
 
 	snprintf(spec, sizeof(spec), "%s:%s", sys, event);
-	return add_event(ctx, spec);
+	return add_event(ctx, spec, true);
 }
 
 /* One comma-separated token: an event, or a tracepoint pattern. */
@@ -368,7 +372,7 @@ static int add_token(struct token_ctx *t, const char *tok)
 	int ret;
 
 	if (!has_pattern(tok))
-		return add_event(t, tok);
+		return add_event(t, tok, false);
 	if (split_modifiers(tok, base, sizeof(base)) || !split_tracepoint(base, tp, sizeof(tp), &sys, &event)) {
 		errbuf_set(t->err, t->errlen, "'%s': a pattern names tracepoints: SUBSYSTEM:EVENT, without modifiers", tok);
 		return -EINVAL;
@@ -479,6 +483,7 @@ int event_list_add(struct event_list *l, const char *list, char *err, size_t err
 		l->n = saved.n;
 		l->ngroups = saved.ngroups;
 		l->shared_group = saved.shared_group;
+		l->shared_members = saved.shared_members;
 	}
 	return ret;
 }
@@ -504,4 +509,5 @@ void event_list_free(struct event_list *l)
 	l->cap = 0;
 	l->n = l->ngroups = 0;
 	l->shared_group = -1;
+	l->shared_members = 0;
 }

@@ -21,9 +21,9 @@
  * A list is comma-separated; braces make a group the kernel schedules as
  * one ("{cycles,instructions},page-faults").  Outside braces, software
  * events and tracepoints share one group (they can always be scheduled,
- * so grouping them only saves reads) and every hardware, cache or raw
- * event is a group of its own, so that the kernel multiplexes them
- * independently, as perf does.
+ * so grouping them only saves reads), EVENT_SHARED_GROUP_MAX at a time,
+ * and every hardware, cache or raw event is a group of its own, so that
+ * the kernel multiplexes them independently, as perf does.
  */
 #ifndef AGENT_EVENT_NAMES_H
 #define AGENT_EVENT_NAMES_H
@@ -45,6 +45,8 @@ struct event_spec {
 	char *name;                  /* as written: what output shows */
 	enum event_kind kind;
 	int group;                   /* index into the list's groups */
+	bool optional;               /* one of a pattern's matches: the kernel may
+				      * refuse it without failing the others */
 };
 
 struct event_list {
@@ -53,7 +55,14 @@ struct event_list {
 	unsigned cap;                /* room in ev */
 	int ngroups;
 	int shared_group;            /* the group of ungrouped software events, or -1 */
+	int shared_members;          /* events in it */
 };
+
+/* Most events a shared group takes before the next one starts: a group's
+ * read must stay within the kernel's 16 KiB (perf_event_validate_size),
+ * 1022 events in the counters' read format, and a pattern such as '*:*'
+ * matches thousands. */
+#define EVENT_SHARED_GROUP_MAX 512
 
 #define EVENT_LIST_INIT { .shared_group = -1 }
 

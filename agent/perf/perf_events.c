@@ -65,10 +65,12 @@ int perf_sampler_open(struct perf_sampler *ps, const bool *cpus, int ncpus, int 
 			if (e == ESRCH || e == ENODEV)
 				continue;
 			if (!first_error) {
+				char hint[96];
+
 				first_error = -e;
 				snprintf(err, errlen, "perf_event_open(%s, cpu %d): %s%s", ps->event_name, cpu,
 					 strerror(e),
-					 e == EACCES || e == EPERM ? " (run as root, or lower kernel.perf_event_paranoid)" : "");
+					 e == EACCES || e == EPERM ? perf_permission_hint(hint, sizeof(hint)) : "");
 			}
 			perf_sampler_close(ps);
 			return first_error;

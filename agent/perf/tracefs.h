@@ -1,7 +1,10 @@
 /*
- * tracefs, where the kernel publishes tracepoint ids: found at
- * /sys/kernel/tracing (or under debugfs), and mounted at
- * /sys/kernel/tracing when no tracefs is mounted anywhere we look.
+ * tracefs, where the kernel publishes tracepoint ids.  The one mounted at
+ * /sys/kernel/tracing (or /sys/kernel/debug/tracing) when there is one;
+ * otherwise a tracefs mount of this process's own that is attached
+ * nowhere (fsmount(2)): a fresh machine mounts no tracefs, and cfiprof
+ * adds no mount to anybody's mount table.  Everything is read relative
+ * to its directory fd.
  */
 #ifndef AGENT_TRACEFS_H
 #define AGENT_TRACEFS_H
@@ -9,9 +12,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The directory tracefs is mounted on, mounting it if needed.  The string
- * is static.  Returns 0 or a negative errno with the reason in err. */
-int tracefs_root(const char **root, char *err, size_t errlen);
+/* A directory fd of tracefs's root, for openat() and the like: opened on
+ * the first call (creating the detached mount if no tracefs is mounted)
+ * and kept until the process ends; the caller does not close it.  Not
+ * thread-safe: the first call comes from one thread.  Returns the fd or a
+ * negative errno with the reason in err. */
+int tracefs_dir(char *err, size_t errlen);
 
 /* The id of tracepoint `sys`:`event` (events/SYS/EVENT/id), the config of
  * a PERF_TYPE_TRACEPOINT event.  -ENOENT: no such tracepoint. */

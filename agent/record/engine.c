@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +12,15 @@
 #include <unistd.h>
 
 #include "cfiprof.skel.h"
+#include "agent/perf/tracepoint_attach.h"
 #include "agent/procs/lifecycle.h"
 #include "agent/record/launch.h"
 #include "agent/record/targets.h"
 #include "agent/util/bpf_counters.h"
+#include "agent/util/caps.h"
 #include "agent/util/clock.h"
 #include "agent/util/fdlimit.h"
+#include "agent/util/kernel_btf.h"
 
 /* The BPF side wakes the agent only when its buffer fills up: it takes
  * what is there at least this often. */
@@ -47,6 +51,34 @@ int engine_open(struct record_engine *e, const struct record_opts *o)
 	return 0;
 }
 
+/* Why the kernel refused the BPF object, named: the capability the
+ * process lacks, or the kernel BTF the programs are built against. */
+static void report_load_error(int err)
+{
+	static const int need[] = { CAP_BPF, CAP_PERFMON };
+	char why[512];
+
+	if (err == -EPERM || err == -EACCES)
+		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
+			caps_refusal_hint(need, 2, "", why, sizeof(why)));
+	else if (kernel_btf_check(why, sizeof(why)))
+		fprintf(stderr, "cfiprof: loading the BPF programs: %s\n", why);
+	else
+		fprintf(stderr, "cfiprof: loading the BPF programs: %s\n", strerror(-err));
+}
+
+/* The syscall tracepoints of process tracking are attached by
+ * tracepoint_attach (attach_tracking), never by libbpf, which needs a
+ * tracefs mounted to find them. */
+static void no_autoattach(struct cfiprof_bpf *skel)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, skel->obj)
+		if (bpf_program__type(prog) == BPF_PROG_TYPE_TRACEPOINT)
+			bpf_program__set_autoattach(prog, false);
+}
+
 static int load_bpf(struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
@@ -67,10 +99,10 @@ static int load_bpf(struct record_engine *e)
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
 		return err;
 	}
+	no_autoattach(e->skel);
 	err = cfiprof_bpf__load(e->skel);
 	if (err) {
-		fprintf(stderr, "cfiprof: loading the BPF programs: %s%s\n", strerror(-err),
-			err == -EPERM || err == -EACCES ? " (cfiprof record needs root)" : "");
+		report_load_error(err);
 		return err;
 	}
 	if (o->cgroup) {
@@ -135,14 +167,25 @@ static int attach_tracking(struct record_engine *e)
 		e->skel->progs.on_fork, e->skel->progs.on_exec, e->skel->progs.on_exit,
 		e->skel->progs.on_mmap, e->skel->progs.on_mprotect, e->skel->progs.on_munmap,
 	};
+	char err[512];
 	unsigned i;
+	int ret;
 
 	for (i = 0; i < ENGINE_TRACKING_PROGS; i++) {
+		if (bpf_program__type(progs[i]) == BPF_PROG_TYPE_TRACEPOINT) {
+			ret = tracepoint_attach(progs[i], &e->tracking[i], err, sizeof(err));
+			if (ret) {
+				fprintf(stderr, "cfiprof: attaching %s: %s\n", bpf_program__name(progs[i]), err);
+				return ret;
+			}
+			continue;
+		}
 		e->tracking[i] = bpf_program__attach(progs[i]);
 		if (!e->tracking[i]) {
+			ret = -errno;
 			fprintf(stderr, "cfiprof: attaching %s: %s\n", bpf_program__name(progs[i]),
-				strerror(errno));
-			return -errno;
+				strerror(-ret));
+			return ret;
 		}
 	}
 	return 0;

@@ -11,6 +11,7 @@
 
 #include "agent/cli/args.h"
 #include "agent/record/launch.h"
+#include "agent/util/kthread.h"
 
 /* Queues the tables of what `pid` maps now (from the cache, or compiled
  * on the workers): the processes named on the command line are what the
@@ -57,12 +58,18 @@ static int scan_all(struct record_engine *e)
 int targets_setup(struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
+	char comm[64];
 	int i, ret;
 
 	for (i = 0; i < o->npids; i++) {
 		if (kill(o->pids[i], 0) && errno == ESRCH) {
 			fprintf(stderr, "cfiprof: pid %d: no such process\n", o->pids[i]);
 			return -ESRCH;
+		}
+		if (kthread_check(o->pids[i], comm, sizeof(comm)) > 0) {
+			fprintf(stderr, "cfiprof: pid %d: %s is a kernel thread, with no user-space code "
+				"to profile\n", o->pids[i], comm);
+			return -EINVAL;
 		}
 		ret = bpf_proc_add_target(&e->procs.bpf, (uint32_t)o->pids[i]);
 		if (ret)

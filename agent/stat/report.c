@@ -134,6 +134,17 @@ void stat_report_final(struct stat_run *r, uint64_t t_end)
 		print_totals(r, t_end);
 }
 
+void stat_report_skipped(struct stat_run *r)
+{
+	const struct event_list *l = &r->o->events;
+	int e;
+
+	for (e = 0; e < l->n; e++)
+		if (counters_refused(&r->ctr, e))
+			fprintf(stderr, STAT_PROG ": note: skipping %s: the kernel refuses it (perf_event_open: %s)\n",
+				l->ev[e].name, strerror(counters_open_error(&r->ctr, e)));
+}
+
 void stat_report_verbose(struct stat_run *r)
 {
 	const struct event_list *l = &r->o->events;
@@ -141,7 +152,7 @@ void stat_report_verbose(struct stat_run *r)
 	int g, e, first;
 
 	for (e = 0; e < l->n; e++)
-		if (!counters_supported(&r->ctr, e))
+		if (!counters_supported(&r->ctr, e) && !counters_refused(&r->ctr, e))
 			fprintf(stderr, STAT_PROG ": %s: not supported here (perf_event_open: %s)\n",
 				l->ev[e].name, strerror(counters_open_error(&r->ctr, e)));
 	for (g = 0; g < l->ngroups; g++) {
@@ -151,7 +162,9 @@ void stat_report_verbose(struct stat_run *r)
 			if (l->ev[e].group != g)
 				continue;
 			fprintf(stderr, "%s %s%s", first ? "" : ",", l->ev[e].name,
-				counters_supported(&r->ctr, e) ? "" : " (not supported)");
+				counters_supported(&r->ctr, e) ? ""
+				: counters_refused(&r->ctr, e) ? " (refused)"
+							       : " (not supported)");
 			first = 0;
 		}
 		fprintf(stderr, "\n");

@@ -11,7 +11,11 @@
 
 struct stat_run;
 
-/* With -v, on stderr: the events the machine refused and why, the
+/* On stderr, one note each: the events of a pattern the kernel refused,
+ * which the run goes on without (counters_refused). */
+void stat_report_skipped(struct stat_run *r);
+
+/* With -v, on stderr: the events the machine does not have and why, the
  * groups, and how many units and reads a pass takes. */
 void stat_report_verbose(struct stat_run *r);
 

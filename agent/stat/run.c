@@ -117,6 +117,7 @@ int stat_run_open(struct stat_run *r)
 		ret = open_counters(r);
 	if (ret)
 		return ret;
+	stat_report_skipped(r);
 	if (o->verbose)
 		stat_report_verbose(r);
 	slots = (size_t)r->units.n * (size_t)o->events.n;

@@ -9,4 +9,8 @@
  * of fopen (-ENOENT: no such file), with "PATH: reason" in err. */
 int sysfs_read_line(const char *path, char *buf, size_t len, char *err, size_t errlen);
 
+/* The same with `path` relative to the directory fd `dirfd` (openat(2);
+ * AT_FDCWD: the working directory). */
+int sysfs_read_line_at(int dirfd, const char *path, char *buf, size_t len, char *err, size_t errlen);
+
 #endif

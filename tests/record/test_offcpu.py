@@ -55,10 +55,11 @@ OFF_TYPES = [("off_cpu", "nanoseconds"), ("off_cpu_events", "count")]
 ON_TYPES = [("samples", "count"), ("cpu", "nanoseconds")]
 
 
-def record(extra, timeout=60, check=True):
-    """Runs `cfiprof record EXTRA`; returns (status, stdout, stderr).  The
-    fixtures print their measurements on stdout (cfiprof's own)."""
-    args = tr.record_args(extra)
+def record(extra, timeout=60, check=True, check_after=False):
+    """Runs `cfiprof record EXTRA` (check_after: test_record.py's
+    fresh_record); returns (status, stdout, stderr).  The fixtures print
+    their measurements on stdout (cfiprof's own)."""
+    args = tr.record_args(extra, check_after)
     log("$ " + " ".join(args))
     p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=timeout)
@@ -582,6 +583,45 @@ def t_both(tmp):
     # 1 s of CPU at 499 Hz: the samples times the period, in microseconds.
     if not 0.8e6 <= us <= 1.2e6 or sum(n for f, n in on) > us / 0.99:
         raise Fail(f"on-CPU spin_leaf in folded output: {us} us, want about 1e6 on the exact chain")
+
+
+def fresh_record(extra):
+    before = tr.host_bare_fs()
+    ret = record(extra, check_after=True)
+    if tr.host_bare_fs() != before:
+        raise Fail(f"the host's tracefs/debugfs/bpffs mounts changed: {before} -> "
+                   f"{tr.host_bare_fs()}")
+    return ret
+
+
+@case("fresh-off-cpu-only")
+def t_fresh_off_cpu_only(tmp):
+    """--off-cpu-only with no tracefs, debugfs or bpffs mounted (see
+    test_record.py's fresh-* cases): the sleeps, exact."""
+    out = os.path.join(tmp, "sleep.pb.gz")
+    _, stdout, _ = fresh_record(["--off-cpu-only", "-o", out, "--", tr.fx("ocsleep"), "40", "10"])
+    calls, ns = measured(stdout, "sleep_leaf")
+    samples, idx = pprof_offcpu(out)
+    w, _ = chain_weight(pprof_chains(samples, idx, "rec-ocsleep"), SLEEP_CHAIN, NANOSLEEP[-1],
+                        "sleep 10 ms x 40")
+    close_to("sleep_leaf", w, ns)
+
+
+@case("fresh-off-cpu")
+def t_fresh_off_cpu(tmp):
+    """--off-cpu the same way: the sleeps and the spin."""
+    out = os.path.join(tmp, "both.pb.gz")
+    _, stdout, _ = fresh_record(["--off-cpu", "-F", "499", "-o", out, "--", tr.fx("ocsleep"), "30",
+                                 "10", "0", "0", "1"])
+    calls, ns = measured(stdout, "sleep_leaf")
+    samples, prof = tr.read_pprof(out)
+    idx = {t[0]: i for i, t in enumerate(ON_TYPES + OFF_TYPES)}
+    w, _ = chain_weight(pprof_chains(samples, idx, "rec-ocsleep"), SLEEP_CHAIN, NANOSLEEP[-1],
+                        "sleep (--off-cpu)")
+    close_to("sleep_leaf", w, ns)
+    tr.check_chain([(s.frames, s.values[0]) for s in samples
+                    if s.labels.get("comm") == "rec-ocsleep" and s.values[0]],
+                   "spin_leaf", ROOT + ["spin_leaf"], "on-CPU spin_leaf", min_samples=300)
 
 
 @case("bad-flags")

@@ -9,6 +9,11 @@ Paths come from the environment (tests/record/meson.build sets them):
 CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, READELF, NM, TASKSET and
 PPROF (Google's pprof, built by tests/output; unset when Go is missing).
 
+Every recording runs as on a freshly installed machine, under
+tools/bare_mounts.sh: in a mount namespace of its own where no tracefs,
+debugfs or bpffs is mounted (the fresh-* cases also check that cfiprof
+mounted none).
+
 Most cases run a fixture under `cfiprof record`, take the samples whose
 last frame is the fixture's leaf and require the exact call chain, from
 the outermost frame (_start, or clone3 for a thread) to the leaf, in at
@@ -80,16 +85,33 @@ def log(msg):
 
 # ---- running cfiprof ----------------------------------------------------
 
-def record_args(extra):
-    args = [CFIPROF, "record"]
+# Every recording runs as on a fresh machine: in a mount namespace of its
+# own without tracefs, debugfs or bpffs (tools/bare_mounts.sh says how).
+BARE_MOUNTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                           "bare_mounts.sh")
+
+
+def record_args(extra, check_after=False, prefix=()):
+    """The command line of `cfiprof record EXTRA` under bare_mounts.sh, with
+    its --check-after if asked, PREFIX (setpriv ...) before cfiprof."""
+    args = [BARE_MOUNTS] + (["--check-after"] if check_after else []) + list(prefix)
+    args += [CFIPROF, "record"]
     if CACHE:
         args += ["--cache-dir", CACHE]
     return args + extra
 
 
-def run_record(extra, timeout=60, env=None, check=True):
+def host_bare_fs():
+    """The tracefs, debugfs and bpffs mounts of the tests' own (the host's)
+    namespace."""
+    with open("/proc/self/mounts") as f:
+        return sorted(line.split()[1] for line in f
+                      if line.split()[2] in ("tracefs", "debugfs", "bpf"))
+
+
+def run_record(extra, timeout=60, env=None, check=True, check_after=False, prefix=()):
     """Runs `cfiprof record EXTRA`; returns (status, stderr)."""
-    args = record_args(extra)
+    args = record_args(extra, check_after, prefix)
     log("$ " + " ".join(args))
     e = dict(os.environ)
     if env:
@@ -1408,6 +1430,133 @@ def t_pid_reuse(tmp):
         names = set(s.frames)
         if names & {"deep_run", "deep_leaf"} and names & {"alloca_outer", "alloca_leaf"}:
             raise Fail(f"a sample of pid {pid} mixes both programs: {fmt_chain(s.frames)}")
+
+
+# ---- a fresh machine ----------------------------------------------------
+# Every case runs cfiprof without tracefs, debugfs or bpffs (record_args);
+# these run each mode so, and check that cfiprof mounted none of them, in
+# its namespace (bare_mounts.sh --check-after: where a host's mount would
+# appear) and in the host's.
+
+def fresh_record(extra, **kw):
+    before = host_bare_fs()
+    ret = run_record(extra, check_after=True, **kw)
+    after = host_bare_fs()
+    if after != before:
+        raise Fail(f"the host's tracefs/debugfs/bpffs mounts changed: {before} -> {after}")
+    return ret
+
+
+@case("fresh-plain")
+def t_fresh_plain(tmp):
+    """-- CMD: a library dlopen()ed while recording has complete stacks, so
+    the mmap tracepoint (attached without tracefs mounted) fired."""
+    out = os.path.join(tmp, "dlopen.pb.gz")
+    fresh_record(["-F", "499", "-o", out, "--", fx("dlopen"), os.environ["REC_LATELIB"], "1.5"])
+    samples, _ = read_pprof(out)
+    check_chain(pprof_stacks(samples), "late_leaf", DLOPEN_CHAIN, "dlopen()ed library")
+
+
+@case("fresh-all")
+def t_fresh_all(tmp):
+    """-a, a fixture running before the recording starts."""
+    p = start_bg([fx("deep"), "20", "6"])
+    try:
+        wait_started(p, 0.5)
+        out = os.path.join(tmp, "all.folded")
+        fresh_record(["-a", "-d", "2", "-F", "499", "--format", "folded", "-o", out])
+        check_chain(folded_stacks(out, "rec-deep"), "deep_leaf", deep_chain(20), "-a",
+                    min_samples=MIN_WALL, share=0.90)
+    finally:
+        stop_bg(p)
+
+
+@case("fresh-unwind-fp")
+def t_fresh_unwind_fp(tmp):
+    """--unwind fp: no table, the leaf's samples all there."""
+    out = os.path.join(tmp, "fp.folded")
+    fresh_record(["-F", "499", "--unwind", "fp", "--format", "folded", "-o", out, "--",
+                  fx("deep"), "20", "1.5"])
+    total = sum(n for _, frames, n in read_folded(out) if frames and frames[-1] == "deep_leaf")
+    if total < MIN_LEAF:
+        raise Fail(f"--unwind fp: only {total} deep_leaf samples")
+
+
+def one_line_error(rc, err, what):
+    lines = err.strip("\n").split("\n") if err.strip() else []
+    if rc != 1 or len(lines) != 1 or not lines[0].startswith("cfiprof: "):
+        raise Fail(f"{what}: status {rc}, stderr {err!r}; want 1 and one 'cfiprof: ' line")
+    return lines[0]
+
+
+@case("no-btf")
+def t_no_btf(tmp):
+    """Without the kernel's BTF (hidden in cfiprof's mount namespace) the
+    error says so and names /sys/kernel/btf/vmlinux."""
+    empty = os.path.join(tmp, "empty")
+    open(empty, "w").close()
+    out = os.path.join(tmp, "x.pb.gz")
+    for hide, want in [
+        ("mount -t tmpfs none /sys/kernel/btf",
+         "the kernel has no BTF (/sys/kernel/btf/vmlinux: No such file or directory"),
+        (f"mount --bind {empty} /sys/kernel/btf/vmlinux",
+         "the kernel's BTF is unusable (/sys/kernel/btf/vmlinux: "),
+    ]:
+        for mode in ([], ["--off-cpu"]):
+            rc, err = run_record([*mode, "-o", out, "--", "/bin/true"], check=False,
+                                 prefix=["sh", "-c", hide + ' && exec "$@"', "sh"])
+            line = one_line_error(rc, err, hide)
+            if want not in line:
+                raise Fail(f"{hide}: {line!r} does not say {want!r}")
+    if os.path.exists(out):
+        raise Fail("a profile was written")
+
+
+def kernel_thread():
+    """(pid, name) of a kernel thread: PF_KTHREAD in /proc/PID/stat."""
+    for pid in sorted(int(d) for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        if int(stat[stat.rindex(")") + 2:].split()[6]) & 0x00200000:
+            return pid, comm
+    raise Fail("no kernel thread in /proc")
+
+
+@case("kernel-thread")
+def t_kernel_thread(tmp):
+    """-p of a kernel thread: the error says it is one."""
+    pid, comm = kernel_thread()
+    out = os.path.join(tmp, "x.pb.gz")
+    rc, err = run_record(["-p", str(pid), "-d", "1", "-o", out], check=False)
+    line = one_line_error(rc, err, f"-p {pid} ({comm})")
+    want = f"cfiprof: pid {pid}: {comm} is a kernel thread"
+    if not line.startswith(want):
+        raise Fail(f"{line!r}; want it to start with {want!r}")
+
+
+@case("missing-caps")
+def t_missing_caps(tmp):
+    """Root without CAP_BPF or CAP_PERFMON (and CAP_SYS_ADMIN, which stands
+    in for both): the error names what is missing, not root."""
+    out = os.path.join(tmp, "x.pb.gz")
+    for drop, want in [("-bpf,-sys_admin", "(the process lacks CAP_BPF)"),
+                       ("-perfmon,-sys_admin", "(the process lacks CAP_PERFMON)"),
+                       ("-bpf,-perfmon,-sys_admin", "(the process lacks CAP_BPF and CAP_PERFMON)")]:
+        rc, err = run_record(["-o", out, "--", "/bin/true"], check=False,
+                             prefix=["setpriv", "--bounding-set", drop, "--"])
+        line = one_line_error(rc, err, drop)
+        if not line.endswith(want) or "root" in line:
+            raise Fail(f"{drop}: {line!r}; want it to end with {want!r}")
+    # With both, and tracefs not mounted: mounting one needs CAP_SYS_ADMIN.
+    rc, err = run_record(["-o", out, "--", "/bin/true"], check=False,
+                         prefix=["setpriv", "--bounding-set", "-sys_admin", "--"])
+    line = one_line_error(rc, err, "-sys_admin")
+    if not line.endswith("(the process lacks CAP_SYS_ADMIN)") or "tracefs" not in line:
+        raise Fail(f"-sys_admin: {line!r}")
 
 
 def main():

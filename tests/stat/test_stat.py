@@ -769,17 +769,89 @@ def t_output_file(tmp):
           f"missing directory: {c.returncode} {c.stderr!r}")
 
 
+# tools/bare_mounts.sh: runs a command in a mount namespace of its own
+# without tracefs, debugfs or bpffs, as on a fresh machine.
+BARE_MOUNTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                           "bare_mounts.sh")
+
+
 @case("tracefs-mount")
 def t_tracefs_mount(tmp):
-    """With no tracefs mounted (in a private mount namespace), cfiprof
-    mounts it to read tracepoint ids."""
-    script = ("for d in /sys/kernel/tracing /sys/kernel/debug/tracing /sys/kernel/debug; do "
-              "  while mountpoint -q $d; do umount $d || exit 9; done; done; "
-              "grep -q tracefs /proc/self/mounts && exit 8; "
-              f"exec {CFIPROF} stat -x, -e syscalls:sys_enter_write -- {WORK} writes 42")
-    p = run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script])
+    """With no tracefs mounted, cfiprof reads tracepoint ids through a
+    tracefs of its own that it mounts nowhere: none is mounted after the
+    run (--check-after), where the host's would be."""
+    p = run([BARE_MOUNTS, "--check-after", CFIPROF, "stat", "-x,", "-e",
+             "syscalls:sys_enter_write", "--", WORK, "writes", "42"])
     check(p.returncode == 0, f"exit status {p.returncode}")
     check(rows(p.stderr)[0].count() == 42, "writes")
+
+
+@case("tracefs-debugfs-only")
+def t_tracefs_debugfs_only(tmp):
+    """Only debugfs mounted: its tracing directory is an automount point
+    that a lookup would mount tracefs on, for good; cfiprof does not."""
+    script = ("mount -t debugfs debugfs /sys/kernel/debug || exit 9; "
+              f"{CFIPROF} stat -x, -e syscalls:sys_enter_write -- {WORK} writes 42 || exit; "
+              "if grep tracefs /proc/self/mounts; then exit 8; fi")
+    p = run([BARE_MOUNTS, "sh", "-c", script])
+    check(p.returncode == 0, f"exit status {p.returncode} (8: a tracefs was mounted)")
+    check(rows(p.stderr)[0].count() == 42, "writes")
+
+
+@case("kernel-thread")
+def t_kernel_thread(tmp):
+    """-p of a kernel thread is counted, as perf stat does: its context
+    switches and CPU time are the kernel's own (record refuses it: no user
+    space to profile)."""
+    # kthreadd, the kernel threads' parent: one on every machine.
+    pid = int(subprocess.run(["pgrep", "-x", "kthreadd"], stdout=subprocess.PIPE, text=True,
+                             check=True).stdout.split()[0])
+    p = cf(["-x,", "-p", str(pid), "-e", "cs,task-clock", "--duration", "0.3"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    got = by_event(p.stderr)
+    check(sorted(got) == ["cs", "task-clock"], f"rows {sorted(got)}")
+
+
+@case("missing-caps")
+def t_missing_caps(tmp):
+    """Root without CAP_PERFMON (nor CAP_SYS_ADMIN, which stands in for it):
+    the error names the capability, not root."""
+    p = run(["setpriv", "--bounding-set", "-perfmon,-sys_admin", "--", CFIPROF, "stat", "-e", "cs",
+             "--", "true"])
+    line = p.stderr.strip()
+    check(p.returncode == 1 and len(line.splitlines()) == 1, f"{p.returncode} {p.stderr!r}")
+    check(line.endswith("(the process lacks CAP_PERFMON)") and "root" not in line, line)
+
+
+@case("pattern-refused")
+def t_pattern_refused(tmp):
+    """A pattern's match the kernel refuses (ftrace:function, in '*:*') is
+    skipped with a note; the others are counted.  Named alone, or when it
+    is all a pattern matches, the refusal fails the run."""
+    p = cf(["-x,", "-e", "ftrace:*,syscalls:sys_enter_writ*", "--", WORK, "writes", "7"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    notes = [l for l in p.stderr.splitlines() if l.startswith("cfiprof stat:")]
+    check(notes == ["cfiprof stat: note: skipping ftrace:function: the kernel refuses it "
+                    "(perf_event_open: Operation not permitted)"], f"notes {notes}")
+    got = by_event("\n".join(l for l in p.stderr.splitlines() if l not in notes))
+    check(got["syscalls:sys_enter_write"].count() == 7, "writes")
+    check(got["ftrace:function"].value == "<not supported>", "ftrace:function's row")
+    for args in (["-e", "ftrace:function"], ["-e", "ftrace:functio?"]):
+        p = cf(args + ["--", "true"])
+        check(p.returncode == 1 and "perf_event_open(ftrace:function)" in p.stderr and
+              "Operation not permitted" in p.stderr and len(p.stderr.splitlines()) == 1,
+              f"{args}: {p.returncode} {p.stderr!r}")
+
+
+@case("big-shared-group")
+def t_big_shared_group(tmp):
+    """More ungrouped software events or tracepoints than one group's read
+    can hold (1022: '*:*' matches thousands): all are counted."""
+    p = cf(["-x,", "-e", ",".join(["cs"] * 1100), "--", WORK, "writes", "1"])
+    check(p.returncode == 0, f"exit status {p.returncode}")
+    got = rows(p.stderr)
+    check(len(got) == 1100 and all(not r.value.startswith("<") for r in got),
+          f"{len(got)} rows, {sum(r.value.startswith('<') for r in got)} not counted")
 
 
 @case("bad-flags")

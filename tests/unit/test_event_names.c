@@ -3,6 +3,7 @@
  * id files of tracefs read here. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,18 +179,20 @@ Test(event_names, modifiers)
 	expect_error("cycles:x", -ENOENT); /* not modifiers: a tracepoint cycles:x, which is not there */
 }
 
-/* The tracepoint's id is tracefs's: read it here, after the parser made
- * sure tracefs is mounted. */
+/* The tracepoint's id is tracefs's: read it here, through the tracefs
+ * the parser found (or mounted for itself). */
 static __u64 tracefs_id(const char *sys, const char *event)
 {
-	const char *root;
 	char path[512], err[256];
 	unsigned long long id = 0;
+	int dir, fd;
 	FILE *f;
 
-	cr_assert_eq(tracefs_root(&root, err, sizeof(err)), 0, "%s", err);
-	snprintf(path, sizeof(path), "%s/events/%s/%s/id", root, sys, event);
-	f = fopen(path, "r");
+	dir = tracefs_dir(err, sizeof(err));
+	cr_assert_geq(dir, 0, "%s", err);
+	snprintf(path, sizeof(path), "events/%s/%s/id", sys, event);
+	fd = openat(dir, path, O_RDONLY | O_CLOEXEC);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	cr_assert_not_null(f, "%s", path);
 	cr_assert_eq(fscanf(f, "%llu", &id), 1);
 	fclose(f);
@@ -323,8 +326,45 @@ Test(event_names, list_tracepoint_pattern)
 	cr_expect_eq(l.ev[2].attr.config, tracefs_id("syscalls", "sys_enter_writev"));
 	for (i = 0; i < l.n; i++)
 		cr_expect_eq(l.ev[i].group, 0);
+	/* A pattern's matches may be refused by the kernel without failing
+	 * the run; an event named is not. */
+	cr_expect(!l.ev[0].optional && l.ev[1].optional && l.ev[2].optional);
+	list_ok(&l, "syscalls:sys_enter_write");
+	cr_expect(!l.ev[3].optional);
+	l.n = 3;
+	free(l.ev[3].name);
 	cr_expect_eq(event_list_add(&l, "syscalls:no_such_*", err, sizeof(err)), -ENOENT);
 	cr_expect_eq(event_list_add(&l, "cycl*", err, sizeof(err)), -EINVAL);
 	cr_expect_eq(l.n, 3);
 	event_list_free(&l);
+}
+
+/* Ungrouped software events and tracepoints share a group only up to
+ * EVENT_SHARED_GROUP_MAX: one group's read is limited to 16 KiB, which
+ * '*:*' would exceed. */
+Test(event_names, shared_group_size)
+{
+	struct event_list l = EVENT_LIST_INIT;
+	const int n = 2 * EVENT_SHARED_GROUP_MAX - 1;
+	char *list = malloc((size_t)n * 3 + 16), *p = list;
+	int i;
+
+	cr_assert_not_null(list);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "%scs", i ? "," : "");
+	list_ok(&l, "cycles");
+	list_ok(&l, list);
+	cr_assert_eq(l.n, n + 1);
+	cr_expect_eq(l.ngroups, 3);
+	for (i = 1; i <= n; i++)
+		cr_expect_eq(l.ev[i].group, 1 + (i - 1) / EVENT_SHARED_GROUP_MAX, "event %d: group %d", i,
+			     l.ev[i].group);
+	/* The last group has room for one more, which a failed addition does
+	 * not take; the one after starts a group. */
+	cr_expect_eq(event_list_add(&l, "cs,bogus", list, 64), -EINVAL);
+	list_ok(&l, "cs,cs");
+	cr_expect_eq(l.ev[n + 1].group, 2);
+	cr_expect_eq(l.ev[n + 2].group, 3);
+	event_list_free(&l);
+	free(list);
 }
