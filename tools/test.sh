@@ -20,6 +20,14 @@ demo_dir=$(mktemp -d)
 if tools/bare_mounts.sh --check-after bash tools/demo.sh "$demo_dir/cfiprof-demo.pb.gz" \
      >"$demo_dir/log" 2>&1 && [ -s "$demo_dir/cfiprof-demo.pb.gz" ]; then
   echo "demo: ok (bash tools/demo.sh without tracefs, debugfs or bpffs)"
+  # Its closing hints, run as printed.
+  if tools/check_demo_hints.sh "$demo_dir/log" >"$demo_dir/hints.log" 2>&1; then
+    echo "demo hints: ok (tools/check_demo_hints.sh)"
+  else
+    echo "demo hints: FAILED:"
+    cat "$demo_dir/hints.log"
+    status=1
+  fi
 else
   echo "demo: FAILED: bash tools/demo.sh without tracefs, debugfs or bpffs:"
   cat "$demo_dir/log"
