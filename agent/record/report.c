@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cfiprof.skel.h"
@@ -39,7 +38,8 @@ void report_started(const struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
 	const char *what = o->cmd ? o->cmd[0] : o->all ? "all processes" : "the given processes";
-	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" : "; Ctrl-C to stop";
+	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" :
+		o->npids ? "; until they exit, or Ctrl-C" : "; Ctrl-C to stop";
 
 	if (o->quiet)
 		return;
@@ -350,7 +350,12 @@ void report_summary(const struct record_engine *e, const struct built_profile *b
 		fprintf(stderr, "  malformed records %llu, aggregation failures %llu\n",
 			(unsigned long long)e->events.bad_records,
 			(unsigned long long)e->events.agg_errors);
-	if (o->cmd && e->cmd.exited && WIFEXITED(e->cmd.status) && WEXITSTATUS(e->cmd.status))
-		fprintf(stderr, "cfiprof: %s exited with status %d\n", o->cmd[0],
-			WEXITSTATUS(e->cmd.status));
+	/* Its status is cfiprof's (cmd_record.c): say where a non-zero one
+	 * comes from. */
+	if (o->cmd && e->cmd.exited && !e->cmd.ended && held_child_exit_code(&e->cmd)) {
+		char how[128];
+
+		held_child_describe_exit(&e->cmd, how, sizeof(how));
+		fprintf(stderr, "cfiprof: %s %s\n", o->cmd[0], how);
+	}
 }

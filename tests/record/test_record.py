@@ -1410,6 +1410,134 @@ def t_pid_reuse(tmp):
             raise Fail(f"a sample of pid {pid} mixes both programs: {fmt_chain(s.frames)}")
 
 
+# ---- how record ends: its status, and the targets' exit ----------------------
+
+@case("exit-status")
+def t_exit_status(tmp):
+    """record -- CMD exits with CMD's status, or 128 + the signal that killed
+    it, as a shell's $? and perf record say, having written the profile;
+    the summary says where a non-zero status comes from."""
+    for script, want, says in (("exit 7", 7, "sh exited with status 7"),
+                               ("kill -TERM $$", 128 + signal.SIGTERM,
+                                "sh was killed by signal 15"),
+                               ("exit 0", 0, None)):
+        out = os.path.join(tmp, "status.pb.gz")
+        rc, err = run_record(["-o", out, "--", "sh", "-c", script], check=False)
+        log(f"sh -c {script!r}: status {rc}")
+        if rc != want:
+            raise Fail(f"record -- sh -c {script!r} exited with {rc}, want {want}")
+        if not os.path.exists(out):
+            raise Fail(f"record -- sh -c {script!r}: no profile written")
+        os.unlink(out)
+        if says and not any(l.startswith("cfiprof: " + says) for l in err.splitlines()):
+            raise Fail(f"record -- sh -c {script!r}: no line 'cfiprof: {says}'")
+
+
+def one_cfiprof_line(err, what, *needles):
+    """The only line of cfiprof's own on stderr (CMD's lines aside), which
+    must hold every needle."""
+    mine = [l for l in err.splitlines() if l.startswith("cfiprof")]
+    if len(mine) != 1 or not all(n in mine[0] for n in needles):
+        raise Fail(f"{what}: want one cfiprof line holding {needles}, got {mine}")
+
+
+@case("cmd-exits-at-startup")
+def t_cmd_exits_at_startup(tmp):
+    """-- CMD that ends before its first instruction -- ld.so cannot find a
+    library it needs -- is one line of cfiprof's, CMD's status (127), no
+    profile, and no wait.  The program is rec-shlib with its DT_NEEDED
+    entry renamed to a library that does not exist."""
+    lib = os.path.basename(os.environ["REC_CBLIB"]).encode()
+    gone = lib.replace(b"cblib", b"nolib")
+    with open(fx("shlib"), "rb") as f:
+        data = f.read()
+    if data.count(lib + b"\0") != 1 or len(gone) != len(lib):
+        raise Fail(f"{fx('shlib')}: no single {lib!r} string to rename")
+    exe = os.path.join(tmp, "rec-shlib-nolib")
+    with open(exe, "wb") as f:
+        f.write(data.replace(lib + b"\0", gone + b"\0"))
+    os.chmod(exe, 0o755)
+    out = os.path.join(tmp, "nolib.pb.gz")
+    rc, err = run_record(["-o", out, "--", exe, "1"], check=False, timeout=60)
+    if gone.decode() not in err:
+        raise Fail(f"ld.so did not fail on {gone!r} as planned: {err!r}")
+    if rc != 127:
+        raise Fail(f"exit status {rc}, want the command's: 127")
+    one_cfiprof_line(err, "-- CMD ending at start-up", exe, "before recording started")
+    if os.path.exists(out):
+        raise Fail("a profile was written for a command that never ran")
+
+
+@case("pid-exits")
+def t_pid_exits(tmp):
+    """-p stops once every process it records has exited, as stat -p does:
+    status 0 and a profile of what they ran, long before -d 60 is over
+    (the run is given 45 s), whose duration says so."""
+    a = start_bg([fx("deep"), "20", "1.5"])
+    b = start_bg([fx("alloca"), "1"])
+    try:
+        wait_started(a, 0.2)
+        out = os.path.join(tmp, "pid.pb.gz")
+        _, err = run_record(["-p", f"{a.pid},{b.pid}", "-d", "60", "-F", "499", "--stats",
+                             "-o", out], timeout=45)
+        if a.poll() is None or b.poll() is None:
+            raise Fail("cfiprof stopped before both processes exited")
+        samples, prof = read_pprof(out)
+        secs = prof["duration_nanos"] / 1e9
+        log(f"profile duration {secs:.2f} s")
+        if secs > 30:
+            raise Fail(f"the profile lasted {secs:.1f} s: -d 60 ended it, not the exits")
+        check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "-p until it exits",
+                    min_samples=MIN_WALL)
+    finally:
+        stop_bg(a)
+        stop_bg(b)
+
+
+# Waits until cfiprof creates or opens something in the directory given
+# (the table cache it was given), then exits at once: it ends while
+# cfiprof builds the tables of what it read of it, before sampling starts.
+EXIT_ON_CACHE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+IN_OPEN, IN_CREATE = 0x20, 0x100
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), IN_OPEN | IN_CREATE) < 0:
+    os._exit(3)
+print("ready", flush=True)
+os.read(fd, 4096)
+os._exit(0)
+"""
+
+
+@case("pid-exits-at-startup")
+def t_pid_exits_at_startup(tmp):
+    """-p of a process that exits while cfiprof sets up (after its
+    mappings were read, while its tables are built, before sampling
+    starts): one line, status 1, no profile, and no wait for -d 60."""
+    cache = os.path.join(tmp, "cache")
+    os.mkdir(cache)
+    log(f"$ {sys.executable} -c EXIT_ON_CACHE {cache} &")
+    p = subprocess.Popen([sys.executable, "-c", EXIT_ON_CACHE, cache], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        if p.stdout.readline().strip() != "ready":
+            raise Fail(f"the target did not start: {p.wait()}")
+        out = os.path.join(tmp, "gone.pb.gz")
+        rc, err = run_record(["--cache-dir", cache, "-p", str(p.pid), "-d", "60", "-o", out],
+                             check=False, timeout=45)
+        if p.poll() is None:
+            raise Fail("the target is still running: cfiprof never touched its cache")
+        if rc != 1:
+            raise Fail(f"exit status {rc}, want 1")
+        one_cfiprof_line(err, "-p exiting at start-up", f"pid {p.pid}",
+                         "exited before recording started")
+        if os.path.exists(out):
+            raise Fail("a profile was written")
+    finally:
+        stop_bg(p)
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--list":
         print("\n".join(CASES))
