@@ -194,10 +194,14 @@ int engine_load(struct record_engine *e)
 
 int engine_start(struct record_engine *e)
 {
-	tables_stats(&e->tables, &e->startup);
 	clock_gettime(CLOCK_REALTIME, &e->wall_start);
 	e->start_ns = mono_ns();
-	return e->o->cmd ? targets_release_cmd(e) : targets_check_started(e);
+	/* -- CMD's tables are built once it is released: it takes the
+	 * figures then. */
+	if (e->o->cmd)
+		return targets_release_cmd(e);
+	tables_stats(&e->tables, &e->startup);
+	return targets_check_started(e);
 }
 
 enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadline_ns,

@@ -194,6 +194,8 @@ int targets_release_cmd(struct record_engine *e)
 		return cmd_exited_early(e);
 	preload_tables(e, e->cmd.pid);
 	preload_wait(e);
+	/* Its tables are built: what it runs from here on is sampled. */
+	tables_stats(&e->tables, &e->startup);
 	ret = launch_detach(&e->cmd, name, &released_ns);
 	if (ret)
 		return ret;

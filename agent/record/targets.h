@@ -31,10 +31,10 @@ void targets_close(struct record_engine *e);
 /* Lets -- CMD exec.  Stopped after the exec, the program and its loader
  * are read; then the loader maps the libraries and the program stops
  * again at its entry point, so that everything it links against is
- * known, and its tables loaded, before its own code runs.  Later
- * dlopen()s are picked up by the first sample that misses them.  0, or
- * a negative errno (message printed): -ECHILD if it exited before
- * reaching its entry point. */
+ * known, and its tables loaded, before its own code runs; e->startup
+ * takes the tables' figures then.  Later dlopen()s are picked up by the
+ * first sample that misses them.  0, or a negative errno (message
+ * printed): -ECHILD if it exited before reaching its entry point. */
 int targets_release_cmd(struct record_engine *e);
 
 #endif

@@ -6,8 +6,9 @@ usage: test_record.py CASE     run one case (meson registers one test each)
        test_record.py --list   print the cases
 
 Paths come from the environment (tests/record/meson.build sets them):
-CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, READELF, NM, TASKSET and
-PPROF (Google's pprof, built by tests/output; unset when Go is missing).
+CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, REC_LATELIB,
+REC_NOCFILIB, READELF, NM, TASKSET and PPROF (Google's pprof, built by
+tests/output; unset when Go is missing).
 
 Most cases run a fixture under `cfiprof record`, take the samples whose
 last frame is the fixture's leaf and require the exact call chain, from
@@ -1199,6 +1200,7 @@ def t_stats(tmp):
         raise Fail("--stats: bpf_runs_sample missing or below 100")
     if after != before:
         raise Fail(f"kernel.bpf_stats_enabled was {before} before the run, {after} after it")
+    check_stats(err, "--stats -- CMD", "CMD", cmd=True)
 
 
 # ---- lazy tables, process tracking, eviction (issue 4) ------------------
@@ -1213,6 +1215,59 @@ def stat_value(err, key):
     if not m:
         raise Fail(f"--stats: no '{key}:' line in:\n{err}")
     return int(m.group(1))
+
+
+def check_stats(err, what, preloaded_for=None, cmd=False):
+    """What --stats says must add up, on any run: a part is never larger
+    than its whole; "K preloaded for X" names the targets the tables
+    were preloaded for (-p, CMD; none otherwise) and counts tables loaded
+    before sampling; a -- CMD run read at least one process; each object
+    counted in tables_failed is listed on a line of its own with its
+    reason.  Returns {object: reason} of those lines."""
+    def line(pattern):
+        m = re.search(pattern, err, re.M)
+        if not m:
+            raise Fail(f"{what}: --stats: no line matching {pattern!r} in:\n{err}")
+        return m
+
+    m = line(r"^fp_steps: (\d+) \((\d+) while a table was missing\)$")
+    if int(m.group(2)) > int(m.group(1)):
+        raise Fail(f"{what}: {m.group(0)!r}: the part is larger than the whole")
+    m = line(r"^misses: (\d+) \((\d+) for tables loaded, queued or failed meanwhile\)$")
+    if int(m.group(2)) > int(m.group(1)):
+        raise Fail(f"{what}: {m.group(0)!r}: the part is larger than the whole")
+    m = line(r"^tables_loaded: (\d+) \(now (\d+)(?:, (\d+) preloaded for (\S+))?\)$")
+    total, now = int(m.group(1)), int(m.group(2))
+    if now > total:
+        raise Fail(f"{what}: {m.group(0)!r}: more tables loaded now than ever")
+    if m.group(4) != preloaded_for:
+        raise Fail(f"{what}: {m.group(0)!r}: want the preloaded part "
+                   f"{'for ' + preloaded_for if preloaded_for else 'left out'}")
+    if preloaded_for:
+        pre = int(m.group(3))
+        before = stat_value(err, "tables_built_before_sampling")
+        if pre > total or pre > before:
+            raise Fail(f"{what}: {m.group(0)!r}: {pre} preloaded, of {total} loads and "
+                       f"{before} tables built before sampling")
+    m = line(r"^processes: (\d+) \((\d+) now\)$")
+    if int(m.group(2)) > int(m.group(1)) or (cmd and int(m.group(1)) < 1):
+        raise Fail(f"{what}: {m.group(0)!r}" + (" after a -- CMD run" if cmd else ""))
+    m = line(r"^kernel_table_bytes: (\d+) \(peak (\d+)\)$")
+    if int(m.group(1)) > int(m.group(2)):
+        raise Fail(f"{what}: {m.group(0)!r}: above its peak")
+    lines = err.splitlines()
+    at = lines.index(line(r"^tables_failed: (\d+)$").group(0))
+    n = int(lines[at].split(": ")[1])
+    failed = {}
+    for l in lines[at + 1:at + 1 + n]:
+        f = re.match(r"^  (\S.*?): (\S.*)$", l)
+        if not f:
+            raise Fail(f"{what}: {lines[at]!r} followed by {l!r}, not '  OBJECT: REASON'")
+        failed[f.group(1)] = f.group(2)
+    if len(failed) != n or (at + 1 + n < len(lines) and lines[at + 1 + n].startswith(" ")):
+        raise Fail(f"{what}: {lines[at]!r}, and {len(failed)} objects listed: "
+                   f"{lines[at + 1:at + 2 + n]}")
+    return failed
 
 
 @case("lazy-all")
@@ -1236,6 +1291,7 @@ def t_lazy_all(tmp):
                    f"{loaded} tables loaded")
     if not re.search(r"^miss_to_loaded_ms: p50 [\d.]+ p99 [\d.]+ \(\d+ tables\)$", err, re.M):
         raise Fail("--stats: no miss_to_loaded_ms line")
+    check_stats(err, "-a")
 
 
 @case("lazy-dlopen")
@@ -1244,10 +1300,11 @@ def t_lazy_dlopen(tmp):
     mmap, its table loads on the first miss, and its leaf's stacks are
     complete."""
     out = os.path.join(tmp, "dlopen.pb.gz")
-    run_record(["-F", "499", "--stats", "-o", out, "--", fx("dlopen"),
-                os.environ["REC_LATELIB"], "1.5"])
+    _, err = run_record(["-F", "499", "--stats", "-o", out, "--", fx("dlopen"),
+                         os.environ["REC_LATELIB"], "1.5"])
     samples, _ = read_pprof(out)
     check_chain(pprof_stacks(samples), "late_leaf", DLOPEN_CHAIN, "dlopen()ed library")
+    check_stats(err, "dlopen()", "CMD", cmd=True)
 
 
 def cgroup2_mount():
@@ -1310,6 +1367,9 @@ def t_lazy_short_lived(tmp):
         raise Fail("no table was ever loaded")
     if stat_value(err, "tables_unloaded_unmapped") < 1:
         raise Fail("no table was unloaded when its processes exited")
+    check_stats(err, "--cgroup")
+    if stat_value(err, "processes") < 200:
+        raise Fail(f"--stats: {stat_value(err, 'processes')} processes, want the 200 run")
 
 
 @case("unwind-modes")
@@ -1325,6 +1385,7 @@ def t_unwind_modes(tmp):
     check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "--unwind dwarf")
     if stat_value(err, "misses") != 0:
         raise Fail("--unwind dwarf: misses reported")
+    check_stats(err, "--unwind dwarf", cmd=True)
     out = os.path.join(tmp, "fp.pb.gz")
     _, err = run_record(["-F", "499", "--stats", "--unwind", "fp", "-o", out, "--",
                          fx("deep"), "20", "1"])
@@ -1340,6 +1401,7 @@ def t_unwind_modes(tmp):
         raise Fail(f"--unwind fp: frames that are not on the true chain: {wrong[:3]}")
     if stat_value(err, "tables_loaded") != 0:
         raise Fail("--unwind fp loaded tables")
+    check_stats(err, "--unwind fp", cmd=True)
 
 
 @case("table-budget")
@@ -1361,13 +1423,19 @@ def t_table_budget(tmp):
         raise Fail(f"kernel table memory peaked at {peak}, budget 114688")
     if ev < 1 or loads < 4:
         raise Fail(f"want evictions and reloads: {ev} evictions, {loads} loads")
+    # Evicted tables are missed again: walks step by frame pointer there,
+    # and most such steps fail in code without frame pointers.
+    check_stats(err, "budget 112K", "CMD", cmd=True)
     samples, _ = read_pprof(out)
     if not any(s.frames and s.frames[-1] == "shlib_leaf" for s in samples):
         raise Fail("no shlib_leaf samples")
     _, err = run_record(["-F", "99", "--stats", "--max-table-memory", "64K", "-o", out,
                          "--", fx("deep"), "5", "0.3"])
-    if stat_value(err, "tables_failed") < 1:
-        raise Fail("a budget below libc's table: no failed table reported")
+    failed = check_stats(err, "budget 64K", "CMD", cmd=True)
+    libc = [r for o, r in failed.items() if os.path.basename(o).startswith("libc.so")]
+    if not libc or "exceeds --max-table-memory" not in libc[0]:
+        raise Fail(f"a budget below libc's table: libc not listed as failed with the reason: "
+                   f"{failed}")
 
 
 @case("pid-reuse")
@@ -1489,6 +1557,7 @@ def t_pid_exits(tmp):
             raise Fail(f"the profile lasted {secs:.1f} s: -d 60 ended it, not the exits")
         check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "-p until it exits",
                     min_samples=MIN_WALL)
+        check_stats(err, "-p until they exit", "-p")
     finally:
         stop_bg(a)
         stop_bg(b)
@@ -1536,6 +1605,73 @@ def t_pid_exits_at_startup(tmp):
             raise Fail("a profile was written")
     finally:
         stop_bg(p)
+
+
+# ---- --stats tells the truth -----------------------------------------------
+
+def patched_cie_version(src, dst):
+    """A copy of src whose first CIE says version 7: its CFI does not
+    compile."""
+    sec = subprocess.run([READELF, "-SW", src], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    m = re.search(r"\]\s+\.eh_frame\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)", sec)
+    frames = subprocess.run([READELF, "--debug-dump=frames", src], stdout=subprocess.PIPE,
+                            text=True, check=True).stdout
+    cie = re.search(r"^([0-9a-f]{8}) [0-9a-f]+ [0-9a-f]+ CIE", frames, re.M)
+    if not m or not cie:
+        raise Fail(f"{src}: no .eh_frame or CIE found")
+    off = int(m.group(1), 16) + int(cie.group(1), 16) + 8
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    if data[off] != 1:
+        raise Fail(f"{src}: CIE version byte at {off:#x} is {data[off]}, not 1")
+    data[off] = 7
+    with open(dst, "wb") as f:
+        f.write(data)
+    return dst
+
+
+@case("stats-truth")
+def t_stats_truth(tmp):
+    """--stats where its figures used to be wrong.  -p of two processes
+    mapping the same libraries: each table is preloaded once, and said to
+    be for -p.  A program mapping an object without CFI (librec-nocfi.so)
+    and one whose CFI does not compile (librec-late.so with a bad CIE): tables_failed counts both and names
+    each with its reason."""
+    a = start_bg([fx("threads"), "3"])
+    b = start_bg([fx("threads"), "3"])
+    try:
+        wait_started(a, 0.3)
+        out = os.path.join(tmp, "two.pb.gz")
+        _, err = run_record(["-p", f"{a.pid},{b.pid}", "-d", "1", "-F", "99", "--stats",
+                             "-o", out])
+        check_stats(err, "-p of two processes", "-p")
+        if stat_value(err, "processes") < 2:
+            raise Fail("--stats: fewer than the two -p processes")
+    finally:
+        stop_bg(a)
+        stop_bg(b)
+
+    nocfi = os.environ["REC_NOCFILIB"]
+    sec = subprocess.run([READELF, "-SW", nocfi], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    if re.search(r"\.eh_frame\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+0*[1-9a-f]", sec) or \
+            ".debug_frame" in sec:
+        raise Fail(f"{nocfi} has CFI:\n{sec}")
+    badcfi = patched_cie_version(os.environ["REC_LATELIB"], os.path.join(tmp, "librec-badcfi.so"))
+    out = os.path.join(tmp, "failed.pb.gz")
+    # A cache of its own: the bad copy has the build-id of the good one,
+    # whose table another case may have cached.
+    _, err = run_record(["--cache-dir", os.path.join(tmp, "cache"), "-F", "99", "--stats",
+                         "-o", out, "--", fx("deep"), "5", "0.3"],
+                        env={"LD_PRELOAD": f"{nocfi}:{badcfi}"})
+    failed = check_stats(err, "LD_PRELOAD of objects without a table", "CMD", cmd=True)
+    log(f"tables_failed: {failed}")
+    if failed.get(nocfi) != "no call frame information (.eh_frame or .debug_frame)":
+        raise Fail(f"{nocfi}: listed as {failed.get(nocfi)!r}")
+    why = failed.get(badcfi, "")
+    if "CIE" not in why or "version 7" not in why or badcfi in why:
+        raise Fail(f"{badcfi}: listed as {why!r}, want the CIE's version, once")
 
 
 def main():
