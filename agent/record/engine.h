@@ -21,6 +21,7 @@
 #ifndef AGENT_RECORD_ENGINE_H
 #define AGENT_RECORD_ENGINE_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -59,7 +60,7 @@ struct record_engine {
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
 	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
-	int *pid_fds;                /* -p's processes, to see them exit (targets.h) */
+	struct pollfd *pid_fds;      /* -p's processes, to see them exit (targets.h) */
 	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
 	uint64_t last_sweep_ns;      /* tables_sweep */
 	/* the profile */

@@ -68,10 +68,10 @@ static int watch_pids(struct record_engine *e)
 		return -ENOMEM;
 	}
 	for (i = 0; i < o->npids; i++)
-		e->pid_fds[i] = -1;
+		e->pid_fds[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	for (i = 0; i < o->npids; i++) {
-		e->pid_fds[i] = pidfd_open(o->pids[i], 0);
-		if (e->pid_fds[i] >= 0)
+		e->pid_fds[i].fd = pidfd_open(o->pids[i], 0);
+		if (e->pid_fds[i].fd >= 0)
 			continue;
 		if (errno == ESRCH)
 			fprintf(stderr, "cfiprof: pid %d: no such process\n", o->pids[i]);
@@ -86,17 +86,7 @@ static int watch_pids(struct record_engine *e)
 
 bool targets_exited(const struct record_engine *e)
 {
-	int i;
-
-	if (!e->pid_fds)
-		return false;
-	for (i = 0; i < e->o->npids; i++) {
-		struct pollfd pfd = { .fd = e->pid_fds[i], .events = POLLIN };
-
-		if (poll(&pfd, 1, 0) != 1)
-			return false;
-	}
-	return true;
+	return e->pid_fds && poll(e->pid_fds, (nfds_t)e->o->npids, 0) == e->o->npids;
 }
 
 int targets_check_started(const struct record_engine *e)
@@ -115,8 +105,8 @@ void targets_close(struct record_engine *e)
 	int i;
 
 	for (i = 0; e->pid_fds && i < e->o->npids; i++)
-		if (e->pid_fds[i] >= 0)
-			close(e->pid_fds[i]);
+		if (e->pid_fds[i].fd >= 0)
+			close(e->pid_fds[i].fd);
 	free(e->pid_fds);
 	e->pid_fds = NULL;
 }
