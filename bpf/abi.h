@@ -228,7 +228,7 @@ struct cfiprof_miss_event {
 #define SAMPLE_FLAG_MISS_PROBE  0x40  /* a copy of a stashed walk that met unknown code, sent at
 				       * once so that the agent reads the mappings before the
 				       * period ends; not a sample */
-#define SAMPLE_FLAG_MISSED      0x80  /* some frame stepped by frame pointer: its table was not loaded */
+#define SAMPLE_FLAG_MISSED      0x80  /* a table the walk needed was not loaded: a frame-pointer step there */
 
 /* A stack sample: nuser user addresses (leaf first), then nkernel kernel
  * addresses (leaf first), in addrs[].  User addresses are those the
@@ -263,7 +263,7 @@ enum cfiprof_counter {
 	CNT_SIGNAL_FRAMES,
 	CNT_MISSES_SENT,       /* miss notifications sent */
 	CNT_MISS_DROPS,        /* miss notifications lost: ring buffer full */
-	CNT_MISS_FP_STEPS,     /* frames stepped by frame pointer because of a miss */
+	CNT_MISS_FP_STEPS,     /* of CNT_FP_STEPS, those taken because a table was missing */
 	CNT_PROC_EVENT_DROPS,  /* exec/exit/fork/mmap/munmap records lost: ring buffer full */
 	/* off-CPU (tp_btf/sched_switch, sched_waking) */
 	CNT_OFFCPU_STASHED,    /* blocked switch-outs walked and stashed */

@@ -150,8 +150,8 @@ struct walk_state {
 	__u8 end;             /* enum cfiprof_walk_end */
 	__u8 via_fp;          /* ip came from a frame-pointer step */
 	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
-	__u32 miss_steps;     /* frame-pointer steps taken because a table was missing */
-	__u32 missed_id;      /* the last table found missing (reported once per walk) */
+	__u32 miss_steps;     /* of fp_steps, those taken because a table was missing */
+	__u32 missed_id;      /* the last table found missing (reported once per walk), or 0 */
 	/* the current table's header fields, cached while frames stay in it */
 	__u32 tbl_id;
 	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;

@@ -363,8 +363,10 @@ static long walk_one(__u32 i, void *ctx)
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(st, st->cur.table_id, st->cur.module_id);
-			st->miss_steps++;
 			ret = step_fp(st);
+			/* A part of fp_steps: only the steps step_fp took. */
+			if (ret < 0)
+				st->miss_steps++;
 			goto stepped;
 		}
 		ret = table_lookup(lc, pc - st->cur.bias, &rule);
@@ -438,10 +440,12 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	bpf_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, &lc, 0);
 	sc->ev.nuser = st->n;
 	sc->ev.end_reason = st->end;
-	if (st->miss_steps)
+	/* A miss whose frame-pointer step failed still cut the stack short. */
+	if (st->missed_id)
 		sc->ev.flags |= SAMPLE_FLAG_MISSED;
-	add_count(CNT_MISS_FP_STEPS, st->miss_steps);
+	/* The whole before its part, for a reader between the two. */
 	add_count(CNT_FP_STEPS, st->fp_steps);
+	add_count(CNT_MISS_FP_STEPS, st->miss_steps);
 	add_count(CNT_CFI_STEPS, st->cfi_steps);
 	add_count(CNT_SIGNAL_FRAMES, st->signal_frames);
 }

@@ -318,6 +318,10 @@ int procs_scan(struct proc_registry *r, int pid)
 	pm = NULL;
 	p->n = k;
 	p->state = PROC_READ;
+	if (!p->counted) {
+		p->counted = true;
+		r->ever_read++;
+	}
 	read_labels(p);
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change

@@ -51,6 +51,7 @@ struct proc {
 	uint64_t epoch;            /* the epoch they were published with */
 	struct bpf_proc_slots slots;
 	bool main_marked;          /* its executable's module is marked is_main */
+	bool counted;              /* in ever_read (an exec keeps the entry: not counted again) */
 	/* lifecycle.c's */
 	uint64_t scan_due_ns;      /* mapping changes pending: read at this time; 0: none */
 	bool due_listed;           /* its pid is in the registry's due list */
@@ -77,6 +78,7 @@ struct proc_registry {
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
+	uint64_t ever_read;        /* processes read at least once, exited ones too */
 };
 
 /* Reads /proc/PID/maps, opens every executable mapping's file through
@@ -104,7 +106,8 @@ void procs_forget(struct proc_registry *r, int pid);
  * epoch is BPF's (bpf/maps.h). */
 bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
 
-/* Processes whose mappings were read (PROC_READ). */
+/* Processes whose mappings were read (PROC_READ) and that are still
+ * there; r->ever_read counts the exited ones too. */
 uint32_t procs_count(const struct proc_registry *r);
 
 /* The mapping of `p` holding `addr`, or NULL. */

@@ -8,10 +8,16 @@
  * brings; at the end the stacks are symbolized into one profile, written
  * as pprof or folded, and summed up on stderr (report.h).
  *
- * Exit status: 0, 1 if recording or writing failed, 2 for usage errors.
+ * Exit status, as perf's: -- CMD's own when it ended by itself (128 + the
+ * signal that killed it), also when it ended before recording started;
+ * otherwise 0 (stopped by -d, Ctrl-C or the -p processes' exit), 1 if
+ * recording or writing failed, 126 or 127 for a command that cannot be
+ * run (found but not executable, not found: as a shell says), 2 for
+ * usage errors.
  */
 #include "agent/record/record.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +44,26 @@ static void catch_stop_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* A command that cannot be run is told before the BPF programs load,
+ * with a shell's status for it. */
+static int check_command(char **cmd)
+{
+	int ret = held_child_find(cmd[0]);
+
+	if (!ret)
+		return 0;
+	fprintf(stderr, "cfiprof: %s: %s\n", cmd[0], strerror(-ret));
+	return ret == -EACCES ? 126 : 127;
+}
+
+/* -- CMD's status when it ended by itself, not stopped by us. */
+static int cmd_status(const struct record_engine *e, int otherwise)
+{
+	int code = held_child_exit_code(&e->cmd);
+
+	return e->o->cmd && e->cmd.exited && !e->cmd.ended && code >= 0 ? code : otherwise;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
@@ -51,11 +77,22 @@ int cmd_record(int argc, char **argv)
 		record_opts_free(&o);
 		return ret > 0 ? 0 : 2;
 	}
+	if (o.cmd && (ret = check_command(o.cmd))) {
+		record_opts_free(&o);
+		return ret;
+	}
 	if (engine_open(&e, &o) || report_check_output(o.output))
 		goto out;
 	catch_stop_signals();
-	if (engine_load(&e) || engine_start(&e))
+	if (engine_load(&e))
 		goto out;
+	if (engine_start(&e)) {
+		/* -- CMD that ended before recording started: its status,
+		 * but never 0. */
+		ret = cmd_status(&e, 1);
+		status = ret ? ret : 1;
+		goto out;
+	}
 	report_started(&e);
 	if (o.duration > 0)
 		deadline = e.start_ns + (uint64_t)(o.duration * 1e9);
@@ -72,7 +109,7 @@ int cmd_record(int argc, char **argv)
 	if (o.stats)
 		report_stats(&e);
 	profile_built_free(&bp);
-	status = ret ? 1 : 0;
+	status = ret ? 1 : cmd_status(&e, 0);
 out:
 	engine_close(&e);
 	record_opts_free(&o);

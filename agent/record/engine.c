@@ -237,10 +237,14 @@ int engine_load(struct record_engine *e)
 
 int engine_start(struct record_engine *e)
 {
-	tables_stats(&e->tables, &e->startup);
 	clock_gettime(CLOCK_REALTIME, &e->wall_start);
 	e->start_ns = mono_ns();
-	return e->o->cmd ? targets_release_cmd(e) : 0;
+	/* -- CMD's tables are built once it is released: it takes the
+	 * figures then. */
+	if (e->o->cmd)
+		return targets_release_cmd(e);
+	tables_stats(&e->tables, &e->startup);
+	return targets_check_started(e);
 }
 
 enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadline_ns,
@@ -268,6 +272,8 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 			return ENGINE_DEADLINE;
 		if (held_child_reap(&e->cmd, false))
 			return ENGINE_CMD_EXITED;
+		if (targets_exited(e))
+			return ENGINE_TARGETS_EXITED;
 	}
 	return ENGINE_STOP_REQUESTED;
 }
@@ -320,6 +326,7 @@ void engine_close(struct record_engine *e)
 	unsigned i;
 
 	launch_close(&e->cmd);
+	targets_close(e);
 	for (i = 0; i < ENGINE_TRACKING_PROGS; i++)
 		bpf_link__destroy(e->tracking[i]);
 	if (e->rb)

@@ -10,7 +10,7 @@
  *   engine_load          the BPF object, targets, -- CMD forked held, attaching
  *   engine_start         lets -- CMD run: the profile's time starts
  *   engine_run_until     handles records until a deadline, a stop request,
- *                        -- CMD's exit or an error; may be called again
+ *                        the targets' exit or an error; may be called again
  *   engine_stop          stops sampling and takes in what is still queued
  *   engine_build_profile symbolizes what was aggregated since the start
  *   engine_close         frees everything (after any of the above)
@@ -21,6 +21,7 @@
 #ifndef AGENT_RECORD_ENGINE_H
 #define AGENT_RECORD_ENGINE_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <time.h>
@@ -59,6 +60,7 @@ struct record_engine {
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
 	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
+	struct pollfd *pid_fds;      /* -p's processes, to see them exit (targets.h) */
 	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
 	uint64_t last_sweep_ns;      /* tables_sweep */
 	/* the profile */
@@ -73,6 +75,7 @@ enum engine_stop_reason {
 	ENGINE_STOP_REQUESTED,       /* *stop was set (a signal) */
 	ENGINE_DEADLINE,
 	ENGINE_CMD_EXITED,
+	ENGINE_TARGETS_EXITED,       /* every -p process exited */
 	ENGINE_READ_ERROR,           /* the ring buffer failed (message printed) */
 };
 
@@ -85,10 +88,13 @@ int engine_open(struct record_engine *e, const struct record_opts *o);
 int engine_load(struct record_engine *e);
 
 /* Releases -- CMD (once its libraries' tables are loaded) and starts the
- * profile's clock.  0, or a negative errno (message printed). */
+ * profile's clock.  0, or a negative errno (message printed): also when
+ * the targets exited while they were set up (-ECHILD for -- CMD, whose
+ * status is then in e->cmd; -ESRCH for -p). */
 int engine_start(struct record_engine *e);
 
-/* Handles records until `deadline_ns` (monotonic; 0: none) or *stop. */
+/* Handles records until `deadline_ns` (monotonic; 0: none), *stop, or
+ * the targets' exit. */
 enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadline_ns,
 					 const volatile sig_atomic_t *stop);
 

@@ -30,10 +30,29 @@ int launch_start(struct held_child *ch, char **argv)
 	return ret;
 }
 
+/* Waits for the traced child's next stop.  Returns the stopping signal,
+ * or -ECHILD: an exit found instead is recorded in ch, as held_child_reap
+ * cannot find it once this wait took it. */
+static int wait_traced(struct held_child *ch)
+{
+	pid_t w;
+	int st;
+
+	do
+		w = waitpid(ch->pid, &st, 0);
+	while (w < 0 && errno == EINTR);
+	if (w == ch->pid && WIFSTOPPED(st))
+		return WSTOPSIG(st);
+	if (w == ch->pid) {
+		ch->exited = true;
+		ch->status = st;
+	}
+	return -ECHILD;
+}
+
 int launch_exec(struct held_child *ch, const char *name)
 {
-	int ret = held_child_run(ch), st;
-	pid_t w;
+	int ret = held_child_run(ch);
 
 	if (ret) {
 		fprintf(stderr, "cfiprof: cannot run %s: %s\n", name, strerror(-ret));
@@ -42,14 +61,10 @@ int launch_exec(struct held_child *ch, const char *name)
 	/* The exec stopped it (traced): the program and its loader are
 	 * mapped now.  held_child_reap ignores stops: this one is waited
 	 * for here. */
-	w = waitpid(ch->pid, &st, 0);
-	if (w == ch->pid && WIFSTOPPED(st))
+	if (wait_traced(ch) > 0)
 		return 0;
-	fprintf(stderr, "cfiprof: %s did not start\n", name);
-	if (w == ch->pid) {
-		ch->exited = true;
-		ch->status = st;
-	}
+	if (!ch->exited)
+		fprintf(stderr, "cfiprof: %s did not start\n", name);
 	return -ECHILD;
 }
 
@@ -77,13 +92,13 @@ static int entry_point(pid_t pid, unsigned long *entry)
 }
 
 /* A temporary breakpoint at the entry point. */
-int launch_run_to_entry(const struct held_child *ch)
+int launch_run_to_entry(struct held_child *ch)
 {
 	struct user_regs_struct regs;
 	unsigned long entry = 0;
 	long orig, patched;
 	pid_t pid = ch->pid;
-	int st, sig = 0;
+	int sig = 0, stop;
 
 	if (entry_point(pid, &entry))
 		return -ENOENT;
@@ -97,10 +112,11 @@ int launch_run_to_entry(const struct held_child *ch)
 	for (;;) {
 		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)sig))
 			return -errno;
-		if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st))
-			return -ECHILD;
-		if (WSTOPSIG(st) != SIGTRAP) {
-			sig = WSTOPSIG(st); /* not ours: deliver it and go on */
+		stop = wait_traced(ch);
+		if (stop < 0)
+			return stop;
+		if (stop != SIGTRAP) {
+			sig = stop; /* not ours: deliver it and go on */
 			continue;
 		}
 		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
@@ -128,8 +144,10 @@ int launch_detach(const struct held_child *ch, const char *name, uint64_t *relea
 
 void launch_stop(struct held_child *ch)
 {
-	if (!ch->pid || ch->exited)
+	/* One that ended by itself meanwhile keeps its own status. */
+	if (!ch->pid || held_child_reap(ch, false))
 		return;
+	ch->ended = true;
 	kill(ch->pid, SIGTERM);
 	held_child_reap(ch, true);
 }
@@ -139,7 +157,9 @@ void launch_close(struct held_child *ch)
 	/* No SIGTERM and grace first: here it is what a failure left, or
 	 * what launch_stop's SIGTERM did not end.  held_child_end then
 	 * finds it dying: it reaps it, and closes a held one's pipes. */
-	if (ch->pid && !ch->exited)
+	if (ch->pid && !ch->exited) {
+		ch->ended = true;
 		kill(ch->pid, SIGKILL);
+	}
 	held_child_end(ch, 0);
 }

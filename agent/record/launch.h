@@ -21,22 +21,26 @@
 int launch_start(struct held_child *ch, char **argv);
 
 /* Lets it exec and waits until it stopped right after the exec.  Returns
- * 0, or a negative errno with a message printed: the exec failed (the
- * child is reaped), or it did not stop (-ECHILD; an exit found instead
- * is in ch->exited and ch->status). */
+ * 0, or a negative errno: the exec failed (message printed; the child is
+ * reaped), or it did not stop (-ECHILD): it exited instead, which is in
+ * ch->exited and ch->status for the caller to tell, or the wait failed
+ * (message printed). */
 int launch_exec(struct held_child *ch, const char *name);
 
 /* Lets the program stopped at its exec run until its entry point, and
  * leaves it stopped there.  On any failure it is left stopped wherever it
- * is, which is still safe to detach from. */
-int launch_run_to_entry(const struct held_child *ch);
+ * is, which is still safe to detach from, unless it exited on the way (a
+ * library missing, a constructor calling exit()): that is in ch->exited
+ * and ch->status, and the return is -ECHILD. */
+int launch_run_to_entry(struct held_child *ch);
 
 /* Lets it run on its own, untraced; *released_ns is when (monotonic),
  * taken before it runs again.  Returns 0 or a negative errno (message
  * printed). */
 int launch_detach(const struct held_child *ch, const char *name, uint64_t *released_ns);
 
-/* After the profile: SIGTERM, and a wait as long as it takes.  No
+/* After the profile: SIGTERM, and a wait as long as it takes; ch->ended
+ * says it was ended so, and is false if it had exited by itself.  No
  * SIGKILL after a grace, unlike held_child_end: a second Ctrl-C cuts the
  * wait short, and launch_close kills it then. */
 void launch_stop(struct held_child *ch);

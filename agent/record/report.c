@@ -8,7 +8,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cfiprof.skel.h"
@@ -39,7 +38,8 @@ void report_started(const struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
 	const char *what = o->cmd ? o->cmd[0] : o->all ? "all processes" : "the given processes";
-	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" : "; Ctrl-C to stop";
+	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" :
+		o->npids ? "; until they exit, or Ctrl-C" : "; Ctrl-C to stop";
 
 	if (o->quiet)
 		return;
@@ -171,9 +171,26 @@ static void print_bpf_costs(const struct record_engine *e)
 	}
 }
 
+static void print_failure(const struct module *m, void *unused)
+{
+	(void)unused;
+	fprintf(stderr, "  %s: %s\n", m->path, m->error);
+}
+
+/* Whose tables were preloaded: the processes named on the command line
+ * (targets.h), before they ran; with --unwind dwarf every table is
+ * loaded when first mapped, which is no preload. */
+static const char *preloaded_for(const struct record_opts *o)
+{
+	if (o->unwind != UNWIND_AUTO)
+		return NULL;
+	return o->cmd ? "CMD" : o->npids ? "-p" : NULL;
+}
+
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */
 static void print_table_stats(struct record_engine *e)
 {
+	const char *preloaded = preloaded_for(e->o);
 	static const char *const unwind_names[] = { "auto", "dwarf", "fp" };
 	struct table_stats ts;
 	struct bpf_map *map;
@@ -189,12 +206,17 @@ static void print_table_stats(struct record_engine *e)
 		(unsigned long long)engine_counter(e, CNT_MISS_DROPS));
 	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
 		(unsigned long long)e->events.missed_samples);
-	fprintf(stderr, "tables_loaded: %llu (now %llu, %llu preloaded for CMD)\n",
-		(unsigned long long)ts.loads, (unsigned long long)ts.loaded,
-		(unsigned long long)ts.preloads);
+	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts.loads,
+		(unsigned long long)ts.loaded);
+	if (preloaded)
+		fprintf(stderr, ", %llu preloaded for %s", (unsigned long long)ts.preloads,
+			preloaded);
+	fprintf(stderr, ")\n");
 	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts.cache_hits);
 	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts.compiled);
-	fprintf(stderr, "tables_failed: %llu\n", (unsigned long long)ts.failed);
+	/* The count first: the objects follow, each with its reason. */
+	fprintf(stderr, "tables_failed: %u\n", tables_for_each_failure(&e->tables, NULL, NULL));
+	tables_for_each_failure(&e->tables, print_failure, NULL);
 	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts.evictions);
 	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts.unloads);
 	fprintf(stderr, "compile_ms: %.1f (cpu %.1f)\n", ts.compile_ms, ts.compile_cpu_ms);
@@ -231,7 +253,8 @@ static void print_process_stats(const struct record_engine *e)
 	const uint64_t *pe = e->events.proc_events;
 
 	fprintf(stderr, "modules: %u\n", e->mods.n);
-	fprintf(stderr, "processes: %u\n", procs_count(&e->procs));
+	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)e->procs.ever_read,
+		procs_count(&e->procs));
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
 		(unsigned long long)e->procs.rescans, (unsigned long long)e->procs.publishes,
 		(unsigned long long)e->procs.scan_lost);
@@ -350,7 +373,12 @@ void report_summary(const struct record_engine *e, const struct built_profile *b
 		fprintf(stderr, "  malformed records %llu, aggregation failures %llu\n",
 			(unsigned long long)e->events.bad_records,
 			(unsigned long long)e->events.agg_errors);
-	if (o->cmd && e->cmd.exited && WIFEXITED(e->cmd.status) && WEXITSTATUS(e->cmd.status))
-		fprintf(stderr, "cfiprof: %s exited with status %d\n", o->cmd[0],
-			WEXITSTATUS(e->cmd.status));
+	/* Its status is cfiprof's (cmd_record.c): say where a non-zero one
+	 * comes from. */
+	if (o->cmd && e->cmd.exited && !e->cmd.ended && held_child_exit_code(&e->cmd)) {
+		char how[128];
+
+		held_child_describe_exit(&e->cmd, how, sizeof(how));
+		fprintf(stderr, "cfiprof: %s %s\n", o->cmd[0], how);
+	}
 }

@@ -3,10 +3,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <unistd.h>
 
 #include "agent/cli/args.h"
@@ -55,17 +56,71 @@ static int scan_all(struct record_engine *e)
 	return n;
 }
 
+/* A pidfd of each -p process: it becomes readable when the process has
+ * exited (all its threads), and, unlike its pid, is never reused. */
+static int watch_pids(struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+	int i;
+
+	e->pid_fds = malloc((size_t)o->npids * sizeof(*e->pid_fds));
+	if (!e->pid_fds) {
+		fprintf(stderr, "cfiprof: out of memory\n");
+		return -ENOMEM;
+	}
+	for (i = 0; i < o->npids; i++)
+		e->pid_fds[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	for (i = 0; i < o->npids; i++) {
+		e->pid_fds[i].fd = pidfd_open(o->pids[i], 0);
+		if (e->pid_fds[i].fd >= 0)
+			continue;
+		if (errno == ESRCH)
+			fprintf(stderr, "cfiprof: pid %d: no such process\n", o->pids[i]);
+		else if (errno == EINVAL)
+			fprintf(stderr, "cfiprof: pid %d: a thread, not a process\n", o->pids[i]);
+		else
+			fprintf(stderr, "cfiprof: pid %d: %s\n", o->pids[i], strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+bool targets_exited(const struct record_engine *e)
+{
+	return e->pid_fds && poll(e->pid_fds, (nfds_t)e->o->npids, 0) == e->o->npids;
+}
+
+int targets_check_started(const struct record_engine *e)
+{
+	const struct record_opts *o = e->o;
+
+	if (!targets_exited(e))
+		return 0;
+	fprintf(stderr, "cfiprof: pid %d%s: exited before recording started\n", o->pids[0],
+		o->npids > 1 ? " and the others" : "");
+	return -ESRCH;
+}
+
+void targets_close(struct record_engine *e)
+{
+	int i;
+
+	for (i = 0; e->pid_fds && i < e->o->npids; i++)
+		if (e->pid_fds[i].fd >= 0)
+			close(e->pid_fds[i].fd);
+	free(e->pid_fds);
+	e->pid_fds = NULL;
+}
+
 int targets_setup(struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
 	char comm[64];
 	int i, ret;
 
+	if (o->npids && (ret = watch_pids(e)))
+		return ret;
 	for (i = 0; i < o->npids; i++) {
-		if (kill(o->pids[i], 0) && errno == ESRCH) {
-			fprintf(stderr, "cfiprof: pid %d: no such process\n", o->pids[i]);
-			return -ESRCH;
-		}
 		if (kthread_check(o->pids[i], comm, sizeof(comm)) > 0) {
 			fprintf(stderr, "cfiprof: pid %d: %s is a kernel thread, with no user-space code "
 				"to profile\n", o->pids[i], comm);
@@ -75,6 +130,10 @@ int targets_setup(struct record_engine *e)
 		if (ret)
 			return ret;
 		ret = procs_scan(&e->procs, o->pids[i]);
+		if (ret == -ESRCH) {
+			fprintf(stderr, "cfiprof: pid %d: exited before recording started\n", o->pids[i]);
+			return ret;
+		}
 		if (ret) {
 			fprintf(stderr, "cfiprof: pid %d: reading its mappings: %s\n", o->pids[i],
 				strerror(-ret));
@@ -106,6 +165,17 @@ int targets_setup(struct record_engine *e)
 	return 0;
 }
 
+/* Ended on its way to its first instruction: ld.so found no library, a
+ * constructor exited, a signal. */
+static int cmd_exited_early(const struct record_engine *e)
+{
+	char how[128];
+
+	held_child_describe_exit(&e->cmd, how, sizeof(how));
+	fprintf(stderr, "cfiprof: %s %s before recording started\n", e->o->cmd[0], how);
+	return -ECHILD;
+}
+
 int targets_release_cmd(struct record_engine *e)
 {
 	const char *name = e->o->cmd[0];
@@ -113,12 +183,16 @@ int targets_release_cmd(struct record_engine *e)
 	int ret = launch_exec(&e->cmd, name);
 
 	if (ret)
-		return ret;
+		return e->cmd.exited && ret == -ECHILD ? cmd_exited_early(e) : ret;
 	procs_scan(&e->procs, e->cmd.pid);
 	if (launch_run_to_entry(&e->cmd) == 0)
 		procs_scan(&e->procs, e->cmd.pid);
+	if (e->cmd.exited)
+		return cmd_exited_early(e);
 	preload_tables(e, e->cmd.pid);
 	preload_wait(e);
+	/* Its tables are built: what it runs from here on is sampled. */
+	tables_stats(&e->tables, &e->startup);
 	ret = launch_detach(&e->cmd, name, &released_ns);
 	if (ret)
 		return ret;

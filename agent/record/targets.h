@@ -14,15 +14,27 @@
 #include "agent/record/engine.h"
 
 /* Before process tracking is attached.  -- CMD is forked, held before
- * its exec.  0, or a negative errno (message printed). */
+ * its exec; -p's processes are watched for their exit.  0, or a negative
+ * errno (message printed). */
 int targets_setup(struct record_engine *e);
+
+/* Whether every -p process has exited (false without -p): recording them
+ * is over.  Children they left are not waited for, as with `stat -p`. */
+bool targets_exited(const struct record_engine *e);
+
+/* Once sampling runs: -ESRCH, with a message, if the -p processes all
+ * exited while it was set up (nothing of theirs can be recorded), or 0. */
+int targets_check_started(const struct record_engine *e);
+
+void targets_close(struct record_engine *e);
 
 /* Lets -- CMD exec.  Stopped after the exec, the program and its loader
  * are read; then the loader maps the libraries and the program stops
  * again at its entry point, so that everything it links against is
- * known, and its tables loaded, before its own code runs.  Later
- * dlopen()s are picked up by the first sample that misses them.  0, or
- * a negative errno (message printed). */
+ * known, and its tables loaded, before its own code runs; e->startup
+ * takes the tables' figures then.  Later dlopen()s are picked up by the
+ * first sample that misses them.  0, or a negative errno (message
+ * printed): -ECHILD if it exited before reaching its entry point. */
 int targets_release_cmd(struct record_engine *e);
 
 #endif

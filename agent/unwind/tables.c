@@ -21,6 +21,15 @@ static void set_error(struct module *m, const char *fmt, const char *arg)
 	m->error = strdup(buf);
 }
 
+/* The compiler's message names the object first: its reason alone, for
+ * whoever prints m->error to name the object itself. */
+static const char *reason_only(const struct module *m, const char *msg)
+{
+	size_t n = strlen(m->path);
+
+	return !strncmp(msg, m->path, n) && !strncmp(msg + n, ": ", 2) ? msg + n + 2 : msg;
+}
+
 /* Kernel memory of a table of `size` bytes: whole chunks. */
 static uint64_t kernel_size(uint64_t size)
 {
@@ -104,7 +113,7 @@ static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_
  * without the lock: compiling takes milliseconds, and the main thread
  * keeps draining samples meanwhile.  The module's fd and path never
  * change after registration, so reading them here is safe. */
-static int build_and_load(struct table_manager *tm, struct module *m)
+static int build_and_load(struct table_manager *tm, struct module *m, bool eager)
 {
 	struct cfi_error err = { { 0 } };
 	struct cfi_compile_opts copts = tm->copts;
@@ -123,7 +132,7 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 	}
 	pthread_mutex_lock(&tm->lock);
 	if (ret) {
-		set_error(m, "%s", err.msg[0] ? err.msg : strerror(-ret));
+		set_error(m, "%s", err.msg[0] ? reason_only(m, err.msg) : strerror(-ret));
 		m->table_state = TABLE_FAILED;
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
@@ -184,6 +193,8 @@ static int build_and_load(struct table_manager *tm, struct module *m)
 			tm->stats.kernel_bytes_peak = tm->stats.kernel_bytes;
 		if (m->miss_ns)
 			record_latency_locked(tm, now > m->miss_ns ? now - m->miss_ns : 0, (uint64_t)m->size);
+		else if (!eager)
+			tm->stats.preloads++;
 		m->miss_ns = 0;
 		/* Its last process went away while it loaded. */
 		if (m->refs == 0) {
@@ -256,7 +267,7 @@ static void *worker_main(void *arg)
 		if (unload)
 			unload_unused(tm, m);
 		else
-			build_and_load(tm, m);
+			build_and_load(tm, m, false);
 		pthread_mutex_lock(&tm->lock);
 		tm->busy--;
 	}
@@ -316,8 +327,6 @@ void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns
 	pthread_mutex_lock(&tm->lock);
 	if (miss_ns)
 		tm->stats.misses++;
-	else
-		tm->stats.preloads++;
 	if (m->table_state != TABLE_IDLE || !m->refs || !tm->worker_running) {
 		if (miss_ns)
 			tm->stats.misses_ignored++;
@@ -357,7 +366,7 @@ int tables_load_now(struct table_manager *tm, struct module *m)
 	}
 	m->table_state = TABLE_QUEUED;
 	pthread_mutex_unlock(&tm->lock);
-	return build_and_load(tm, m);
+	return build_and_load(tm, m, true);
 }
 
 void tables_ref(struct table_manager *tm, struct module *m)
@@ -448,6 +457,25 @@ uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_siz
 	r = v ? percentile_u64(v, n, p) : 0;
 	free(v);
 	return r;
+}
+
+uint32_t tables_for_each_failure(struct table_manager *tm,
+				 void (*fn)(const struct module *m, void *arg), void *arg)
+{
+	uint32_t i, n = 0;
+
+	pthread_mutex_lock(&tm->lock);
+	for (i = 0; i < tm->reg->n; i++) {
+		const struct module *m = tm->reg->mods[i];
+
+		if (m->error) {
+			if (fn)
+				fn(m, arg);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&tm->lock);
+	return n;
 }
 
 void tables_free(struct table_manager *tm)

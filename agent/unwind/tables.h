@@ -36,7 +36,7 @@ enum table_state {
 struct table_stats {
 	uint64_t misses;           /* miss notifications received */
 	uint64_t misses_ignored;   /* for tables already loaded, queued or failed */
-	uint64_t preloads;         /* requested without a miss (record -- CMD) */
+	uint64_t preloads;         /* of loads, those a preload asked for, not a miss */
 	uint64_t loads;            /* tables loaded into the kernel */
 	uint64_t cache_hits, compiled, failed;
 	uint64_t evictions;        /* unloaded to stay under the budget */
@@ -117,6 +117,12 @@ uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_siz
 
 /* Percentile p (0..100) of v[0..n) by nearest rank; sorts v.  0 if n is 0. */
 uint64_t percentile_u64(uint64_t *v, uint32_t n, double p);
+
+/* Calls fn (if not NULL) for each object that has no table, and so is
+ * walked by frame pointer: m->error says why (no CFI in it, compiling or
+ * loading failed).  Returns how many. */
+uint32_t tables_for_each_failure(struct table_manager *tm,
+				 void (*fn)(const struct module *m, void *arg), void *arg);
 
 void tables_free(struct table_manager *tm);
 

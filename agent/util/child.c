@@ -2,7 +2,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -122,6 +127,7 @@ void held_child_end(struct held_child *ch, unsigned grace_ms)
 	ch->go_fd = ch->exec_fd = -1;
 	if (!ch->pid || ch->exited)
 		return;
+	ch->ended = true;
 	kill(ch->pid, SIGTERM);
 	/* Polled, not waited for with a timeout: the caller's signals may
 	 * be blocked (stat reads them from a signalfd), so no SIGCHLD or
@@ -142,4 +148,57 @@ int held_child_exit_code(const struct held_child *ch)
 	if (WIFSIGNALED(ch->status))
 		return 128 + WTERMSIG(ch->status);
 	return -1;
+}
+
+void held_child_describe_exit(const struct held_child *ch, char *buf, size_t len)
+{
+	if (ch->exited && WIFEXITED(ch->status))
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(ch->status));
+	else if (ch->exited && WIFSIGNALED(ch->status))
+		snprintf(buf, len, "was killed by signal %d (%s)", WTERMSIG(ch->status),
+			 strsignal(WTERMSIG(ch->status)));
+	else
+		snprintf(buf, len, "is still running");
+}
+
+/* -EACCES for what exists but execve() would refuse, -ENOENT for what
+ * is not there (or behind something that is no directory). */
+static int runnable(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return errno == EACCES ? -EACCES : -ENOENT;
+	return S_ISREG(st.st_mode) && !access(path, X_OK) ? 0 : -EACCES;
+}
+
+int held_child_find(const char *file)
+{
+	/* glibc's execvp searches this when PATH is unset. */
+	const char *dir = getenv("PATH") ? getenv("PATH") : "/bin:/usr/bin", *end;
+	char path[PATH_MAX];
+	int ret = -ENOENT;
+
+	if (!file[0])
+		return -ENOENT;
+	if (strchr(file, '/'))
+		return runnable(file);
+	for (;; dir = end + 1) {
+		int n;
+
+		end = strchrnul(dir, ':');
+		/* An empty entry is the current directory. */
+		n = snprintf(path, sizeof(path), "%.*s%s%s", (int)(end - dir), dir,
+			     end > dir ? "/" : "", file);
+		if (n > 0 && (size_t)n < sizeof(path)) {
+			int r = runnable(path);
+
+			if (!r)
+				return 0;
+			if (r == -EACCES)
+				ret = -EACCES;
+		}
+		if (!*end)
+			return ret;
+	}
 }

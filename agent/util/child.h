@@ -33,6 +33,7 @@ struct held_child {
 	pid_t pid;               /* 0: none was started */
 	int go_fd, exec_fd;      /* the release and exec-failure pipes; -1 once used */
 	bool exited;             /* reaped: status and ru are valid */
+	bool ended;              /* we signalled it to end: its status is not its own doing */
 	int status;              /* its wait status */
 	struct rusage ru;        /* its resources, and its reaped children's */
 };
@@ -62,5 +63,15 @@ void held_child_end(struct held_child *ch, unsigned grace_ms);
 /* What a shell would give as $?: the exit status, or 128 + the signal
  * that killed it.  -1 while it has not exited. */
 int held_child_exit_code(const struct held_child *ch);
+
+/* How it ended, for a message: "exited with status 7", "was killed by
+ * signal 15 (Terminated)"; "is still running" while it has not exited. */
+void held_child_describe_exit(const struct held_child *ch, char *buf, size_t len);
+
+/* Whether execvp(file) would find something to run, searched as it
+ * searches PATH, so that a command that cannot start is told before any
+ * work is done for it.  0, or -ENOENT (nowhere) or -EACCES (found, but
+ * not an executable file). */
+int held_child_find(const char *file);
 
 #endif

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Command-line behaviour of `cfiprof cfi`: bad input, usage errors, the
-table cache and the statistics keys.
+table cache and the statistics keys; and `cfiprof record -- CMD` of a
+command that cannot run.
 
 usage: test_cli.py CFIPROF [-v] [CASE...]
 
@@ -489,6 +490,30 @@ def test_stats(cfiprof, env, tmp):
         c.check(not os.listdir(env["CFIPROF_CACHE_DIR"]), "cfi stats wrote to the cache")
 
 
+def test_record_command(cfiprof, env, tmp):
+    """record -- CMD of a command that cannot run: one line naming it, and
+    a shell's status for it (127 not found, 126 not executable), told
+    before anything is loaded (so no root is needed), and no profile."""
+    cases = [
+        ("record-command-missing-path", os.path.join(tmp, "no-such-dir", "prog"), 127,
+         "No such file or directory"),
+        ("record-command-not-in-path", "no-such-command-cfiprof-test", 127,
+         "No such file or directory"),
+        ("record-command-not-executable", write(os.path.join(tmp, "not-executable"),
+                                                b"#!/bin/sh\n"), 126, "Permission denied"),
+        ("record-command-directory", tmp, 126, "Permission denied"),
+    ]
+    for name, prog, want_rc, reason in cases:
+        if not wanted(name):
+            continue
+        with Case(name) as c:
+            out = os.path.join(tmp, "record-out.pb.gz")
+            rc, stdout, err = run([cfiprof, "record", "-o", out, "--", prog, "arg"], env)
+            one_line_error(c, rc, err, want_rc, prog, reason)
+            c.check(stdout == "", "stdout: %r" % stdout[:200])
+            c.check(not os.path.exists(out), "a profile was written")
+
+
 def test_at(cfiprof, env, tmp):
     if not wanted("dump-at"):
         return
@@ -529,7 +554,8 @@ def main():
         env["CFIPROF_CACHE_DIR"] = os.path.join(tmp, "default-cache")
         os.makedirs(env["CFIPROF_CACHE_DIR"])
         env["LC_ALL"] = "C"
-        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_at, test_cache]:
+        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_at, test_cache,
+                  test_record_command]:
             try:
                 t(cfiprof, env, tmp)
             except Skip as e:

@@ -6,8 +6,9 @@ usage: test_record.py CASE     run one case (meson registers one test each)
        test_record.py --list   print the cases
 
 Paths come from the environment (tests/record/meson.build sets them):
-CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, READELF, NM, TASKSET and
-PPROF (Google's pprof, built by tests/output; unset when Go is missing).
+CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, REC_LATELIB,
+REC_NOCFILIB, READELF, NM, TASKSET and PPROF (Google's pprof, built by
+tests/output; unset when Go is missing).
 
 Every recording runs as on a freshly installed machine, under
 tools/bare_mounts.sh: in a mount namespace of its own where no tracefs,
@@ -1221,6 +1222,7 @@ def t_stats(tmp):
         raise Fail("--stats: bpf_runs_sample missing or below 100")
     if after != before:
         raise Fail(f"kernel.bpf_stats_enabled was {before} before the run, {after} after it")
+    check_stats(err, "--stats -- CMD", "CMD", cmd=True)
 
 
 # ---- lazy tables, process tracking, eviction (issue 4) ------------------
@@ -1235,6 +1237,59 @@ def stat_value(err, key):
     if not m:
         raise Fail(f"--stats: no '{key}:' line in:\n{err}")
     return int(m.group(1))
+
+
+def check_stats(err, what, preloaded_for=None, cmd=False):
+    """What --stats says must add up, on any run: a part is never larger
+    than its whole; "K preloaded for X" names the targets the tables
+    were preloaded for (-p, CMD; none otherwise) and counts tables loaded
+    before sampling; a -- CMD run read at least one process; each object
+    counted in tables_failed is listed on a line of its own with its
+    reason.  Returns {object: reason} of those lines."""
+    def line(pattern):
+        m = re.search(pattern, err, re.M)
+        if not m:
+            raise Fail(f"{what}: --stats: no line matching {pattern!r} in:\n{err}")
+        return m
+
+    m = line(r"^fp_steps: (\d+) \((\d+) while a table was missing\)$")
+    if int(m.group(2)) > int(m.group(1)):
+        raise Fail(f"{what}: {m.group(0)!r}: the part is larger than the whole")
+    m = line(r"^misses: (\d+) \((\d+) for tables loaded, queued or failed meanwhile\)$")
+    if int(m.group(2)) > int(m.group(1)):
+        raise Fail(f"{what}: {m.group(0)!r}: the part is larger than the whole")
+    m = line(r"^tables_loaded: (\d+) \(now (\d+)(?:, (\d+) preloaded for (\S+))?\)$")
+    total, now = int(m.group(1)), int(m.group(2))
+    if now > total:
+        raise Fail(f"{what}: {m.group(0)!r}: more tables loaded now than ever")
+    if m.group(4) != preloaded_for:
+        raise Fail(f"{what}: {m.group(0)!r}: want the preloaded part "
+                   f"{'for ' + preloaded_for if preloaded_for else 'left out'}")
+    if preloaded_for:
+        pre = int(m.group(3))
+        before = stat_value(err, "tables_built_before_sampling")
+        if pre > total or pre > before:
+            raise Fail(f"{what}: {m.group(0)!r}: {pre} preloaded, of {total} loads and "
+                       f"{before} tables built before sampling")
+    m = line(r"^processes: (\d+) \((\d+) now\)$")
+    if int(m.group(2)) > int(m.group(1)) or (cmd and int(m.group(1)) < 1):
+        raise Fail(f"{what}: {m.group(0)!r}" + (" after a -- CMD run" if cmd else ""))
+    m = line(r"^kernel_table_bytes: (\d+) \(peak (\d+)\)$")
+    if int(m.group(1)) > int(m.group(2)):
+        raise Fail(f"{what}: {m.group(0)!r}: above its peak")
+    lines = err.splitlines()
+    at = lines.index(line(r"^tables_failed: (\d+)$").group(0))
+    n = int(lines[at].split(": ")[1])
+    failed = {}
+    for l in lines[at + 1:at + 1 + n]:
+        f = re.match(r"^  (\S.*?): (\S.*)$", l)
+        if not f:
+            raise Fail(f"{what}: {lines[at]!r} followed by {l!r}, not '  OBJECT: REASON'")
+        failed[f.group(1)] = f.group(2)
+    if len(failed) != n or (at + 1 + n < len(lines) and lines[at + 1 + n].startswith(" ")):
+        raise Fail(f"{what}: {lines[at]!r}, and {len(failed)} objects listed: "
+                   f"{lines[at + 1:at + 2 + n]}")
+    return failed
 
 
 @case("lazy-all")
@@ -1258,6 +1313,7 @@ def t_lazy_all(tmp):
                    f"{loaded} tables loaded")
     if not re.search(r"^miss_to_loaded_ms: p50 [\d.]+ p99 [\d.]+ \(\d+ tables\)$", err, re.M):
         raise Fail("--stats: no miss_to_loaded_ms line")
+    check_stats(err, "-a")
 
 
 @case("lazy-dlopen")
@@ -1266,10 +1322,11 @@ def t_lazy_dlopen(tmp):
     mmap, its table loads on the first miss, and its leaf's stacks are
     complete."""
     out = os.path.join(tmp, "dlopen.pb.gz")
-    run_record(["-F", "499", "--stats", "-o", out, "--", fx("dlopen"),
-                os.environ["REC_LATELIB"], "1.5"])
+    _, err = run_record(["-F", "499", "--stats", "-o", out, "--", fx("dlopen"),
+                         os.environ["REC_LATELIB"], "1.5"])
     samples, _ = read_pprof(out)
     check_chain(pprof_stacks(samples), "late_leaf", DLOPEN_CHAIN, "dlopen()ed library")
+    check_stats(err, "dlopen()", "CMD", cmd=True)
 
 
 def cgroup2_mount():
@@ -1332,6 +1389,9 @@ def t_lazy_short_lived(tmp):
         raise Fail("no table was ever loaded")
     if stat_value(err, "tables_unloaded_unmapped") < 1:
         raise Fail("no table was unloaded when its processes exited")
+    check_stats(err, "--cgroup")
+    if stat_value(err, "processes") < 200:
+        raise Fail(f"--stats: {stat_value(err, 'processes')} processes, want the 200 run")
 
 
 @case("unwind-modes")
@@ -1347,6 +1407,7 @@ def t_unwind_modes(tmp):
     check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "--unwind dwarf")
     if stat_value(err, "misses") != 0:
         raise Fail("--unwind dwarf: misses reported")
+    check_stats(err, "--unwind dwarf", cmd=True)
     out = os.path.join(tmp, "fp.pb.gz")
     _, err = run_record(["-F", "499", "--stats", "--unwind", "fp", "-o", out, "--",
                          fx("deep"), "20", "1"])
@@ -1362,6 +1423,7 @@ def t_unwind_modes(tmp):
         raise Fail(f"--unwind fp: frames that are not on the true chain: {wrong[:3]}")
     if stat_value(err, "tables_loaded") != 0:
         raise Fail("--unwind fp loaded tables")
+    check_stats(err, "--unwind fp", cmd=True)
 
 
 @case("table-budget")
@@ -1383,13 +1445,19 @@ def t_table_budget(tmp):
         raise Fail(f"kernel table memory peaked at {peak}, budget 114688")
     if ev < 1 or loads < 4:
         raise Fail(f"want evictions and reloads: {ev} evictions, {loads} loads")
+    # Evicted tables are missed again: walks step by frame pointer there,
+    # and most such steps fail in code without frame pointers.
+    check_stats(err, "budget 112K", "CMD", cmd=True)
     samples, _ = read_pprof(out)
     if not any(s.frames and s.frames[-1] == "shlib_leaf" for s in samples):
         raise Fail("no shlib_leaf samples")
     _, err = run_record(["-F", "99", "--stats", "--max-table-memory", "64K", "-o", out,
                          "--", fx("deep"), "5", "0.3"])
-    if stat_value(err, "tables_failed") < 1:
-        raise Fail("a budget below libc's table: no failed table reported")
+    failed = check_stats(err, "budget 64K", "CMD", cmd=True)
+    libc = [r for o, r in failed.items() if os.path.basename(o).startswith("libc.so")]
+    if not libc or "exceeds --max-table-memory" not in libc[0]:
+        raise Fail(f"a budget below libc's table: libc not listed as failed with the reason: "
+                   f"{failed}")
 
 
 @case("pid-reuse")
@@ -1467,6 +1535,135 @@ def t_fresh_all(tmp):
         fresh_record(["-a", "-d", "2", "-F", "499", "--format", "folded", "-o", out])
         check_chain(folded_stacks(out, "rec-deep"), "deep_leaf", deep_chain(20), "-a",
                     min_samples=MIN_WALL, share=0.90)
+    finally:
+        stop_bg(p)
+
+
+# ---- how record ends: its status, and the targets' exit ----------------------
+
+@case("exit-status")
+def t_exit_status(tmp):
+    """record -- CMD exits with CMD's status, or 128 + the signal that killed
+    it, as a shell's $? and perf record say, having written the profile;
+    the summary says where a non-zero status comes from."""
+    for script, want, says in (("exit 7", 7, "sh exited with status 7"),
+                               ("kill -TERM $$", 128 + signal.SIGTERM,
+                                "sh was killed by signal 15"),
+                               ("exit 0", 0, None)):
+        out = os.path.join(tmp, "status.pb.gz")
+        rc, err = run_record(["-o", out, "--", "sh", "-c", script], check=False)
+        log(f"sh -c {script!r}: status {rc}")
+        if rc != want:
+            raise Fail(f"record -- sh -c {script!r} exited with {rc}, want {want}")
+        if not os.path.exists(out):
+            raise Fail(f"record -- sh -c {script!r}: no profile written")
+        os.unlink(out)
+        if says and not any(l.startswith("cfiprof: " + says) for l in err.splitlines()):
+            raise Fail(f"record -- sh -c {script!r}: no line 'cfiprof: {says}'")
+
+
+def one_cfiprof_line(err, what, *needles):
+    """The only line of cfiprof's own on stderr (CMD's lines aside), which
+    must hold every needle."""
+    mine = [l for l in err.splitlines() if l.startswith("cfiprof")]
+    if len(mine) != 1 or not all(n in mine[0] for n in needles):
+        raise Fail(f"{what}: want one cfiprof line holding {needles}, got {mine}")
+
+
+@case("cmd-exits-at-startup")
+def t_cmd_exits_at_startup(tmp):
+    """-- CMD that ends before its first instruction -- ld.so cannot find a
+    library it needs -- is one line of cfiprof's, CMD's status (127), no
+    profile, and no wait.  The program is rec-shlib with its DT_NEEDED
+    entry renamed to a library that does not exist."""
+    lib = os.path.basename(os.environ["REC_CBLIB"]).encode()
+    gone = lib.replace(b"cblib", b"nolib")
+    with open(fx("shlib"), "rb") as f:
+        data = f.read()
+    if data.count(lib + b"\0") != 1 or len(gone) != len(lib):
+        raise Fail(f"{fx('shlib')}: no single {lib!r} string to rename")
+    exe = os.path.join(tmp, "rec-shlib-nolib")
+    with open(exe, "wb") as f:
+        f.write(data.replace(lib + b"\0", gone + b"\0"))
+    os.chmod(exe, 0o755)
+    out = os.path.join(tmp, "nolib.pb.gz")
+    rc, err = run_record(["-o", out, "--", exe, "1"], check=False, timeout=60)
+    if gone.decode() not in err:
+        raise Fail(f"ld.so did not fail on {gone!r} as planned: {err!r}")
+    if rc != 127:
+        raise Fail(f"exit status {rc}, want the command's: 127")
+    one_cfiprof_line(err, "-- CMD ending at start-up", exe, "before recording started")
+    if os.path.exists(out):
+        raise Fail("a profile was written for a command that never ran")
+
+
+@case("pid-exits")
+def t_pid_exits(tmp):
+    """-p stops once every process it records has exited, as stat -p does:
+    status 0 and a profile of what they ran, long before -d 60 is over
+    (the run is given 45 s), whose duration says so."""
+    a = start_bg([fx("deep"), "20", "1.5"])
+    b = start_bg([fx("alloca"), "1"])
+    try:
+        wait_started(a, 0.2)
+        out = os.path.join(tmp, "pid.pb.gz")
+        _, err = run_record(["-p", f"{a.pid},{b.pid}", "-d", "60", "-F", "499", "--stats",
+                             "-o", out], timeout=45)
+        if a.poll() is None or b.poll() is None:
+            raise Fail("cfiprof stopped before both processes exited")
+        samples, prof = read_pprof(out)
+        secs = prof["duration_nanos"] / 1e9
+        log(f"profile duration {secs:.2f} s")
+        if secs > 30:
+            raise Fail(f"the profile lasted {secs:.1f} s: -d 60 ended it, not the exits")
+        check_chain(pprof_stacks(samples), "deep_leaf", deep_chain(20), "-p until it exits",
+                    min_samples=MIN_WALL)
+        check_stats(err, "-p until they exit", "-p")
+    finally:
+        stop_bg(a)
+        stop_bg(b)
+
+
+# Waits until cfiprof creates or opens something in the directory given
+# (the table cache it was given), then exits at once: it ends while
+# cfiprof builds the tables of what it read of it, before sampling starts.
+EXIT_ON_CACHE = r"""
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+IN_OPEN, IN_CREATE = 0x20, 0x100
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), IN_OPEN | IN_CREATE) < 0:
+    os._exit(3)
+print("ready", flush=True)
+os.read(fd, 4096)
+os._exit(0)
+"""
+
+
+@case("pid-exits-at-startup")
+def t_pid_exits_at_startup(tmp):
+    """-p of a process that exits while cfiprof sets up (after its
+    mappings were read, while its tables are built, before sampling
+    starts): one line, status 1, no profile, and no wait for -d 60."""
+    cache = os.path.join(tmp, "cache")
+    os.mkdir(cache)
+    log(f"$ {sys.executable} -c EXIT_ON_CACHE {cache} &")
+    p = subprocess.Popen([sys.executable, "-c", EXIT_ON_CACHE, cache], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, text=True)
+    try:
+        if p.stdout.readline().strip() != "ready":
+            raise Fail(f"the target did not start: {p.wait()}")
+        out = os.path.join(tmp, "gone.pb.gz")
+        rc, err = run_record(["--cache-dir", cache, "-p", str(p.pid), "-d", "60", "-o", out],
+                             check=False, timeout=45)
+        if p.poll() is None:
+            raise Fail("the target is still running: cfiprof never touched its cache")
+        if rc != 1:
+            raise Fail(f"exit status {rc}, want 1")
+        one_cfiprof_line(err, "-p exiting at start-up", f"pid {p.pid}",
+                         "exited before recording started")
+        if os.path.exists(out):
+            raise Fail("a profile was written")
     finally:
         stop_bg(p)
 
@@ -1557,6 +1754,72 @@ def t_missing_caps(tmp):
     line = one_line_error(rc, err, "-sys_admin")
     if not line.endswith("(the process lacks CAP_SYS_ADMIN)") or "tracefs" not in line:
         raise Fail(f"-sys_admin: {line!r}")
+
+# ---- --stats tells the truth -----------------------------------------------
+
+def patched_cie_version(src, dst):
+    """A copy of src whose first CIE says version 7: its CFI does not
+    compile."""
+    sec = subprocess.run([READELF, "-SW", src], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    m = re.search(r"\]\s+\.eh_frame\s+\S+\s+[0-9a-f]+\s+([0-9a-f]+)", sec)
+    frames = subprocess.run([READELF, "--debug-dump=frames", src], stdout=subprocess.PIPE,
+                            text=True, check=True).stdout
+    cie = re.search(r"^([0-9a-f]{8}) [0-9a-f]+ [0-9a-f]+ CIE", frames, re.M)
+    if not m or not cie:
+        raise Fail(f"{src}: no .eh_frame or CIE found")
+    off = int(m.group(1), 16) + int(cie.group(1), 16) + 8
+    with open(src, "rb") as f:
+        data = bytearray(f.read())
+    if data[off] != 1:
+        raise Fail(f"{src}: CIE version byte at {off:#x} is {data[off]}, not 1")
+    data[off] = 7
+    with open(dst, "wb") as f:
+        f.write(data)
+    return dst
+
+
+@case("stats-truth")
+def t_stats_truth(tmp):
+    """--stats where its figures used to be wrong.  -p of two processes
+    mapping the same libraries: each table is preloaded once, and said to
+    be for -p.  A program mapping an object without CFI (librec-nocfi.so)
+    and one whose CFI does not compile (librec-late.so with a bad CIE): tables_failed counts both and names
+    each with its reason."""
+    a = start_bg([fx("threads"), "3"])
+    b = start_bg([fx("threads"), "3"])
+    try:
+        wait_started(a, 0.3)
+        out = os.path.join(tmp, "two.pb.gz")
+        _, err = run_record(["-p", f"{a.pid},{b.pid}", "-d", "1", "-F", "99", "--stats",
+                             "-o", out])
+        check_stats(err, "-p of two processes", "-p")
+        if stat_value(err, "processes") < 2:
+            raise Fail("--stats: fewer than the two -p processes")
+    finally:
+        stop_bg(a)
+        stop_bg(b)
+
+    nocfi = os.environ["REC_NOCFILIB"]
+    sec = subprocess.run([READELF, "-SW", nocfi], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    if re.search(r"\.eh_frame\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+0*[1-9a-f]", sec) or \
+            ".debug_frame" in sec:
+        raise Fail(f"{nocfi} has CFI:\n{sec}")
+    badcfi = patched_cie_version(os.environ["REC_LATELIB"], os.path.join(tmp, "librec-badcfi.so"))
+    out = os.path.join(tmp, "failed.pb.gz")
+    # A cache of its own: the bad copy has the build-id of the good one,
+    # whose table another case may have cached.
+    _, err = run_record(["--cache-dir", os.path.join(tmp, "cache"), "-F", "99", "--stats",
+                         "-o", out, "--", fx("deep"), "5", "0.3"],
+                        env={"LD_PRELOAD": f"{nocfi}:{badcfi}"})
+    failed = check_stats(err, "LD_PRELOAD of objects without a table", "CMD", cmd=True)
+    log(f"tables_failed: {failed}")
+    if failed.get(nocfi) != "no call frame information (.eh_frame or .debug_frame)":
+        raise Fail(f"{nocfi}: listed as {failed.get(nocfi)!r}")
+    why = failed.get(badcfi, "")
+    if "CIE" not in why or "version 7" not in why or badcfi in why:
+        raise Fail(f"{badcfi}: listed as {why!r}, want the CIE's version, once")
 
 
 def main():

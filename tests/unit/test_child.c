@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
@@ -115,6 +116,66 @@ Test(held_child, running_ended_by_sigterm)
 	held_child_end(&ch, 2000);
 	cr_expect_lt(mono_ns() - t0, 1500000000ull, "SIGTERM did not end it at once");
 	cr_expect_eq(held_child_exit_code(&ch), 128 + SIGTERM);
+	cr_expect(ch.ended, "its SIGTERM was ours");
+}
+
+/* A command's status is its own unless we ended it: record passes its
+ * own on, as $?. */
+Test(held_child, ended_by_itself_is_not_ended_by_us)
+{
+	static char *kill_self[] = { "sh", "-c", "kill -TERM $$", NULL };
+	struct held_child ch = HELD_CHILD_INIT;
+	char how[128];
+
+	held_child_describe_exit(&ch, how, sizeof(how));
+	cr_expect_str_eq(how, "is still running");
+	cr_assert_eq(held_child_start(&ch, kill_self, NULL, NULL), 0);
+	cr_assert_eq(held_child_run(&ch), 0);
+	cr_assert(held_child_reap(&ch, true));
+	held_child_end(&ch, 2000);
+	cr_expect_not(ch.ended);
+	cr_expect_eq(held_child_exit_code(&ch), 128 + SIGTERM);
+	held_child_describe_exit(&ch, how, sizeof(how));
+	cr_expect_str_eq(how, "was killed by signal 15 (Terminated)");
+
+	ch = (struct held_child)HELD_CHILD_INIT;
+	cr_assert_eq(held_child_start(&ch, sh_exit_7, NULL, NULL), 0);
+	cr_assert_eq(held_child_run(&ch), 0);
+	cr_assert(held_child_reap(&ch, true));
+	held_child_describe_exit(&ch, how, sizeof(how));
+	cr_expect_str_eq(how, "exited with status 7");
+}
+
+/* What execvp would do, told before anything is started: found through
+ * PATH (an empty entry is the current directory) or by a path; ENOENT for
+ * what is nowhere, EACCES for what is there but cannot be run. */
+Test(held_child, find_searches_path_as_execvp)
+{
+	char cwd[PATH_MAX];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+
+	cr_expect_eq(held_child_find("sh"), 0);
+	cr_expect_eq(held_child_find("/bin/sh"), 0);
+	cr_expect_eq(held_child_find("no-such-command-cfiprof"), -ENOENT);
+	cr_expect_eq(held_child_find("/no/such/program"), -ENOENT);
+	cr_expect_eq(held_child_find("/etc/passwd/x"), -ENOENT);
+	cr_expect_eq(held_child_find(""), -ENOENT);
+	cr_expect_eq(held_child_find("/etc/passwd"), -EACCES, "not executable");
+	cr_expect_eq(held_child_find("/"), -EACCES, "a directory");
+	cr_assert_eq(setenv("PATH", "/nonexistent:/etc", 1), 0);
+	cr_expect_eq(held_child_find("passwd"), -EACCES, "found, not executable");
+	cr_expect_eq(held_child_find("sh"), -ENOENT);
+	cr_assert(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir("/bin"), 0);
+	cr_assert_eq(setenv("PATH", "/nonexistent:", 1), 0);
+	cr_expect_eq(held_child_find("sh"), 0, "an empty entry: the current directory");
+	cr_assert_eq(chdir(cwd), 0);
+	if (saved)
+		setenv("PATH", saved, 1);
+	else
+		unsetenv("PATH");
+	free(saved);
 }
 
 /* An ignored signal stays ignored across exec. */

@@ -219,16 +219,119 @@ Test(tables, misses_for_loaded_queued_or_failed_tables_are_ignored)
 	settle();
 	cr_expect_eq(uf_state(unmapped), TABLE_IDLE);
 
-	/* A preload (no miss) of a loaded table is not a miss. */
+	/* A preload (no miss) of a loaded table is not a miss, and loads
+	 * nothing. */
 	tables_request(&tm, loaded, 0);
 
-	expect_stats((struct table_stats){ .misses = 7, .misses_ignored = 4, .preloads = 1,
+	expect_stats((struct table_stats){ .misses = 7, .misses_ignored = 4,
 					   .loads = 2, .compiled = 3, .failed = 1, .loaded = 2,
 					   .kernel_bytes = 2 * CHUNK, .kernel_bytes_peak = 2 * CHUNK,
 					   .table_bytes_loaded = loaded->table_bytes + queued->table_bytes });
 	/* The outer map, then one array per table compiled. */
 	cr_expect_eq(fake_bpf_calls(FAKE_BPF_CREATE), 4);
 	check_accounting();
+}
+
+/* "K preloaded" is a part of the tables loaded: preloads of a table
+ * already loaded or queued (every process of -p maps libc, and every
+ * mapping of an object asks), of one that fails, of one no process maps
+ * or without CFI load nothing, and count nothing. */
+Test(tables, preloads_count_the_tables_they_loaded)
+{
+	struct module *a = uf_obj(1), *failed = uf_obj(2), *unmapped = uf_obj(3);
+	struct module *nocfi = uf_module(uf_env("UNWIND_OBJ_NOCFI"));
+
+	stuck_load(a);
+	tables_request(&tm, a, 0);
+	release_loads();
+	tables_request(&tm, a, 0);
+	tables_ref(&tm, a);
+	tables_request(&tm, a, 0);
+
+	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	tables_ref(&tm, failed);
+	tables_request(&tm, failed, 0);
+	settle();
+	cr_assert_eq(uf_state(failed), TABLE_FAILED);
+	tables_request(&tm, unmapped, 0);
+	tables_request(&tm, nocfi, 0);
+	settle();
+
+	/* And one loaded by its preload. */
+	tables_ref(&tm, unmapped);
+	tables_request(&tm, unmapped, 0);
+	settle();
+	cr_assert_eq(uf_state(unmapped), TABLE_LOADED);
+
+	expect_stats((struct table_stats){ .misses = 1, .preloads = 1, .loads = 2, .compiled = 3,
+					   .failed = 1, .loaded = 2, .kernel_bytes = 2 * CHUNK,
+					   .kernel_bytes_peak = 2 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + unmapped->table_bytes });
+	check_accounting();
+}
+
+struct failure_list {
+	const struct module *mods[8];
+	char reasons[8][256];
+	uint32_t n;
+};
+
+static void note_failure(const struct module *m, void *arg)
+{
+	struct failure_list *l = arg;
+
+	cr_assert_lt(l->n, 8);
+	l->mods[l->n] = m;
+	snprintf(l->reasons[l->n], sizeof(l->reasons[0]), "%s", m->error);
+	l->n++;
+}
+
+/* --stats names each object without a table, with the reason alone (the
+ * object is named once, by whoever prints it): no CFI, a compile error
+ * (the file changed under the agent: it is cut short after the module
+ * was read), a load that failed. */
+Test(tables, failures_name_each_object_without_a_table)
+{
+	char *dir = tu_mkdtemp(), *cut = tu_path(dir, "cut.so");
+	size_t len;
+	unsigned char *data = tu_read(uf_env("UNWIND_OBJ2"), &len);
+	struct failure_list l = { .n = 0 };
+	struct module *ok = uf_obj(1), *nocfi, *truncated, *unloadable = uf_obj(3);
+	FILE *f = fopen(cut, "wb");
+	uint32_t i;
+
+	cr_assert(data && f);
+	cr_assert_eq(fwrite(data, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+	free(data);
+	load(ok);
+	nocfi = uf_module(uf_env("UNWIND_OBJ_NOCFI"));
+	truncated = uf_module(cut);
+	cr_assert_eq(truncate(cut, 100), 0);
+	map_and_miss(truncated);
+	settle();
+	fake_bpf_fail(FAKE_BPF_CREATE, -1, -ENOMEM, 0, 1);
+	map_and_miss(unloadable);
+	settle();
+
+	cr_expect_eq(tables_for_each_failure(&tm, NULL, NULL), 3);
+	cr_expect_eq(tables_for_each_failure(&tm, note_failure, &l), 3);
+	for (i = 0; i < l.n; i++) {
+		cr_expect_neq(l.mods[i], ok, "a loaded table listed as failed");
+		cr_expect(l.reasons[i][0], "%s: no reason", l.mods[i]->path);
+		cr_expect(!strstr(l.reasons[i], l.mods[i]->path), "the reason names the object: %s",
+			  l.reasons[i]);
+		if (l.mods[i] == nocfi)
+			cr_expect_str_eq(l.reasons[i],
+					 "no call frame information (.eh_frame or .debug_frame)");
+		else if (l.mods[i] == unloadable)
+			cr_expect_str_eq(l.reasons[i], "loading its CFI table into BPF: Cannot allocate memory");
+		else
+			cr_expect_eq(l.mods[i], truncated);
+	}
+	unlink(cut);
+	free(cut);
+	tu_rmdir(dir);
 }
 
 Test(tables, last_unref_unloads_after_the_grace)
