@@ -299,7 +299,10 @@ int cfi_elf_open_fd(struct cfi_elf *e, int fd, const char *name, struct cfi_erro
 
 int cfi_elf_open_path(struct cfi_elf *e, const char *path, struct cfi_error *err)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO opens at once, to be refused as no regular file
+	 * (cfi_elf_open_fd), instead of waiting forever for a writer.  On a
+	 * regular file it changes nothing: no need to clear it. */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	int ret;
 
 	if (fd < 0) {

@@ -144,3 +144,19 @@ const char *arg_default_cache_dir(void)
 
 	return dir ? dir : CFI_CACHE_DEFAULT_DIR;
 }
+
+int arg_cache_dir(const char *prog, char *arg, const char **dir)
+{
+	if (!*arg)
+		return arg_invalid(prog, "--cache-dir", "empty path");
+	*dir = arg;
+	return 0;
+}
+
+int arg_check_cache_dir(const char *prog, const char *dir)
+{
+	if (dir && !*dir)
+		return arg_invalid(prog, "CFIPROF_CACHE_DIR", "empty: unset it, or give --cache-dir DIR "
+				   "or --no-cache");
+	return 0;
+}

@@ -61,4 +61,13 @@ int arg_size(const char *s, uint64_t *out);
  * (agent/unwind/cache.h). */
 const char *arg_default_cache_dir(void);
 
+/* --cache-dir DIR into *dir.  "" is refused (DIR/v1 would be /v1):
+ * returns 0 or -EINVAL (message printed). */
+int arg_cache_dir(const char *prog, char *arg, const char **dir);
+
+/* After the options: the cache directory they ended with is refused when
+ * empty, which only CFIPROF_CACHE_DIR= can make it.  0 or -EINVAL
+ * (message printed). */
+int arg_check_cache_dir(const char *prog, const char *dir);
+
 #endif

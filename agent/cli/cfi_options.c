@@ -49,7 +49,7 @@ static int handle_option(int key, char *arg, void *ctx)
 	char *end;
 
 	switch (key) {
-	case OPT_CACHE: o->cache_dir = arg; break;
+	case OPT_CACHE: return arg_cache_dir(PROG, arg, &o->cache_dir);
 	case OPT_NOCACHE: o->cache_dir = NULL; break;
 	case OPT_DEBUG: o->debug_dir = arg; break;
 	case OPT_EH: o->eh_only = true; break;
@@ -95,6 +95,8 @@ int cfi_options_parse(int argc, char **argv, struct cfi_opts *o)
 	 * (main does the same for the command). */
 	argv[1] = argv[0];
 	ret = args_parse(&parser, argc - 1, argv + 1, o, &files);
+	if (!ret)
+		ret = arg_check_cache_dir(PROG, o->cache_dir);
 	if (ret)
 		return ret;
 	if (!files || files[1]) {

@@ -34,7 +34,8 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
 		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
-		"  -o, --output FILE       output file (default cfiprof.pb.gz, or cfiprof.folded)\n"
+		"  -o, --output FILE       output file, - for stdout (default cfiprof.pb.gz, or\n"
+		"                          cfiprof.folded)\n"
 		"      --format FMT        pprof (default) or folded\n"
 		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
@@ -136,7 +137,6 @@ static int handle_option(int key, char *arg, void *ctx)
 	case 'q': o->quiet = true; break;
 	case OPT_KERNEL: o->kernel = true; break;
 	case OPT_STATS: o->stats = true; break;
-	case OPT_CACHE: o->cache_dir = arg; break;
 	case OPT_NOCACHE: o->cache_dir = NULL; break;
 	case OPT_DEBUG: o->debug_dir = arg; break;
 	case OPT_CGROUP: o->cgroup = arg; break;
@@ -145,6 +145,8 @@ static int handle_option(int key, char *arg, void *ctx)
 	case OPT_OFF_CPU_PREEMPTED: o->off.preempted = true; break;
 	case OPT_WAKERS: o->off.wakers = true; break;
 	/* Checked here. */
+	case OPT_CACHE:
+		return arg_cache_dir(PROG, arg, &o->cache_dir);
 	case 'p':
 		if (arg_pid_list(arg, &o->pids, &o->npids, err, sizeof(err)))
 			return arg_invalid(PROG, "-p", "%s", err);
@@ -248,6 +250,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	ret = args_parse(&parser, argc, argv, &st, &o->cmd);
 	if (!ret)
 		ret = check_options(o);
+	if (!ret)
+		ret = arg_check_cache_dir(PROG, o->cache_dir);
 	if (ret)
 		return ret;
 	o->off.mark_root = o->format == FORMAT_FOLDED;

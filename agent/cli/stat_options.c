@@ -51,7 +51,7 @@ static void usage(FILE *f)
 		"                            percent running,metric value,metric unit\n"
 		"  -j, --json                one JSON object per event and line\n"
 		"  -A, --no-aggr             one line per CPU (with -a, -C or --cgroup)\n"
-		"  -o, --output FILE         write to FILE instead of stderr (replaced atomically)\n"
+		"  -o, --output FILE         write to FILE (- for stdout) instead of stderr\n"
 		"      --duration SECONDS    stop after this long\n"
 		"  -v, --verbose             say why events are unsupported, and how they are grouped\n"
 		"\n"

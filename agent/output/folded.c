@@ -19,9 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/util/atomic_file.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
+#include "agent/util/output_file.h"
 #include "symbolize/intern.h"
 
 struct buf {
@@ -143,14 +143,26 @@ int folded_write(const struct profile *p, uint32_t type_index, int64_t scale,
 int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t ntypes,
 		     int64_t scale, const char *path, char *errbuf, size_t errlen)
 {
+	struct output_file of;
+	int ret = output_file_open(&of, path, errbuf, errlen);
+
+	if (ret < 0)
+		return ret;
+	return output_file_finish(&of, folded_write_sum_to(p, types, ntypes, scale, &of, errbuf,
+							   errlen), errbuf, errlen);
+}
+
+int folded_write_sum_to(const struct profile *p, const uint32_t *types, uint32_t ntypes,
+			int64_t scale, struct output_file *of, char *errbuf, size_t errlen)
+{
 	struct stacks st = { 0 };
 	struct buf key = { 0 }, out = { 0 };
 	int ret = 0;
 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
-	if (!p || !path) {
-		errbuf_set(errbuf, errlen, "folded: no profile or no path");
+	if (!p || !of) {
+		errbuf_set(errbuf, errlen, "folded: no profile or no output");
 		return -EINVAL;
 	}
 	for (uint32_t t = 0; t < ntypes; t++) {
@@ -238,7 +250,7 @@ int folded_write_sum(const struct profile *p, const uint32_t *types, uint32_t nt
 	}
 	if (out.oom)
 		goto oom;
-	ret = atomic_file_write_all(path, out.data, out.len, errbuf, errlen);
+	ret = output_file_write(of, out.data, out.len, errbuf, errlen);
 	goto out;
 oom:
 	errbuf_set(errbuf, errlen, "folded: out of memory");

@@ -1,7 +1,7 @@
 /*
  * pprof output: the profile is mapped onto the protobuf-c structures
  * generated from pprof's profile.proto, packed, gzip-compressed with zlib
- * and written atomically.
+ * and written to an output file (agent/util/output_file.h).
  *
  * Ids: mapping i has id i + 1, location i has id i + 1, functions are
  * numbered 1.. in order of first use and deduplicated by (name, file).
@@ -18,9 +18,9 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "agent/util/atomic_file.h"
 #include "agent/util/array.h"
 #include "agent/util/errbuf.h"
+#include "agent/util/output_file.h"
 #include "profile.pb-c.h"
 #include "symbolize/intern.h"
 
@@ -395,8 +395,8 @@ oom:
 	return -ENOMEM;
 }
 
-/* gzip-compresses buf into the open atomic file */
-static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
+/* gzip-compresses buf into the open output */
+static int write_gzip(struct output_file *of, const uint8_t *buf, size_t len,
 		      char *errbuf, size_t errlen)
 {
 	z_stream zs;
@@ -433,7 +433,7 @@ static int write_gzip(struct atomic_file *af, const uint8_t *buf, size_t len,
 				ret = -EIO;
 				goto out;
 			}
-			ret = atomic_file_write(af, out, GZ_CHUNK - zs.avail_out, errbuf, errlen);
+			ret = output_file_write(of, out, GZ_CHUNK - zs.avail_out, errbuf, errlen);
 			if (ret < 0)
 				goto out;
 		} while (zs.avail_out == 0);
@@ -448,18 +448,17 @@ out:
 	return ret;
 }
 
-int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t errlen)
+int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf, size_t errlen)
 {
 	struct builder b;
-	struct atomic_file af;
 	uint8_t *buf = NULL;
 	size_t len;
 	int ret;
 
 	if (errbuf && errlen)
 		errbuf[0] = '\0';
-	if (!p || !path) {
-		errbuf_set(errbuf, errlen, "pprof: no profile or no path");
+	if (!p || !of) {
+		errbuf_set(errbuf, errlen, "pprof: no profile or no output");
 		return -EINVAL;
 	}
 	memset(&b, 0, sizeof(b));
@@ -478,17 +477,19 @@ int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t 
 		ret = -EIO;
 		goto out;
 	}
-	ret = atomic_file_open(&af, path, 0666, errbuf, errlen);
-	if (ret < 0)
-		goto out;
-	ret = write_gzip(&af, buf, len, errbuf, errlen);
-	if (ret < 0) {
-		atomic_file_abort(&af);
-		goto out;
-	}
-	ret = atomic_file_commit(&af, errbuf, errlen);
+	ret = write_gzip(of, buf, len, errbuf, errlen);
 out:
 	free(buf);
 	builder_free(&b);
 	return ret;
+}
+
+int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t errlen)
+{
+	struct output_file of;
+	int ret = output_file_open(&of, path, errbuf, errlen);
+
+	if (ret < 0)
+		return ret;
+	return output_file_finish(&of, pprof_write_to(p, &of, errbuf, errlen), errbuf, errlen);
 }

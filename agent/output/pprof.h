@@ -3,10 +3,16 @@
 #define AGENT_PPROF_H
 
 #include "agent/profile/profile.h"
+#include "agent/util/output_file.h"
 
-/* Writes `p` to `path` atomically (a temporary file in the same directory,
- * renamed into place).  Returns 0 or a negative errno; on failure `path`
- * is untouched and a one-line reason is in errbuf. */
+/* Writes `p` to `path` (agent/util/output_file.h: a regular file is
+ * replaced atomically).  Returns 0 or a negative errno; on failure a
+ * regular file at `path` is untouched and a one-line reason is in
+ * errbuf. */
 int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t errlen);
+
+/* The same into an output already open, which the caller then commits
+ * (or, on failure, aborts). */
+int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf, size_t errlen);
 
 #endif

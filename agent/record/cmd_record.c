@@ -69,6 +69,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o;
 	struct record_engine e;
 	struct built_profile bp;
+	struct output_file output = OUTPUT_FILE_INIT;
 	uint64_t deadline = 0;
 	int ret, status = 1;
 
@@ -81,7 +82,7 @@ int cmd_record(int argc, char **argv)
 		record_opts_free(&o);
 		return ret;
 	}
-	if (engine_open(&e, &o) || report_check_output(o.output))
+	if (engine_open(&e, &o) || report_open_output(&o, &output))
 		goto out;
 	catch_stop_signals();
 	if (engine_load(&e))
@@ -103,7 +104,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 		goto out;
 	}
-	ret = report_write_output(&o, &bp);
+	ret = report_write_output(&o, &bp, &output);
 	if (!o.quiet)
 		report_summary(&e, &bp, ret);
 	if (o.stats)
@@ -111,6 +112,7 @@ int cmd_record(int argc, char **argv)
 	profile_built_free(&bp);
 	status = ret ? 1 : cmd_status(&e, 0);
 out:
+	output_file_abort(&output);
 	engine_close(&e);
 	record_opts_free(&o);
 	return status;

@@ -17,20 +17,13 @@
 /* The yardstick of the miss-to-loaded latency target. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
 
-int report_check_output(const char *path)
+int report_open_output(const struct record_opts *o, struct output_file *of)
 {
-	char *copy = strdup(path), *slash = copy ? strrchr(copy, '/') : NULL;
-	const char *dir = !copy ? "." : !slash ? "." : slash == copy ? "/" : copy;
-	int ret = 0;
+	char err[512] = "";
+	int ret = output_file_open(of, o->output, err, sizeof(err));
 
-	if (slash && slash != copy)
-		*slash = 0;
-	if (access(dir, W_OK | X_OK)) {
-		ret = -errno;
-		fprintf(stderr, "cfiprof: cannot write %s: directory %s: %s\n", path, dir,
-			strerror(errno));
-	}
-	free(copy);
+	if (ret)
+		fprintf(stderr, "cfiprof: %s\n", err);
 	return ret;
 }
 
@@ -315,25 +308,28 @@ void report_stats(struct record_engine *e)
 	print_bpf_counts(e);
 }
 
-int report_write_output(const struct record_opts *o, const struct built_profile *bp)
+int report_write_output(const struct record_opts *o, const struct built_profile *bp,
+			struct output_file *of)
 {
 	const struct profile *p = &bp->p;
+	uint32_t types[2], n = 0;
 	char err[512] = "";
 	int ret;
 
 	if (o->format == FORMAT_FOLDED && o->off.enabled) {
 		/* On- and off-CPU stacks in one flame graph: both in
 		 * microseconds. */
-		uint32_t types[2], n = 0;
-
 		if (bp->type_cpu >= 0)
 			types[n++] = (uint32_t)bp->type_cpu;
 		types[n++] = (uint32_t)bp->type_off_cpu;
-		ret = folded_write_sum(p, types, n, 1000, o->output, err, sizeof(err));
-	} else if (o->format == FORMAT_FOLDED)
-		ret = folded_write(p, 0, 1, o->output, err, sizeof(err));
-	else
-		ret = pprof_write(p, o->output, err, sizeof(err));
+		ret = folded_write_sum_to(p, types, n, 1000, of, err, sizeof(err));
+	} else if (o->format == FORMAT_FOLDED) {
+		types[n++] = 0;
+		ret = folded_write_sum_to(p, types, n, 1, of, err, sizeof(err));
+	} else {
+		ret = pprof_write_to(p, of, err, sizeof(err));
+	}
+	ret = output_file_finish(of, ret, err, sizeof(err));
 	if (ret && err[0])
 		fprintf(stderr, "cfiprof: %s\n", err);
 	else if (ret)
@@ -356,7 +352,8 @@ void report_summary(const struct record_engine *e, const struct built_profile *b
 	fprintf(stderr, ", %llu lost, %.2f s",
 		(unsigned long long)engine_counter(e, CNT_RINGBUF_DROPS), (int64_t)e->duration_ns / 1e9);
 	if (!write_ret)
-		fprintf(stderr, "; profile written to %s\n", o->output);
+		fprintf(stderr, "; profile written to %s\n",
+			strcmp(o->output, "-") ? o->output : "stdout");
 	else
 		fprintf(stderr, "\n");
 	if (!o->off.only)

@@ -10,17 +10,20 @@
 #include "agent/cli/record_options.h"
 #include "agent/profile/profile_build.h"
 #include "agent/record/engine.h"
+#include "agent/util/output_file.h"
 
-/* Finds out now, not after the recording, that the profile cannot be
- * written where asked.  0, or -errno (message printed). */
-int report_check_output(const char *path);
+/* Opens -o now (agent/util/output_file.h), so that a profile that cannot
+ * be written where asked fails before anything is recorded, not after.
+ * 0, or a negative errno (message printed). */
+int report_open_output(const struct record_opts *o, struct output_file *of);
 
 /* "sampling ... at N Hz on N CPUs", unless --quiet. */
 void report_started(const struct record_engine *e);
 
-/* Writes the profile in the format asked for.  0, or a negative errno
- * (message printed). */
-int report_write_output(const struct record_opts *o, const struct built_profile *bp);
+/* Writes the profile in the format asked for into `of`, and commits it
+ * (or, failing, aborts it).  0, or a negative errno (message printed). */
+int report_write_output(const struct record_opts *o, const struct built_profile *bp,
+			struct output_file *of);
 
 /* The end-of-run summary; `write_ret` is what writing the profile
  * returned. */

@@ -13,7 +13,7 @@ int stat_sink_open(struct stat_sink *s, const char *path)
 	*s = (struct stat_sink){ .path = path };
 	if (!path)
 		return 0;
-	ret = atomic_file_open(&s->file, path, 0666, err, sizeof(err));
+	ret = output_file_open(&s->file, path, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, STAT_PROG ": -o: %s\n", err);
 		return ret;
@@ -46,7 +46,7 @@ void stat_sink_end(struct stat_sink *s)
 	}
 	fclose(s->batch);
 	s->batch = NULL;
-	if (!s->error && atomic_file_write(&s->file, s->buf, s->len, err, sizeof(err))) {
+	if (!s->error && output_file_write(&s->file, s->buf, s->len, err, sizeof(err))) {
 		fprintf(stderr, STAT_PROG ": %s\n", err);
 		s->error = -EIO;
 	}
@@ -62,8 +62,8 @@ int stat_sink_close(struct stat_sink *s)
 		return s->error;
 	s->open = false;
 	if (s->error) {
-		atomic_file_abort(&s->file);
-	} else if (atomic_file_commit(&s->file, err, sizeof(err))) {
+		output_file_abort(&s->file);
+	} else if (output_file_commit(&s->file, err, sizeof(err))) {
 		fprintf(stderr, STAT_PROG ": %s\n", err);
 		s->error = -EIO;
 	}
@@ -73,6 +73,6 @@ int stat_sink_close(struct stat_sink *s)
 void stat_sink_abort(struct stat_sink *s)
 {
 	if (s->open)
-		atomic_file_abort(&s->file);
+		output_file_abort(&s->file);
 	s->open = false;
 }

@@ -1,6 +1,8 @@
 /*
- * Where `cfiprof stat` prints: stderr, as perf stat does, or -o FILE,
- * which is replaced atomically once everything is printed.  Each batch
+ * Where `cfiprof stat` prints: stderr, as perf stat does, or -o FILE
+ * (agent/util/output_file.h): a regular file is replaced atomically once
+ * everything is printed, stdout (-o -), a device or a FIFO get each batch
+ * as it is printed.  Each batch
  * of lines (an interval, the totals) is formatted in memory and written
  * whole, so that a reader of stderr never sees half an interval.
  */
@@ -10,20 +12,21 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "agent/util/atomic_file.h"
+#include "agent/util/output_file.h"
 
 struct stat_sink {
 	const char *path;          /* -o FILE; NULL: stderr */
-	struct atomic_file file;
-	bool open;                 /* file holds a temporary file to commit */
+	struct output_file file;
+	bool open;                 /* file is open, to commit */
 	FILE *batch;               /* the batch being formatted */
 	char *buf;
 	size_t len;
 	int error;                 /* the first failure (negative errno), 0: none */
 };
 
-/* Starts printing to `path` (NULL: stderr).  Returns 0, or a negative
- * errno having printed why. */
+/* Starts printing to `path` (NULL: stderr), opened now: before the
+ * counting starts, so that an output that cannot be written fails at
+ * once.  Returns 0, or a negative errno having printed why. */
 int stat_sink_open(struct stat_sink *s, const char *path);
 
 /* Where the lines of one batch go, until stat_sink_end writes them. */

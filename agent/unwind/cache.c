@@ -14,6 +14,12 @@
 
 #define CACHE_MAGIC "CFIPROF\x01"
 
+/* Directories and files as the cache creates them: nobody else's. */
+#define CACHE_DIR_MODE 0700
+#define CACHE_FILE_MODE 0600
+/* Missing directories above the cache (mkdir -p), which hold no table. */
+#define PARENT_DIR_MODE 0755
+
 struct cache_header {
 	char magic[8];
 	uint32_t version;        /* CFI_TABLE_VERSION */
@@ -35,23 +41,167 @@ int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-int cfi_cache_load(const char *dir, const char *key, struct cfi_table *t, struct cfi_error *err)
+/* What makes a cache entry trusted: only we or root can have written it,
+ * and nobody else can write it now.  -EPERM with the reason otherwise. */
+static int check_trusted(const struct stat *st, const char *what, const char *path,
+			 struct cfi_error *err)
 {
-	char path[PATH_MAX];
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return cfi_fail(err, -EPERM, "cache %s %s: owned by uid %u", what, path,
+				(unsigned)st->st_uid);
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return cfi_fail(err, -EPERM, "cache %s %s: writable by others (mode %04o)", what,
+				path, (unsigned)(st->st_mode & 07777));
+	return 0;
+}
+
+/* Opens the directory `name` in parent_fd (creating it CACHE_DIR_MODE if
+ * asked), without following it if it is a symlink, and checks it.
+ * Returns the fd, -ENOENT, -EPERM (not trusted) or another negative errno,
+ * with the reason in err. */
+static int open_trusted_dir(int parent_fd, const char *name, const char *path, bool create,
+			    struct cfi_error *err)
+{
+	bool created = false;
+	struct stat st;
+	int pfd, fd, ret;
+
+	if (create) {
+		if (!mkdirat(parent_fd, name, CACHE_DIR_MODE))
+			created = true;
+		else if (errno != EEXIST)
+			return cfi_fail(err, -errno, "%s: cannot create cache directory: %s", path,
+					strerror(errno));
+	}
+	/* O_PATH|O_NOFOLLOW: the very inode at `name`, a symlink included,
+	 * looked at before anything is opened through it. */
+	pfd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(pfd, &st)) {
+		ret = cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		ret = cfi_fail(err, -EPERM, "cache directory %s: a symbolic link", path);
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ret = cfi_fail(err, -ENOTDIR, "%s: %s", path, strerror(ENOTDIR));
+		goto out;
+	}
+	ret = check_trusted(&st, "directory", path, err);
+	if (ret)
+		goto out;
+	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	/* The mode it was made with, not what the umask left of it. */
+	if (created)
+		fchmod(fd, CACHE_DIR_MODE);
+	ret = fd;
+out:
+	close(pfd);
+	return ret;
+}
+
+/* mkdir -p of the directories above the cache, following symlinks: they
+ * are the administrator's path, and hold nothing that is read. */
+static void make_parents(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		mkdir(path, PARENT_DIR_MODE);
+		*p = '/';
+	}
+	mkdir(path, PARENT_DIR_MODE);
+}
+
+/* Opens DIR/v<format> and checks both (open_trusted_dir); DIR's parent is
+ * followed as given.  Returns the fd of DIR/v<format>, -ENOENT when it
+ * does not exist and create is false, -EPERM when either is not trusted,
+ * or another negative errno; the reason is in err. */
+static int open_cache_dir(const char *dir, bool create, char *vpath, size_t vsize,
+			  struct cfi_error *err)
+{
+	char copy[PATH_MAX], vname[16], *slash;
+	const char *parent, *name;
+	size_t len = strlen(dir);
+	int pfd, dfd, vfd;
+
+	/* "DIR/" would follow DIR even with O_NOFOLLOW. */
+	while (len > 1 && dir[len - 1] == '/')
+		len--;
+	snprintf(vname, sizeof(vname), "v%u", CFI_TABLE_VERSION);
+	if (!len)
+		return cfi_fail(err, -EINVAL, "empty cache directory path");
+	if (len >= sizeof(copy) ||
+	    snprintf(vpath, vsize, "%.*s/%s", (int)len, dir, vname) >= (int)vsize)
+		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
+	memcpy(copy, dir, len);
+	copy[len] = 0;
+	slash = strrchr(copy, '/');
+	if (!slash) {
+		parent = ".";
+		name = copy;
+	} else if (slash == copy) {
+		parent = "/";
+		name = copy[1] ? copy + 1 : ".";
+	} else {
+		*slash = 0;
+		parent = copy;
+		name = slash + 1;
+	}
+	if (create && slash && slash != copy)
+		make_parents(copy);
+	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return cfi_fail(err, -errno, "%s: %s", parent, strerror(errno));
+	if (slash && slash != copy)
+		*slash = '/';
+	dfd = open_trusted_dir(pfd, name, copy, create, err);
+	close(pfd);
+	if (dfd < 0)
+		return dfd;
+	vfd = open_trusted_dir(dfd, vname, vpath, create, err);
+	close(dfd);
+	return vfd;
+}
+
+/* Loads KEY.cfit from the open cache directory. */
+static int load_at(int vfd, const char *vpath, const char *key, struct cfi_table *t,
+		   struct cfi_error *err)
+{
+	char name[CFI_TABLE_KEY_MAX + 8], path[PATH_MAX + sizeof(name)];
 	struct cache_header h;
 	struct stat st;
 	void *blob = NULL;
 	int fd, ret;
 
-	if (cfi_cache_path(dir, key, path, sizeof(path)))
-		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+	snprintf(name, sizeof(name), "%s.cfit", key);
+	snprintf(path, sizeof(path), "%s/%s", vpath, name);
+	/* O_NOFOLLOW: no symlink is ever read through.  O_NONBLOCK: a FIFO
+	 * opens at once (and is refused below) rather than wait forever for
+	 * a writer; it changes nothing for a regular file. */
+	fd = openat(vfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return -ENOENT;
+		if (errno == ELOOP)
+			return cfi_fail(err, -EPERM, "cache file %s: a symbolic link", path);
+		return cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
+	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		ret = cfi_fail(err, -EBADMSG, "%s: not a regular file", path);
 		goto out;
 	}
+	ret = check_trusted(&st, "file", path, err);
+	if (ret)
+		goto out;
 	if ((size_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = cfi_fail(err, -EBADMSG, "%s: truncated header", path);
 		goto out;
@@ -96,43 +246,24 @@ out:
 	return ret;
 }
 
-static int mkdirs(char *path)
-{
-	char *p;
-
-	for (p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0755) && errno != EEXIST) {
-			*p = '/';
-			return -errno;
-		}
-		*p = '/';
-	}
-	return 0;
-}
-
-int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
+/* Stores KEY.cfit into the open cache directory, replacing what is
+ * there (the rename follows nothing). */
+static int store_at(int vfd, const char *vpath, const char *key, const struct cfi_table *t,
 		    struct cfi_error *err)
 {
-	char path[PATH_MAX], msg[PATH_MAX + 128];
+	char name[CFI_TABLE_KEY_MAX + 8], msg[PATH_MAX + 128];
 	struct atomic_file af;
 	struct cache_header h;
 	int ret;
 
-	if (cfi_cache_path(dir, key, path, sizeof(path)))
-		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
-	ret = mkdirs(path);
-	if (ret)
-		return cfi_fail(err, ret, "%s: cannot create cache directory: %s", dir, strerror(-ret));
+	snprintf(name, sizeof(name), "%s.cfit", key);
 	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, CACHE_MAGIC, 8);
 	h.version = CFI_TABLE_VERSION;
 	h.blob_size = t->size;
 	h.blob_crc = crc_of(t->blob, t->size);
 	snprintf(h.key, sizeof(h.key), "%s", key);
-	ret = atomic_file_open(&af, path, 0644, msg, sizeof(msg));
+	ret = atomic_file_openat(&af, vfd, vpath, name, CACHE_FILE_MODE, msg, sizeof(msg));
 	if (!ret)
 		ret = atomic_file_write(&af, &h, sizeof(h), msg, sizeof(msg));
 	if (!ret)
@@ -144,13 +275,48 @@ int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
 	return ret ? cfi_fail(err, ret, "%s", msg) : 0;
 }
 
+/* Loads into `load`, or stores `store`, in the cache in `dir`. */
+static int load_or_store(const char *dir, const char *key, struct cfi_table *load,
+			 const struct cfi_table *store, struct cfi_error *err)
+{
+	char vpath[PATH_MAX];
+	int vfd, ret;
+
+	vfd = open_cache_dir(dir, store != NULL, vpath, sizeof(vpath), err);
+	if (vfd < 0)
+		return vfd;
+	ret = load ? load_at(vfd, vpath, key, load, err) : store_at(vfd, vpath, key, store, err);
+	close(vfd);
+	return ret;
+}
+
+int cfi_cache_load(const char *dir, const char *key, struct cfi_table *t, struct cfi_error *err)
+{
+	return load_or_store(dir, key, t, NULL, err);
+}
+
+int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
+		    struct cfi_error *err)
+{
+	return load_or_store(dir, key, NULL, t, err);
+}
+
+/* Once per process: every table would say the same. */
+static void warn_untrusted(const char *reason)
+{
+	static bool warned;
+
+	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+		fprintf(stderr, "cfiprof: warning: %s: not trusted, compiling instead\n", reason);
+}
+
 int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
 		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err)
 {
-	char key[CFI_TABLE_KEY_MAX];
+	char key[CFI_TABLE_KEY_MAX], vpath[PATH_MAX];
 	struct cfi_error lerr = { { 0 } };
-	bool corrupt = false;
-	int ret;
+	bool replace = false;
+	int vfd, ret;
 
 	memset(info, 0, sizeof(*info));
 	if (!dir) {
@@ -158,20 +324,41 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 		return cfi_compile(e, opts, out, &info->stats, err);
 	}
 	cfi_table_key(e, opts, key, sizeof(key));
-	ret = cfi_cache_load(dir, key, out, &lerr);
-	if (!ret) {
-		info->outcome = CFI_CACHE_HIT;
-		return 0;
+	vfd = open_cache_dir(dir, true, vpath, sizeof(vpath), &lerr);
+	if (vfd == -EPERM) {
+		warn_untrusted(lerr.msg);
+		info->outcome = CFI_CACHE_REFUSED;
+		return cfi_compile(e, opts, out, &info->stats, err);
 	}
-	/* Only a file that is there but fails its checks is "replaced"; an
-	 * unreadable cache (permissions, not a directory) is a plain miss. */
-	corrupt = ret == -EBADMSG;
+	if (vfd >= 0) {
+		memset(&lerr, 0, sizeof(lerr));
+		ret = load_at(vfd, vpath, key, out, &lerr);
+		if (!ret) {
+			close(vfd);
+			info->outcome = CFI_CACHE_HIT;
+			return 0;
+		}
+		if (ret == -EPERM)
+			warn_untrusted(lerr.msg);
+		/* Only a file that is there but fails its checks is
+		 * "replaced"; an unreadable one (permissions) is a plain
+		 * miss. */
+		replace = ret == -EBADMSG || ret == -EPERM;
+	}
 	ret = cfi_compile(e, opts, out, &info->stats, err);
-	if (ret)
+	if (ret) {
+		if (vfd >= 0)
+			close(vfd);
 		return ret;
-	info->outcome = corrupt ? CFI_CACHE_REPLACED : CFI_CACHE_MISS;
-	memset(&lerr, 0, sizeof(lerr));
-	if (cfi_cache_store(dir, key, out, &lerr))
+	}
+	info->outcome = replace ? CFI_CACHE_REPLACED : CFI_CACHE_MISS;
+	if (vfd >= 0) {
+		memset(&lerr, 0, sizeof(lerr));
+		store_at(vfd, vpath, key, out, &lerr);
+		close(vfd);
+	}
+	/* The directory that could not be opened, or the store that failed. */
+	if (lerr.msg[0])
 		snprintf(info->store_error, sizeof(info->store_error), "%s", lerr.msg);
 	return 0;
 }

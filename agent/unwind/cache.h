@@ -8,6 +8,27 @@
  * trusted.  Writes go to a temporary file renamed into place
  * (agent/util/atomic_file.h).
  *
+ * The agent runs as root and the cache directory can be anywhere
+ * (--cache-dir), so what it reads and writes there must not be someone
+ * else's to choose.  What is checked:
+ *   - DIR itself and DIR/v<format> are opened without following a
+ *     symlink (O_PATH|O_NOFOLLOW, then fstat of that very inode), and
+ *     must be directories owned by the effective user or root, with no
+ *     group or other write permission.  DIR's parents are followed and
+ *     not checked: everything below DIR is reached from DIR's open fd,
+ *     never by path again, so whoever controls a parent can take the
+ *     cache away (a miss) but not point a read or write elsewhere.
+ *   - A cache file is opened O_NOFOLLOW|O_NONBLOCK (a FIFO cannot block)
+ *     and must be a regular file with the same owner and permission
+ *     rules.
+ *   - Whatever the cache creates is its own: directories 0700 (missing
+ *     parents of DIR 0755), files 0600, whatever the umask; temporary
+ *     files are created O_EXCL|O_NOFOLLOW and renamed into place, which
+ *     replaces a name without following it.
+ * A directory that fails is not used at all (the tables are compiled and
+ * not stored); a file that fails is not read, and is replaced by the
+ * freshly compiled table.  Either prints one warning per process.
+ *
  * The cache is the agent's, not the compiler's: cfi/ turns ELF into
  * tables and touches no file it was not given; where tables are kept, and
  * who may write there, is decided here.
@@ -27,18 +48,22 @@
 int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size);
 
 /* Loads a cached table.  -ENOENT: not cached; -EBADMSG: present but
- * corrupt, truncated or of another format (the reason is in err). */
+ * corrupt, truncated, of another format or not a regular file; -EPERM:
+ * the directory or the file is not trusted (see above).  The reason is in
+ * err. */
 int cfi_cache_load(const char *dir, const char *key, struct cfi_table *t, struct cfi_error *err);
 
-/* Stores a table atomically, creating the directories as needed. */
+/* Stores a table atomically, creating the directories as needed (-EPERM:
+ * the directory is not trusted). */
 int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
 		    struct cfi_error *err);
 
 enum cfi_cache_outcome {
 	CFI_CACHE_HIT,
 	CFI_CACHE_MISS,      /* compiled and stored */
-	CFI_CACHE_REPLACED,  /* a corrupt entry was recompiled and replaced */
+	CFI_CACHE_REPLACED,  /* a corrupt or untrusted entry was recompiled and replaced */
 	CFI_CACHE_BYPASS,    /* no cache dir: compiled only */
+	CFI_CACHE_REFUSED,   /* the cache dir is not trusted: compiled only (warned) */
 };
 
 struct cfi_get_info {
@@ -47,8 +72,9 @@ struct cfi_get_info {
 	char store_error[256];            /* a cache write that failed (the table is still good) */
 };
 
-/* The table for `e`, from the cache in `dir` if it holds a valid one, else
- * compiled (and stored).  dir == NULL bypasses the cache. */
+/* The table for `e`, from the cache in `dir` if it holds a valid,
+ * trusted one, else compiled (and stored).  dir == NULL bypasses the
+ * cache.  Thread-safe. */
 int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
 		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err);
 

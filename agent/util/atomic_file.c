@@ -3,11 +3,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,91 +16,164 @@
 
 static void release(struct atomic_file *af)
 {
+	if (af->dir_fd >= 0)
+		close(af->dir_fd);
+	free(af->name);
+	free(af->tmp_name);
 	free(af->path);
-	free(af->tmp_path);
-	af->path = NULL;
-	af->tmp_path = NULL;
-	af->fd = -1;
+	*af = (struct atomic_file)ATOMIC_FILE_INIT;
 }
 
 void atomic_file_abort(struct atomic_file *af)
 {
 	if (af->fd >= 0)
 		close(af->fd);
-	if (af->tmp_path)
-		unlink(af->tmp_path);
+	af->fd = -1;
+	if (af->tmp_name && af->dir_fd >= 0)
+		unlinkat(af->dir_fd, af->tmp_name, 0);
 	release(af);
 }
 
-/* The directory part of path ("." if none), or NULL if out of memory. */
-static char *dir_of(const char *path)
+/* "<dir>/<name>" for messages; NULL if out of memory. */
+static char *join(const char *dir, const char *name)
 {
-	const char *slash = strrchr(path, '/');
+	size_t n = strlen(dir) + strlen(name) + 2;
+	char *s = malloc(n);
 
-	if (!slash)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
+	if (s)
+		snprintf(s, n, "%s%s%s", dir, dir[0] && dir[strlen(dir) - 1] != '/' ? "/" : "",
+			 name);
+	return s;
 }
 
-int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char *errbuf,
-		     size_t errlen)
+/* Takes dir_fd (owned from here on) and creates the temporary file in it. */
+static int create_tmp(struct atomic_file *af, int dir_fd, const char *dir_path, const char *name,
+		      const char *path, mode_t mode, char *errbuf, size_t errlen)
 {
 	static unsigned counter;
-	const char *slash, *base;
-	size_t dirlen, tmplen;
 	struct timespec ts;
+	size_t tmplen;
 	int err = 0;
 
-	af->fd = -1;
-	af->path = NULL;
-	af->tmp_path = NULL;
-	if (!path || !*path) {
-		errbuf_set(errbuf, errlen, "empty output path");
-		return -EINVAL;
-	}
-	slash = strrchr(path, '/');
-	base = slash ? slash + 1 : path;
-	dirlen = (size_t)(base - path);
-	if (!*base || !strcmp(base, ".") || !strcmp(base, "..")) {
-		errbuf_set(errbuf, errlen, "%s: is a directory", path);
-		return -EISDIR;
-	}
-	af->path = strdup(path);
-	/* "<dir>/.<base>.<pid>.<n>.tmp" */
-	tmplen = strlen(path) + 64;
-	af->tmp_path = malloc(tmplen);
-	if (!af->path || !af->tmp_path) {
+	af->dir_fd = dir_fd;
+	af->name = strdup(name);
+	af->path = path ? strdup(path) : join(dir_path, name);
+	/* ".<name>.<pid>.<n>.tmp" */
+	tmplen = strlen(name) + 64;
+	af->tmp_name = malloc(tmplen);
+	if (!af->name || !af->path || !af->tmp_name) {
 		release(af);
-		errbuf_set(errbuf, errlen, "%s: out of memory", path);
+		errbuf_set(errbuf, errlen, "%s: out of memory", path ? path : name);
 		return -ENOMEM;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	for (int i = 0; i < TMP_ATTEMPTS; i++) {
 		unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
 
-		/* the base name is cut so that the suffix fits in NAME_MAX */
-		snprintf(af->tmp_path, tmplen, "%.*s.%.200s.%ld.%x%lx.tmp", (int)dirlen, path, base,
-			 (long)getpid(), n, (unsigned long)ts.tv_nsec);
-		af->fd = open(af->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+		/* the name is cut so that the suffix fits in NAME_MAX */
+		snprintf(af->tmp_name, tmplen, ".%.200s.%ld.%x%lx.tmp", name, (long)getpid(), n,
+			 (unsigned long)ts.tv_nsec);
+		/* O_EXCL: never an existing file, nor (with O_NOFOLLOW, which
+		 * O_EXCL implies but says twice) a symlink's target. */
+		af->fd = openat(dir_fd, af->tmp_name,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (af->fd >= 0)
-			return 0;
+			break;
 		err = errno;
 		if (err != EEXIST)
 			break;
 	}
-	free(af->tmp_path);
-	af->tmp_path = NULL;
-	{
-		char *dir = dir_of(path);
-
-		errbuf_set(errbuf, errlen, "%s: cannot create a temporary file in %s: %s",
-			path, dir ? dir : ".", strerror(err));
-		free(dir);
+	if (af->fd < 0) {
+		free(af->tmp_name);
+		af->tmp_name = NULL;
+		errbuf_set(errbuf, errlen, "%s: cannot create a temporary file in %s: %s", af->path,
+			   dir_path, strerror(err));
+		release(af);
+		return -err;
 	}
-	release(af);
-	return -err;
+	/* The mode asked for, not what the umask leaves of it. */
+	if (fchmod(af->fd, mode) < 0) {
+		err = errno;
+		errbuf_set(errbuf, errlen, "%s: setting mode %04o: %s", af->path, (unsigned)mode,
+			   strerror(err));
+		atomic_file_abort(af);
+		return -err;
+	}
+	return 0;
+}
+
+static int check_name(const char *name, const char *path, char *errbuf, size_t errlen)
+{
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		errbuf_set(errbuf, errlen, "%s: is a directory", path);
+		return -EISDIR;
+	}
+	if (strlen(name) > NAME_MAX) {
+		errbuf_set(errbuf, errlen, "%s: %s", path, strerror(ENAMETOOLONG));
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+int atomic_file_openat(struct atomic_file *af, int dir_fd, const char *dir_path, const char *name,
+		       mode_t mode, char *errbuf, size_t errlen)
+{
+	int ret, fd;
+
+	*af = (struct atomic_file)ATOMIC_FILE_INIT;
+	ret = check_name(name, name, errbuf, errlen);
+	if (ret)
+		return ret;
+	if (strchr(name, '/')) {
+		errbuf_set(errbuf, errlen, "%s: not a file name", name);
+		return -EINVAL;
+	}
+	fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		errbuf_set(errbuf, errlen, "%s: %s", dir_path, strerror(-ret));
+		return ret;
+	}
+	return create_tmp(af, fd, dir_path, name, NULL, mode, errbuf, errlen);
+}
+
+int atomic_file_open(struct atomic_file *af, const char *path, mode_t mode, char *errbuf,
+		     size_t errlen)
+{
+	const char *slash, *base;
+	char *dir;
+	int ret, fd;
+
+	*af = (struct atomic_file)ATOMIC_FILE_INIT;
+	if (!path || !*path) {
+		errbuf_set(errbuf, errlen, "empty output path");
+		return -EINVAL;
+	}
+	slash = strrchr(path, '/');
+	base = slash ? slash + 1 : path;
+	ret = check_name(base, path, errbuf, errlen);
+	if (ret)
+		return ret;
+	dir = !slash ? strdup(".") : slash == path ? strdup("/") :
+		strndup(path, (size_t)(slash - path));
+	if (!dir) {
+		errbuf_set(errbuf, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	/* Readable for the fsync after the rename; a directory we may only
+	 * write and search still takes the file, unsynced. */
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES)
+		fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		errbuf_set(errbuf, errlen, "%s: cannot create a temporary file in %s: %s", path, dir,
+			   strerror(-ret));
+	} else {
+		ret = create_tmp(af, fd, dir, base, path, mode, errbuf, errlen);
+	}
+	free(dir);
+	return ret;
 }
 
 int atomic_file_write(struct atomic_file *af, const void *buf, size_t len,
@@ -119,11 +193,11 @@ int atomic_file_write(struct atomic_file *af, const void *buf, size_t len,
 
 			if (err == EINTR)
 				continue;
-			errbuf_set(errbuf, errlen, "writing %s: %s", af->tmp_path, strerror(err));
+			errbuf_set(errbuf, errlen, "writing %s: %s", af->path, strerror(err));
 			return -err;
 		}
 		if (n == 0) {
-			errbuf_set(errbuf, errlen, "writing %s: no progress", af->tmp_path);
+			errbuf_set(errbuf, errlen, "writing %s: no progress", af->path);
 			return -EIO;
 		}
 		p += n;
@@ -132,70 +206,38 @@ int atomic_file_write(struct atomic_file *af, const void *buf, size_t len,
 	return 0;
 }
 
-static void fsync_dir(const char *path)
-{
-	char *dir = dir_of(path);
-	int fd;
-
-	if (!dir)
-		return;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		fsync(fd);      /* best effort: the rename has happened already */
-		close(fd);
-	}
-	free(dir);
-}
-
 int atomic_file_commit(struct atomic_file *af, char *errbuf, size_t errlen)
 {
 	int err;
 
-	if (af->fd < 0 || !af->tmp_path) {
+	if (af->fd < 0 || !af->tmp_name) {
 		errbuf_set(errbuf, errlen, "commit of a closed output file");
 		atomic_file_abort(af);
 		return -EBADF;
 	}
 	if (fsync(af->fd) < 0) {
 		err = errno;
-		errbuf_set(errbuf, errlen, "fsync %s: %s", af->tmp_path, strerror(err));
+		errbuf_set(errbuf, errlen, "fsync %s: %s", af->path, strerror(err));
 		goto fail;
 	}
 	err = close(af->fd) < 0 ? errno : 0;
 	af->fd = -1;
 	if (err && err != EINTR) {
-		errbuf_set(errbuf, errlen, "closing %s: %s", af->tmp_path, strerror(err));
+		errbuf_set(errbuf, errlen, "closing %s: %s", af->path, strerror(err));
 		goto fail;
 	}
-	if (rename(af->tmp_path, af->path) < 0) {
+	if (renameat(af->dir_fd, af->tmp_name, af->dir_fd, af->name) < 0) {
 		err = errno;
-		errbuf_set(errbuf, errlen, "renaming %s to %s: %s", af->tmp_path, af->path,
-			strerror(err));
+		errbuf_set(errbuf, errlen, "renaming the temporary file to %s: %s", af->path,
+			   strerror(err));
 		goto fail;
 	}
-	free(af->tmp_path);
-	af->tmp_path = NULL;
-	fsync_dir(af->path);
+	free(af->tmp_name);
+	af->tmp_name = NULL;
+	fsync(af->dir_fd);      /* best effort: the rename has happened already */
 	release(af);
 	return 0;
 fail:
 	atomic_file_abort(af);
 	return -err;
-}
-
-int atomic_file_write_all(const char *path, const void *buf, size_t len,
-			  char *errbuf, size_t errlen)
-{
-	struct atomic_file af;
-	int ret;
-
-	ret = atomic_file_open(&af, path, 0666, errbuf, errlen);
-	if (ret < 0)
-		return ret;
-	ret = atomic_file_write(&af, buf, len, errbuf, errlen);
-	if (ret < 0) {
-		atomic_file_abort(&af);
-		return ret;
-	}
-	return atomic_file_commit(&af, errbuf, errlen);
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Command-line behaviour of `cfiprof cfi`: bad input, usage errors, the
-table cache and the statistics keys; and `cfiprof record -- CMD` of a
-command that cannot run.
+table cache and the statistics keys; `cfiprof record -- CMD` of a command
+that cannot run; and the files of every command that must not be turned
+against root: the cache (not followed, not read when it is someone else's),
+-o of record and stat (devices, FIFOs, symlinks, stdout, refused before any
+work), input that is a FIFO.
 
 usage: test_cli.py CFIPROF [-v] [CASE...]
 
@@ -16,13 +19,17 @@ are run and shown as XFAIL, and turn into a failure (XPASS) once fixed, so
 that the entry gets removed.  Exit status: 0 when all pass, 1 otherwise,
 77 (skipped) when no C compiler or readelf is available.
 """
+import gzip
 import os
 import re
 import shutil
+import signal
+import stat
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -70,8 +77,13 @@ class Skip(Exception):
     pass
 
 
-def run(cmd, env=None):
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+def run(cmd, env=None, timeout=None, **kw):
+    """A hang past `timeout` is killed and reported as exit status -999."""
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           timeout=timeout, **kw)
+    except subprocess.TimeoutExpired as e:
+        return -999, "", "timed out after %s s: %s" % (timeout, (e.stderr or b"").decode())
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 
 
@@ -532,6 +544,399 @@ def test_at(cfiprof, env, tmp):
         c.check(rc == 0 and out.split()[1:] == ["undef"], "--at 0: %r" % out)
 
 
+# ---- files that cannot be turned against root ------------------------------
+
+# Everything here waits with a timeout: a hang must fail, not hold the suite.
+HANG = 60
+NOBODY = 65534
+
+
+def need_root():
+    if os.geteuid() != 0:
+        raise Skip("needs root (chown to another user, BPF)")
+
+
+def test_input_fifo(cfiprof, env, tmp):
+    """A FIFO as input: refused at once, not waited on for a writer."""
+    if not wanted("input-fifo"):
+        return
+    with Case("input-fifo") as c:
+        fifo = os.path.join(tmp, "input.fifo")
+        os.mkfifo(fifo)
+        for sub in ("dump", "stats"):
+            rc, out, err = run([cfiprof, "cfi", sub, fifo], env, timeout=HANG)
+            one_line_error(c, rc, err, 1, fifo, "not a regular file")
+        c.check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO is gone")
+        os.unlink(fifo)
+
+
+def warnings_in(err):
+    return [l for l in err.splitlines() if "warning" in l]
+
+
+def cache_file_for(cache, bid):
+    return os.path.join(cache, "v1", bid + ".cfit")
+
+
+def test_cache_trust(cfiprof, env, tmp):
+    need_root()
+    if not os.path.exists(LIBC):
+        raise Skip(LIBC + " not found")
+    bid = build_id(LIBC)
+    if not bid:
+        raise Skip(LIBC + " has no build-id")
+    nodebug = os.path.join(tmp, "no-debug-files")
+    os.makedirs(nodebug, exist_ok=True)
+    rc, want, err = run([cfiprof, "cfi", "dump", "--no-cache", "--debug-dir", nodebug, LIBC], env)
+    if rc:
+        raise Skip("cfi dump --no-cache failed: " + err.strip())
+
+    def dump(cache, **kw):
+        return run([cfiprof, "cfi", "dump", "--cache-dir", cache, "--debug-dir", nodebug, LIBC],
+                   env, timeout=HANG, **kw)
+
+    def dump_warns_once(c, cache, reason):
+        """The right table, and one line on stderr: a warning saying why."""
+        rc, out, err = dump(cache)
+        c.check(rc == 0, "exit status %d: %r" % (rc, err))
+        c.check(out == want, "dump differs from the --no-cache dump")
+        w = warnings_in(err)
+        c.check(len(w) == 1 and len(err.splitlines()) == 1,
+                "expected one warning line, got: %r" % err)
+        c.check(any(reason in l for l in w), "warning does not say %r: %r" % (reason, err))
+
+    def refused_dir(name, prepare, reason):
+        """The cache dir is not ours: a symlink planted in it (DIR/v1 ->
+        victim, whose file is the one a store would replace) is not
+        followed, the table is compiled, one warning says why."""
+        if not wanted(name):
+            return
+        with Case(name) as c:
+            base = tempfile.mkdtemp(dir=tmp)
+            cache, victim = os.path.join(base, "cache"), os.path.join(base, "victim")
+            os.makedirs(victim)
+            os.makedirs(cache)
+            precious = cache_file_for(base, bid).replace("/v1/", "/victim/")
+            write(precious, b"precious")
+            os.symlink(victim, os.path.join(cache, "v1"))
+            prepare(cache)
+            dump_warns_once(c, cache, reason)
+            with open(precious, "rb") as f:
+                c.check(f.read() == b"precious", "the file behind the symlink was overwritten")
+            c.check(os.listdir(victim) == [os.path.basename(precious)],
+                    "written behind the symlink: %s" % os.listdir(victim))
+
+    refused_dir("cache-foreign-dir-symlink-not-followed",
+                lambda d: os.chown(d, NOBODY, NOBODY), "owned by uid %d" % NOBODY)
+    refused_dir("cache-world-writable-dir-refused",
+                lambda d: os.chmod(d, 0o1777), "writable by others")
+    refused_dir("cache-symlinked-v1-not-followed", lambda d: os.chmod(d, 0o700),
+                "symbolic link")
+
+    if wanted("cache-modes-umask-0"):
+        with Case("cache-modes-umask-0") as c:
+            cache = os.path.join(tempfile.mkdtemp(dir=tmp), "new", "cache")
+            rc, out, err = dump(cache, preexec_fn=lambda: os.umask(0))
+            c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
+            for path, mode in [(cache, 0o700), (os.path.join(cache, "v1"), 0o700),
+                               (cache_file_for(cache, bid), 0o600)]:
+                if c.check(os.path.exists(path), "%s not created" % path):
+                    m = stat.S_IMODE(os.stat(path).st_mode)
+                    c.check(m == mode, "%s: mode %04o, expected %04o" % (path, m, mode))
+
+    def planted_file(name, prepare, reason):
+        """Another object's valid table under libc's key (anyone who can
+        write the file can make one: the CRC covers the table only), owned
+        by someone else or writable by all: not loaded, compiled and
+        replaced by our own file, one warning."""
+        if not wanted(name):
+            return
+        with Case(name) as c:
+            small = os.path.join(tmp, "small")
+            if not os.path.exists(small):
+                small = compile_c(tmp, "small", SMALL_C, "-O2")
+            sbid = build_id(small)
+            if not sbid:
+                raise Skip("the compiler made no build-id")
+            cache = tempfile.mkdtemp(dir=tmp)
+            rc, _, err = run([cfiprof, "cfi", "dump", "--cache-dir", cache, small], env)
+            if not c.check(rc == 0, "caching the small program failed: %r" % err):
+                return
+            with open(cache_file_for(cache, sbid), "rb") as f:
+                data = bytearray(f.read())
+            os.unlink(cache_file_for(cache, sbid))
+            # magic[8] version[4] crc[4] size[8], then key[160] (cache.c).
+            data[24:24 + 160] = bid.encode().ljust(160, b"\0")
+            path = write(cache_file_for(cache, bid), bytes(data))
+            prepare(path)
+            # A dump that differs is the planted table, used.
+            dump_warns_once(c, cache, reason)
+            st = os.lstat(path)
+            c.check(stat.S_ISREG(st.st_mode) and st.st_uid == 0 and
+                    stat.S_IMODE(st.st_mode) == 0o600,
+                    "not replaced by a file of root's, 0600: uid %d mode %o" %
+                    (st.st_uid, st.st_mode))
+
+    planted_file("cache-foreign-file-not-loaded",
+                 lambda p: os.chown(p, NOBODY, NOBODY), "owned by uid %d" % NOBODY)
+    planted_file("cache-world-writable-file-not-loaded",
+                 lambda p: os.chmod(p, 0o666), "writable by others")
+
+
+def test_empty_cache_dir(cfiprof, env, tmp):
+    """"" as the cache directory would put it at /v1: a usage error."""
+    empty_env = dict(env, CFIPROF_CACHE_DIR="")
+    cases = [
+        ("cache-dir-empty-stats", ["cfi", "stats", "--cache-dir", "", "/bin/true"], env,
+         "--cache-dir"),
+        ("cache-dir-empty-env-stats", ["cfi", "stats", "/bin/true"], empty_env,
+         "CFIPROF_CACHE_DIR"),
+        ("cache-dir-empty-dump", ["cfi", "dump", "--cache-dir", "", "/bin/true"], env,
+         "--cache-dir"),
+        ("cache-dir-empty-env-dump", ["cfi", "dump", "/bin/true"], empty_env,
+         "CFIPROF_CACHE_DIR"),
+        ("cache-dir-empty-record", ["record", "--cache-dir", "", "-d", "30", "--", "true"], env,
+         "--cache-dir"),
+        ("cache-dir-empty-env-record", ["record", "-d", "30", "--", "true"], empty_env,
+         "CFIPROF_CACHE_DIR"),
+    ]
+    for name, args, e, needle in cases:
+        if not wanted(name):
+            continue
+        with Case(name) as c:
+            rc, out, err = run([cfiprof] + args, e, timeout=HANG, cwd=tmp)
+            one_line_error(c, rc, err, 2, needle, "empty")
+            c.check(out == "", "printed to stdout: %r" % out[:200])
+    if wanted("cache-dir-empty-env-no-cache"):
+        with Case("cache-dir-empty-env-no-cache") as c:
+            # --no-cache: the variable is not used, so not wrong either.
+            rc, out, err = run([cfiprof, "cfi", "dump", "--no-cache", "/bin/true"], empty_env,
+                               timeout=HANG)
+            c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
+
+
+def is_gzip(data):
+    try:
+        gzip.decompress(data)
+        return data[:2] == b"\x1f\x8b"
+    except (OSError, EOFError):
+        return False
+
+
+def is_folded(text):
+    lines = text.splitlines()
+    return bool(lines) and all(re.fullmatch(r"\S.* \d+", l) for l in lines)
+
+
+def test_output(cfiprof, env, tmp):
+    """-o of record and stat."""
+    need_root()
+    out_dir = tempfile.mkdtemp(prefix="output-", dir=tmp)
+    # CPU for the samples of the folded cases.
+    busy = ["sh", "-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done"]
+
+    def record(args, **kw):
+        return run([cfiprof, "record", "-F", "999"] + args, env, timeout=HANG, cwd=out_dir,
+                   **kw)
+
+    def cfistat(args, **kw):
+        return run([cfiprof, "stat", "-e", "task-clock"] + args, env, timeout=HANG,
+                   cwd=out_dir, **kw)
+
+    if wanted("output-refused-before-work"):
+        with Case("output-refused-before-work") as c:
+            marker = os.path.join(out_dir, "started")
+            work = ["--", "sh", "-c", "touch %s; exec sleep 60" % marker]
+            a_dir = tempfile.mkdtemp(dir=out_dir)
+            bad = [(a_dir, "directory"), ("", "empty"), ("/proc/version", "/proc"),
+                   (os.path.join(out_dir, "x" * 300), "too long")]
+            for path, why in bad:
+                for what, cmd in (("record", lambda o: record(["-d", "30", "-o", o] + work)),
+                                  ("stat", lambda o: cfistat(["--duration", "30", "-o", o] + work))):
+                    rc, out, err = cmd(path)
+                    if VERBOSE:
+                        print("      %s -o %r: rc=%d %r" % (what, path[:40], rc, err))
+                    c.check(rc == 1, "%s -o %r: exit status %d: %r" % (what, path[:40], rc, err))
+                    lines = err.splitlines()
+                    c.check(len(lines) == 1 and lines[0].startswith("cfiprof") and why in lines[0],
+                            "%s -o %r: expected one line saying %r: %r" % (what, path[:40], why, err))
+                    c.check(not os.path.exists(marker),
+                            "%s -o %r: the command ran before the output was refused" %
+                            (what, path[:40]))
+                    c.check("sampling" not in err, "%s recorded first: %r" % (what, err))
+                    if os.path.exists(marker):
+                        os.unlink(marker)
+            c.check(os.listdir(a_dir) == [], "left in the directory: %s" % os.listdir(a_dir))
+
+    if wanted("output-char-device"):
+        with Case("output-char-device") as c:
+            # A node of /dev/null's numbers: the real one is never at risk.
+            null = os.path.join(out_dir, "null")
+            os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            for what, (rc, out, err) in (("record", record(["-q", "-o", null, "--", "true"])),
+                                         ("stat", cfistat(["-o", null, "--", "true"]))):
+                c.check(rc == 0, "%s -o null: exit status %d: %r" % (what, rc, err))
+                st = os.lstat(null)
+                c.check(stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3),
+                        "%s replaced the device" % what)
+            os.unlink(null)
+
+    if wanted("output-fifo"):
+        with Case("output-fifo") as c:
+            fifo = os.path.join(out_dir, "fifo")
+            os.mkfifo(fifo)
+            for what, cmd, ok in (
+                    ("record", lambda: record(["-q", "-o", fifo, "--", "true"]), is_gzip),
+                    ("stat", lambda: cfistat(["-o", fifo, "--", "true"]),
+                     lambda b: b"task-clock" in b)):
+                reader = subprocess.Popen(["cat", fifo], stdout=subprocess.PIPE)
+                rc, out, err = cmd()
+                c.check(rc == 0, "%s -o fifo: exit status %d: %r" % (what, rc, err))
+                try:
+                    got, _ = reader.communicate(timeout=HANG if rc == 0 else 1)
+                except subprocess.TimeoutExpired:
+                    reader.kill()
+                    got, _ = reader.communicate()
+                c.check(ok(got), "%s: the reader got %r" % (what, got[:100]))
+                c.check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "%s replaced the FIFO" % what)
+                if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+                    os.unlink(fifo)
+                    os.mkfifo(fifo)
+            os.unlink(fifo)
+
+    if wanted("output-symlink"):
+        with Case("output-symlink") as c:
+            sub = tempfile.mkdtemp(dir=out_dir)
+            target, link = os.path.join(sub, "target"), os.path.join(out_dir, "link")
+            os.symlink(os.path.relpath(target, out_dir), link)
+            for what, cmd, ok in (
+                    ("record", lambda: record(["-q", "-o", link, "--", "true"]), is_gzip),
+                    ("stat", lambda: cfistat(["-o", link, "--", "true"]),
+                     lambda b: b"task-clock" in b)):
+                write(target, b"old")
+                rc, out, err = cmd()
+                c.check(rc == 0, "%s -o link: exit status %d: %r" % (what, rc, err))
+                c.check(os.path.islink(link) and os.readlink(link) ==
+                        os.path.relpath(target, out_dir), "%s replaced the symlink" % what)
+                with open(target, "rb") as f:
+                    c.check(ok(f.read()), "%s did not write the target" % what)
+                c.check(sorted(os.listdir(sub)) == ["target"],
+                        "%s left %s" % (what, os.listdir(sub)))
+            os.unlink(link)
+            dangling = os.path.join(out_dir, "dangling")
+            os.symlink("nowhere", dangling)
+            rc, out, err = record(["-q", "-o", dangling, "--", "true"])
+            one_line_error(c, rc, err, 1, dangling, "dangling")
+            c.check(not os.path.exists(os.path.join(out_dir, "nowhere")), "created the target")
+            os.unlink(dangling)
+
+    if wanted("output-stdout"):
+        with Case("output-stdout") as c:
+            before = set(os.listdir(out_dir))
+            p = subprocess.run([cfiprof, "record", "-F", "999", "--format", "folded", "-o", "-",
+                                "--", "sh", "-c", "echo OUTMARK; exec " + " ".join(
+                                    "'%s'" % a for a in busy)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                               timeout=HANG, cwd=out_dir)
+            out, err = p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
+            c.check(p.returncode == 0, "record -o - --format folded: rc=%d %r" % (p.returncode, err))
+            c.check(is_folded(out), "stdout is not folded stacks: %r" % out[:300])
+            c.check("OUTMARK" not in out and "OUTMARK" in err,
+                    "the command's stdout is not on stderr")
+            c.check("written to stdout" in err and "top functions" in err,
+                    "no summary on stderr: %r" % err[:300])
+            p = subprocess.run([cfiprof, "record", "-o", "-", "--"] + busy,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                               timeout=HANG, cwd=out_dir)
+            c.check(p.returncode == 0 and is_gzip(p.stdout),
+                    "record -o -: rc=%d, stdout not gzip: %r" % (p.returncode, p.stdout[:40]))
+            rc, out, err = cfistat(["-o", "-", "--", "true"])
+            c.check(rc == 0 and "task-clock" in out and "task-clock" not in err,
+                    "stat -o -: rc=%d stdout %r stderr %r" % (rc, out[:200], err[:200]))
+            c.check(set(os.listdir(out_dir)) == before,
+                    "files made: %s" % (set(os.listdir(out_dir)) - before))
+
+    if wanted("output-mode-umask"):
+        with Case("output-mode-umask") as c:
+            for mask in (0o077, 0):
+                for what, cmd in (("record", record), ("stat", cfistat)):
+                    path = os.path.join(out_dir, "%s-%03o" % (what, mask))
+                    rc, out, err = cmd(["-o", path, "--", "true"],
+                                       preexec_fn=lambda m=mask: os.umask(m))
+                    c.check(rc == 0, "%s: rc=%d %r" % (what, rc, err))
+                    if c.check(os.path.exists(path), "%s: %s not written" % (what, path)):
+                        m = stat.S_IMODE(os.stat(path).st_mode)
+                        c.check(m == 0o644, "%s, umask %03o: mode %04o" % (what, mask, m))
+
+    def record_until(args, name, stop_after_banner):
+        """Runs record in the background; with stop_after_banner, sends
+        SIGINT once it samples.  Returns (exit status, stderr, whether it
+        ended on its own or on that SIGINT).  A record that hangs gets
+        SIGINT, then SIGKILL, so that the case fails instead of the suite."""
+        with open(os.path.join(out_dir, name + ".err"), "w+") as errf:
+            p = subprocess.Popen([cfiprof, "record"] + args, stdout=subprocess.DEVNULL,
+                                 stderr=errf, env=env, cwd=out_dir)
+            if stop_after_banner:
+                deadline = time.monotonic() + HANG
+                while time.monotonic() < deadline and p.poll() is None:
+                    errf.seek(0)
+                    if "sampling" in errf.read():
+                        break
+                    time.sleep(0.1)
+                p.send_signal(signal.SIGINT)
+            ended = True
+            try:
+                rc = p.wait(timeout=HANG)
+            except subprocess.TimeoutExpired:
+                ended = False
+                p.send_signal(signal.SIGINT)
+                try:
+                    rc = p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    rc = p.wait()
+            errf.seek(0)
+            return rc, errf.read(), ended
+
+    if wanted("record-cache-fifo"):
+        with Case("record-cache-fifo") as c:
+            # A FIFO at the very path the cache reads libc's table from:
+            # the table worker must not wait on it for a writer, which
+            # held record up at its end (and made SIGINT the only way out).
+            bid = build_id(LIBC)
+            if not bid:
+                raise Skip(LIBC + " has no build-id")
+            cache = tempfile.mkdtemp(dir=out_dir)
+            os.makedirs(os.path.join(cache, "v1"), mode=0o700)
+            fifo = cache_file_for(cache, bid)
+            profile = os.path.join(out_dir, "fifo-cache.pb.gz")
+            common = ["--unwind", "dwarf", "--cache-dir", cache, "-o", profile, "--", "sleep"]
+            for what, args, sigint in (("ending by itself", common + ["1"], False),
+                                       ("stopped by SIGINT", common + ["60"], True)):
+                if os.path.lexists(fifo):
+                    os.unlink(fifo)
+                os.mkfifo(fifo)
+                rc, err, ended = record_until(args, "fifo-cache", sigint)
+                c.check(ended, "%s: record hung" % what)
+                c.check(rc == 0, "%s: exit status %d: %r" % (what, rc, err))
+                c.check(os.path.isfile(profile), "%s: no profile written" % what)
+                c.check(stat.S_ISREG(os.lstat(fifo).st_mode), "%s: the FIFO was not replaced" % what)
+                if os.path.exists(profile):
+                    os.unlink(profile)
+
+    if wanted("record-untrusted-cache-warns-once"):
+        with Case("record-untrusted-cache-warns-once") as c:
+            cache = tempfile.mkdtemp(dir=out_dir)
+            os.chown(cache, NOBODY, NOBODY)
+            rc, out, err = record(["-q", "--unwind", "dwarf", "--cache-dir", cache, "-o",
+                                   os.path.join(out_dir, "untrusted.pb.gz"), "--", "true"])
+            c.check(rc == 0, "exit status %d: %r" % (rc, err))
+            w = warnings_in(err)
+            c.check(len(w) == 1 and "owned by uid %d" % NOBODY in w[0],
+                    "expected one warning: %r" % err)
+            c.check(os.listdir(cache) == [], "wrote into it: %s" % os.listdir(cache))
+
+
 def main():
     global VERBOSE
     args = sys.argv[1:]
@@ -555,7 +960,8 @@ def main():
         os.makedirs(env["CFIPROF_CACHE_DIR"])
         env["LC_ALL"] = "C"
         for t in [test_usage, test_bad_input, test_compressed, test_stats, test_at, test_cache,
-                  test_record_command]:
+                  test_record_command, test_input_fifo, test_cache_trust, test_empty_cache_dir,
+                  test_output]:
             try:
                 t(cfiprof, env, tmp)
             except Skip as e:

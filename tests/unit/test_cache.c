@@ -403,14 +403,16 @@ Test(cache, store_failure_is_a_miss)
 	struct cfi_table fresh, t;
 	struct cfi_get_info info;
 	struct cfi_error err = { { 0 } };
-	char v1[PATH_MAX], target[PATH_MAX];
+	char v1[PATH_MAX];
+	int fd;
 
-	/* DIR/v1 is a dangling symlink: loading finds nothing (ENOENT), and
-	 * the temporary file cannot be created. */
+	/* DIR/v1 is a regular file: loading finds nothing, and no
+	 * temporary file can be created. */
 	compile_fresh(&fresh);
 	snprintf(v1, sizeof(v1), "%s/v%u", tmpdir, CFI_TABLE_VERSION);
-	snprintf(target, sizeof(target), "%s/missing/dir", tmpdir);
-	cr_assert_eq(symlink(target, v1), 0);
+	fd = open(v1, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
 
 	cr_assert_eq(cfi_table_get(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s", err.msg);
 	cr_assert_eq(info.outcome, CFI_CACHE_MISS);
@@ -448,5 +450,308 @@ Test(cache, failed_rename_leaves_no_temp_file)
 	assert_same_blob(&t, &fresh, "uncached");
 	cfi_table_free(&t);
 	cr_assert_eq(entries_in_v1(tmpdir), 1);
+	cfi_table_free(&fresh);
+}
+
+/* ---- what is not ours is neither read, written nor followed ------------ */
+
+#define NOBODY 65534
+
+/* stderr into a file for the length of a test step, to count warnings. */
+struct captured {
+	int saved;
+	char path[PATH_MAX];
+};
+
+static void capture_begin(struct captured *c)
+{
+	int fd;
+
+	snprintf(c->path, sizeof(c->path), "%s/.stderr", tmpdir);
+	fd = open(c->path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	fflush(stderr);
+	c->saved = dup(STDERR_FILENO);
+	cr_assert(dup2(fd, STDERR_FILENO) == STDERR_FILENO);
+	close(fd);
+}
+
+/* Lines holding "warning", with the first in first (if not NULL). */
+static int capture_end(struct captured *c, char *first, size_t size)
+{
+	char line[1024];
+	FILE *f;
+	int n = 0;
+
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	f = fopen(c->path, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (!strstr(line, "warning"))
+			continue;
+		if (!n++ && first)
+			snprintf(first, size, "%s", line);
+	}
+	fclose(f);
+	unlink(c->path);
+	return n;
+}
+
+static int entries_in(const char *dir)
+{
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int n = 0;
+
+	cr_assert_not_null(dp, "%s: %s", dir, strerror(errno));
+	while ((d = readdir(dp)))
+		n += strcmp(d->d_name, ".") && strcmp(d->d_name, "..");
+	closedir(dp);
+	return n;
+}
+
+/* `dir` is not trusted: twice the table is compiled, never cached, one
+ * warning says why, and `victim` (where a symlink in it leads) stays
+ * empty. */
+static void expect_dir_refused(const char *dir, const char *victim, const char *reason)
+{
+	struct cfi_table fresh, t;
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	struct captured cap;
+	char first[1024] = "";
+
+	compile_fresh(&fresh);
+	capture_begin(&cap);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(cfi_table_get(&libc_elf, &opts, dir, &t, &info, &err), 0, "%s", err.msg);
+		cr_expect_eq(info.outcome, CFI_CACHE_REFUSED, "outcome %d", info.outcome);
+		assert_same_blob(&t, &fresh, "compiled");
+		cfi_table_free(&t);
+	}
+	cr_expect_eq(capture_end(&cap, first, sizeof(first)), 1, "not one warning");
+	cr_expect(strstr(first, reason), "the warning does not say '%s': %s", reason, first);
+	cr_expect(!strchr(first, '\n') || first[strlen(first) - 1] == '\n');
+	if (victim)
+		cr_expect_eq(entries_in(victim), 0, "%s: written through a symlink", victim);
+	cfi_table_free(&fresh);
+}
+
+/* tmpdir/NAME, owned by `uid` with `mode`, and NAME/v1 a symlink to
+ * tmpdir/victim: refused, and nothing written behind the symlink. */
+static void check_planted_dir(const char *name, uid_t uid, mode_t mode, const char *reason)
+{
+	char dir[PATH_MAX], victim[PATH_MAX], v1[PATH_MAX];
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	snprintf(v1, sizeof(v1), "%s/v%u", dir, CFI_TABLE_VERSION);
+	cr_assert(mkdir(dir, 0755) == 0 && mkdir(victim, 0700) == 0);
+	cr_assert(symlink(victim, v1) == 0);
+	cr_assert(chown(dir, uid, uid) == 0 && chmod(dir, mode) == 0);
+	expect_dir_refused(dir, victim, reason);
+}
+
+Test(cache, foreign_owned_dir_not_used)
+{
+	check_planted_dir("evil", NOBODY, 0755, "owned by uid 65534");
+}
+
+Test(cache, world_writable_dir_not_used)
+{
+	check_planted_dir("open", 0, 01777, "writable by others");
+}
+
+Test(cache, group_writable_dir_not_used)
+{
+	check_planted_dir("group", 0, 0770, "writable by others");
+}
+
+/* Our own directory, but v1 in it a symlink: not followed. */
+Test(cache, symlinked_v1_not_followed)
+{
+	check_planted_dir("own", 0, 0700, "symbolic link");
+}
+
+/* The cache directory itself a symlink; "DIR/" would follow it even
+ * with O_NOFOLLOW, were the slashes not dropped. */
+static void check_symlinked_dir(const char *suffix)
+{
+	char link[PATH_MAX], victim[PATH_MAX];
+
+	snprintf(victim, sizeof(victim), "%s/victim", tmpdir);
+	snprintf(link, sizeof(link), "%s/link", tmpdir);
+	cr_assert(mkdir(victim, 0700) == 0 && symlink(victim, link) == 0);
+	strcat(link, suffix);
+	expect_dir_refused(link, victim, "symbolic link");
+}
+
+Test(cache, symlinked_dir_not_followed) { check_symlinked_dir(""); }
+Test(cache, symlinked_dir_slash_not_followed) { check_symlinked_dir("//"); }
+
+/* Another object's valid table (header, key and CRC all right: anyone
+ * who can write a file can make one) stored under libc's key. */
+static void plant_other_table(const char *key, const char *path)
+{
+	struct cfi_elf other;
+	struct cfi_compile_stats st;
+	struct cfi_table t;
+	struct cfi_error err = { { 0 } };
+	char odir[PATH_MAX], opath[PATH_MAX];
+
+	cr_assert_eq(cfi_elf_open_path(&other, "/bin/true", &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_compile(&other, &opts, &t, &st, &err), 0, "%s", err.msg);
+	snprintf(odir, sizeof(odir), "%s/other", tmpdir);
+	cr_assert_eq(cfi_cache_store(odir, key, &t, &err), 0, "%s", err.msg);
+	file_of(odir, key, opath, sizeof(opath));
+	cr_assert(rename(opath, path) == 0, "%s: %s", path, strerror(errno));
+	cfi_table_free(&t);
+	cfi_elf_close(&other);
+}
+
+/* The planted file at `path` is not loaded: libc's own table is compiled
+ * and replaces it (a regular file, root's, 0600), with one warning. */
+static void expect_file_refused(const char *path, const char *reason)
+{
+	struct cfi_table fresh, t = { 0 };
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	struct captured cap;
+	char key[CFI_TABLE_KEY_MAX], first[1024] = "";
+	struct stat st;
+
+	key_of(key, sizeof(key));
+	compile_fresh(&fresh);
+	cr_assert_eq(cfi_cache_load(tmpdir, key, &t, &err), -EPERM, "%s", err.msg);
+	cr_expect(strstr(err.msg, reason), "reason: %s", err.msg);
+	cr_assert_null(t.blob);
+
+	capture_begin(&cap);
+	cr_assert_eq(cfi_table_get(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s", err.msg);
+	cr_expect_eq(capture_end(&cap, first, sizeof(first)), 1, "not one warning");
+	cr_expect(strstr(first, reason), "the warning does not say '%s': %s", reason, first);
+	cr_expect_eq(info.outcome, CFI_CACHE_REPLACED, "outcome %d", info.outcome);
+	assert_same_blob(&t, &fresh, "compiled");
+	cfi_table_free(&t);
+
+	cr_assert(lstat(path, &st) == 0);
+	cr_expect(S_ISREG(st.st_mode) && st.st_uid == 0 && (st.st_mode & 07777) == 0600,
+		  "not replaced by a file of our own: uid %u mode %o", st.st_uid, st.st_mode);
+	cr_assert_eq(cfi_table_get(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s", err.msg);
+	cr_expect_eq(info.outcome, CFI_CACHE_HIT);
+	assert_same_blob(&t, &fresh, "cached");
+	cfi_table_free(&t);
+	cfi_table_free(&fresh);
+}
+
+static void cache_file(char *path, size_t size)
+{
+	char key[CFI_TABLE_KEY_MAX], v1[PATH_MAX];
+
+	key_of(key, sizeof(key));
+	snprintf(v1, sizeof(v1), "%s/v%u", tmpdir, CFI_TABLE_VERSION);
+	cr_assert(mkdir(v1, 0700) == 0);
+	file_of(tmpdir, key, path, size);
+}
+
+Test(cache, foreign_owned_file_not_loaded)
+{
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX];
+
+	key_of(key, sizeof(key));
+	cache_file(path, sizeof(path));
+	plant_other_table(key, path);
+	cr_assert(chown(path, NOBODY, NOBODY) == 0 && chmod(path, 0644) == 0);
+	expect_file_refused(path, "owned by uid 65534");
+}
+
+Test(cache, world_writable_file_not_loaded)
+{
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX];
+
+	key_of(key, sizeof(key));
+	cache_file(path, sizeof(path));
+	plant_other_table(key, path);
+	cr_assert(chmod(path, 0666) == 0);
+	expect_file_refused(path, "writable by others");
+}
+
+Test(cache, symlinked_file_not_loaded)
+{
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX], elsewhere[PATH_MAX];
+
+	key_of(key, sizeof(key));
+	cache_file(path, sizeof(path));
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere.cfit", tmpdir);
+	plant_other_table(key, elsewhere);
+	cr_assert(symlink(elsewhere, path) == 0);
+	expect_file_refused(path, "symbolic link");
+}
+
+/* A FIFO where the table would be read from: refused at once, not waited
+ * on (the timeout only turns a hang into a failure). */
+Test(cache, fifo_does_not_block, .timeout = 60)
+{
+	struct cfi_table fresh, t = { 0 };
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	char key[CFI_TABLE_KEY_MAX], path[PATH_MAX];
+	struct stat st;
+
+	key_of(key, sizeof(key));
+	cache_file(path, sizeof(path));
+	cr_assert(mkfifo(path, 0600) == 0);
+	cr_assert_eq(cfi_cache_load(tmpdir, key, &t, &err), -EBADMSG);
+	cr_expect(strstr(err.msg, "not a regular file"), "reason: %s", err.msg);
+
+	compile_fresh(&fresh);
+	cr_assert_eq(cfi_table_get(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s", err.msg);
+	cr_expect_eq(info.outcome, CFI_CACHE_REPLACED);
+	assert_same_blob(&t, &fresh, "compiled");
+	cr_assert(lstat(path, &st) == 0);
+	cr_expect(S_ISREG(st.st_mode), "the FIFO was not replaced");
+	cfi_table_free(&t);
+	cfi_table_free(&fresh);
+}
+
+/* What the cache creates is ours alone, whatever the umask. */
+Test(cache, created_modes_ignore_umask)
+{
+	struct cfi_table t;
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	char dir[PATH_MAX], v1[PATH_MAX], key[CFI_TABLE_KEY_MAX], path[PATH_MAX];
+	struct stat st;
+
+	umask(0);
+	snprintf(dir, sizeof(dir), "%s/new/cache", tmpdir);
+	snprintf(v1, sizeof(v1), "%s/v%u", dir, CFI_TABLE_VERSION);
+	key_of(key, sizeof(key));
+	file_of(dir, key, path, sizeof(path));
+	cr_assert_eq(cfi_table_get(&libc_elf, &opts, dir, &t, &info, &err), 0, "%s", err.msg);
+	cr_assert_eq(info.outcome, CFI_CACHE_MISS, "%s", info.store_error);
+	cfi_table_free(&t);
+	cr_assert(stat(dir, &st) == 0);
+	cr_expect_eq(st.st_mode & 07777, 0700, "%s: mode %o", dir, st.st_mode & 07777);
+	cr_assert(stat(v1, &st) == 0);
+	cr_expect_eq(st.st_mode & 07777, 0700, "%s: mode %o", v1, st.st_mode & 07777);
+	cr_assert(stat(path, &st) == 0);
+	cr_expect_eq(st.st_mode & 07777, 0600, "%s: mode %o", path, st.st_mode & 07777);
+	umask(022);
+}
+
+/* "" would put the cache at /v1. */
+Test(cache, empty_dir_refused)
+{
+	struct cfi_table fresh;
+	struct cfi_error err = { { 0 } };
+	char key[CFI_TABLE_KEY_MAX];
+
+	compile_fresh(&fresh);
+	key_of(key, sizeof(key));
+	cr_expect_eq(cfi_cache_store("", key, &fresh, &err), -EINVAL);
+	cr_expect_neq(err.msg[0], 0);
 	cfi_table_free(&fresh);
 }
