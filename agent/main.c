@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/cli/args.h"
 #include "agent/cmd_cfi.h"
 #include "agent/record/record.h"
 #include "agent/stat/stat.h"
@@ -42,6 +43,14 @@ static void usage(FILE *f)
 		"Run 'cfiprof COMMAND --help' for a command's options.\n");
 }
 
+/* `cfiprof version` and `cfiprof help` take nothing more. */
+static int no_operands(int argc, char **argv)
+{
+	if (argc > 2)
+		return arg_invalid("cfiprof", argv[1], "'%s': takes no arguments", argv[2]);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	size_t i;
@@ -57,14 +66,17 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!strcmp(argv[1], "version") || !strcmp(argv[1], "--version")) {
+		if (no_operands(argc, argv))
+			return 2;
 		printf("cfiprof %s (CFI table format %u)\n", CFIPROF_VERSION, CFI_TABLE_VERSION);
 		return 0;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		if (no_operands(argc, argv))
+			return 2;
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "cfiprof: unknown command '%s'\n", argv[1]);
-	usage(stderr);
+	arg_invalid("cfiprof", NULL, "unknown command '%s' (see 'cfiprof --help')", argv[1]);
 	return 2;
 }

@@ -1,9 +1,7 @@
 #include "agent/cli/cfi_options.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "agent/unwind/cache.h"
@@ -46,18 +44,21 @@ static const struct option long_options[] = {
 static int handle_option(int key, char *arg, void *ctx)
 {
 	struct cfi_opts *o = ctx;
-	char *end;
 
 	switch (key) {
 	case OPT_CACHE: return arg_cache_dir(PROG, arg, &o->cache_dir);
 	case OPT_NOCACHE: o->cache_dir = NULL; break;
-	case OPT_DEBUG: o->debug_dir = arg; break;
 	case OPT_EH: o->eh_only = true; break;
+	case OPT_DEBUG:
+		if (!*arg)
+			return arg_invalid(PROG, "--debug-dir", "empty path");
+		o->debug_dir = arg;
+		break;
 	case OPT_AT:
-		errno = 0;
-		o->addr = strtoull(arg, &end, 16);
-		if (errno || !*arg || *end)
+		if (arg_address(arg, &o->addr))
 			return arg_invalid(PROG, "--at", "'%s' is not a hex address", arg);
+		if (strcmp(o->sub, "dump"))
+			return arg_invalid(PROG, "--at", "only cfi dump prints the row at an address");
 		o->have_addr = true;
 		break;
 	}
@@ -65,24 +66,23 @@ static int handle_option(int key, char *arg, void *ctx)
 }
 
 static const struct arg_parser parser = {
+	.prog = PROG,
 	/* No '+': the options may follow the FILE too. */
 	.shortopts = "h",
 	.longopts = long_options,
 	.handle = handle_option,
 	.usage = usage,
-	.no_usage_after_error = true,
 };
 
 int cfi_options_parse(int argc, char **argv, struct cfi_opts *o)
 {
+	const char *cmd;
 	char **files;
 	int ret;
 
 	*o = (struct cfi_opts){ .cache_dir = arg_default_cache_dir() };
-	if (argc < 2) {
-		usage(stderr);
-		return -EINVAL;
-	}
+	if (argc < 2)
+		return arg_invalid(PROG, NULL, "give a subcommand: dump or stats (see 'cfiprof cfi --help')");
 	o->sub = argv[1];
 	if (!strcmp(o->sub, "-h") || !strcmp(o->sub, "--help")) {
 		usage(stdout);
@@ -90,19 +90,20 @@ int cfi_options_parse(int argc, char **argv, struct cfi_opts *o)
 	}
 	if (strcmp(o->sub, "dump") && strcmp(o->sub, "stats"))
 		return arg_invalid(PROG, NULL, "unknown subcommand '%s' (expected dump or stats)", o->sub);
-	/* The options follow the subcommand: parsed from there on, with
-	 * the program's name in front, which getopt's messages start with
-	 * (main does the same for the command). */
+	/* The options follow the subcommand: parsed from there on, the
+	 * program's name in front where getopt skips it (main does the same
+	 * for the command). */
 	argv[1] = argv[0];
 	ret = args_parse(&parser, argc - 1, argv + 1, o, &files);
 	if (!ret)
 		ret = arg_check_cache_dir(PROG, o->cache_dir);
 	if (ret)
 		return ret;
-	if (!files || files[1]) {
-		fprintf(stderr, PROG " %s: expected exactly one FILE\n", o->sub);
-		return -EINVAL;
-	}
+	cmd = !strcmp(o->sub, "dump") ? PROG " dump" : PROG " stats";
+	if (!files || files[1])
+		return arg_invalid(cmd, NULL, "expected exactly one FILE");
+	if (!*files[0])
+		return arg_invalid(cmd, "FILE", "empty path");
 	o->file = files[0];
 	return 0;
 }

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "agent/unwind/cache.h"
 #include "agent/cli/args.h"
 #include "agent/perf/cpus.h"
+#include "agent/profile/profile_build.h"
 #include "agent/util/array.h"
 
 /* What every message of `cfiprof record` about its options starts with. */
@@ -104,18 +104,27 @@ struct parse_state {
 	size_t cap_keys, cap_vals;
 };
 
-/* KEY=VALUE, split in place: the strings stay argv's. */
+/* KEY=VALUE, split in place: the strings stay argv's.  A key is given
+ * once, and is none of the profile's own labels: pprof would show the
+ * sample with two values for it. */
 static int add_tag(struct parse_state *st, char *arg)
 {
 	struct record_opts *o = st->o;
 	char *eq = strchr(arg, '=');
+	int i;
 
-	if (!eq || eq == arg)
+	if (!eq || eq == arg || !eq[1])
 		return arg_invalid(PROG, "--tag", "'%s' is not KEY=VALUE", arg);
+	*eq = 0;
+	if (profile_label_is_own(arg))
+		return arg_invalid(PROG, "--tag", "'%s' is reserved: every sample has that label already",
+				   arg);
+	for (i = 0; i < o->ntags; i++)
+		if (!strcmp(o->tag_keys[i], arg))
+			return arg_invalid(PROG, "--tag", "'%s' given twice", arg);
 	if (array_reserve(&o->tag_keys, &st->cap_keys, (size_t)o->ntags + 1) ||
 	    array_reserve(&o->tag_vals, &st->cap_vals, (size_t)o->ntags + 1))
 		return -ENOMEM;
-	*eq = 0;
 	o->tag_keys[o->ntags] = arg;
 	o->tag_vals[o->ntags] = eq + 1;
 	o->ntags++;
@@ -130,16 +139,13 @@ static int handle_option(int key, char *arg, void *ctx)
 	long v;
 
 	switch (key) {
-	/* Taken as they are (-C is parsed once the others are known). */
+	/* Taken as they are. */
 	case 'a': o->all = true; break;
 	case 'o': o->output = arg; break;
-	case 'C': o->cpus = arg; break;
 	case 'q': o->quiet = true; break;
 	case OPT_KERNEL: o->kernel = true; break;
 	case OPT_STATS: o->stats = true; break;
 	case OPT_NOCACHE: o->cache_dir = NULL; break;
-	case OPT_DEBUG: o->debug_dir = arg; break;
-	case OPT_CGROUP: o->cgroup = arg; break;
 	case OPT_OFF_CPU: o->off.enabled = true; break;
 	case OPT_OFF_CPU_ONLY: o->off.enabled = o->off.only = true; break;
 	case OPT_OFF_CPU_PREEMPTED: o->off.preempted = true; break;
@@ -157,8 +163,24 @@ static int handle_option(int key, char *arg, void *ctx)
 		o->freq = (int)v;
 		break;
 	case 'd':
-		if (arg_seconds(arg, HUGE_VAL, &o->duration))
-			return arg_invalid(PROG, "-d", "'%s' is not a positive number of seconds", arg);
+		if (arg_seconds(arg, &o->duration))
+			return arg_invalid(PROG, "-d", "'%s' is not a number of seconds (decimal, above 0, "
+					   "at most %.0f)", arg, ARG_SECONDS_MAX);
+		break;
+	case 'C':
+		if (arg_cpu_set(arg, &o->cpu_set, err, sizeof(err)))
+			return arg_invalid(PROG, "-C", "%s", err);
+		o->cpus = arg;
+		break;
+	case OPT_DEBUG:
+		if (!*arg)
+			return arg_invalid(PROG, "--debug-dir", "empty path");
+		o->debug_dir = arg;
+		break;
+	case OPT_CGROUP:
+		if (!*arg)
+			return arg_invalid(PROG, "--cgroup", "empty path");
+		o->cgroup = arg;
 		break;
 	case OPT_FORMAT:
 		if (!strcmp(arg, "pprof"))
@@ -202,6 +224,7 @@ static int handle_option(int key, char *arg, void *ctx)
 }
 
 static const struct arg_parser parser = {
+	.prog = PROG,
 	/* '+': stop at the first operand, so CMD's own options stay its own. */
 	.shortopts = "+p:aF:d:o:C:qh",
 	.longopts = long_options,
@@ -221,17 +244,6 @@ static int check_options(struct record_opts *o)
 	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers))
 		return arg_invalid(PROG, NULL, "--off-cpu-min, --off-cpu-preempted and --wakers "
 				   "need --off-cpu or --off-cpu-only");
-	return 0;
-}
-
-/* -C as a bitmap of every possible CPU, as the perf sampler takes it. */
-static int parse_cpu_set(struct record_opts *o)
-{
-	char err[512] = "";
-
-	o->cpu_set = calloc((size_t)o->ncpus, sizeof(*o->cpu_set));
-	if (!o->cpu_set || cpu_list_parse(o->cpus, o->cpu_set, o->ncpus, err, sizeof(err)))
-		return arg_invalid(PROG, "-C", "%s", err);
 	return 0;
 }
 
@@ -257,8 +269,9 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
 		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
+	/* -C's bitmap (arg_cpu_set) has this size too. */
 	o->ncpus = cpu_count_possible();
-	return o->cpus ? parse_cpu_set(o) : 0;
+	return 0;
 }
 
 void record_opts_free(struct record_opts *o)

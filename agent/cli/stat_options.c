@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "agent/cli/args.h"
-#include "agent/perf/cpus.h"
 
 static void usage(FILE *f)
 {
@@ -95,10 +94,9 @@ static int handle_option(int key, char *arg, void *ctx)
 	char err[512];
 
 	switch (key) {
-	/* Taken as they are (-C is parsed once the others are known). */
+	/* Taken as they are. */
 	case 'a': o->all_cpus = true; break;
 	case 'A': o->per_cpu = true; break;
-	case 'C': o->cpu_list = arg; break;
 	case 'i': o->no_inherit = true; break;
 	case 'j': o->format = STAT_JSON; break;
 	case 'o': o->output = arg; break;
@@ -112,6 +110,11 @@ static int handle_option(int key, char *arg, void *ctx)
 	case 'p':
 		if (arg_pid_list(arg, &o->pids, &o->npids, err, sizeof(err)))
 			return arg_invalid(STAT_PROG, "-p", "%s", err);
+		break;
+	case 'C':
+		if (arg_cpu_set(arg, &o->cpus, err, sizeof(err)))
+			return arg_invalid(STAT_PROG, "-C", "%s", err);
+		o->cpu_list = arg;
 		break;
 	case 'G':
 		if (!*arg)
@@ -130,15 +133,16 @@ static int handle_option(int key, char *arg, void *ctx)
 					   "'%s' is not a number of milliseconds (10-86400000)", arg);
 		break;
 	case OPT_DURATION:
-		if (arg_seconds(arg, 1e9, &o->duration))
-			return arg_invalid(STAT_PROG, "--duration",
-					   "'%s' is not a positive number of seconds", arg);
+		if (arg_seconds(arg, &o->duration))
+			return arg_invalid(STAT_PROG, "--duration", "'%s' is not a number of seconds "
+					   "(decimal, above 0, at most %.0f)", arg, ARG_SECONDS_MAX);
 		break;
 	}
 	return 0;
 }
 
 static const struct arg_parser parser = {
+	.prog = STAT_PROG,
 	.shortopts = "+e:p:aC:G:I:x:jAo:ivh",
 	.longopts = long_options,
 	.handle = handle_option,
@@ -165,20 +169,6 @@ static int check_options(struct stat_opts *o, bool csv)
 	return 0;
 }
 
-/* -C as a bitmap of every possible CPU: targets.c takes it so. */
-static int parse_cpu_list(struct stat_opts *o)
-{
-	int ncpus = cpu_count_possible();
-	char err[512];
-
-	o->cpus = calloc((size_t)ncpus, sizeof(*o->cpus));
-	if (!o->cpus)
-		return -ENOMEM;
-	if (cpu_list_parse(o->cpu_list, o->cpus, ncpus, err, sizeof(err)))
-		return arg_invalid(STAT_PROG, "-C", "%s", err);
-	return 0;
-}
-
 int stat_options_parse(int argc, char **argv, struct stat_opts *o)
 {
 	struct parse_state st = { .o = o };
@@ -188,8 +178,6 @@ int stat_options_parse(int argc, char **argv, struct stat_opts *o)
 	ret = args_parse(&parser, argc, argv, &st, &o->cmd);
 	if (!ret)
 		ret = check_options(o, st.csv);
-	if (!ret && o->cpu_list)
-		ret = parse_cpu_list(o);
 	return ret;
 }
 

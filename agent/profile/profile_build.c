@@ -215,6 +215,20 @@ static void set_types(struct built_profile *b, const struct profile_opts *o)
 	}
 }
 
+/* The labels the loop in profile_build gives every sample (or, for the
+ * last two, those of containers and cgroups): keep the two in step. */
+static const char *const own_labels[] = { "pid", "tid", "comm", "walk_end", "container_id", "cgroup" };
+
+bool profile_label_is_own(const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(own_labels) / sizeof(own_labels[0]); i++)
+		if (!strcmp(key, own_labels[i]))
+			return true;
+	return false;
+}
+
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {

@@ -46,4 +46,8 @@ void profile_built_free(struct built_profile *b);
 
 const char *walk_end_name(unsigned reason);
 
+/* Whether every sample gets a label named `key` from the profile itself
+ * (pid, tid, comm, ...): --tag may not add a second one. */
+bool profile_label_is_own(const char *key);
+
 #endif

@@ -35,12 +35,24 @@ static bool all_digits(const char *s)
 	return *s && strspn(s, "0123456789") == strlen(s);
 }
 
+/* Whether units [from, to) hold a thread that units [0, from) hold. */
+static bool threads_met_before(const struct target_units *u, int from, int to)
+{
+	int i, j;
+
+	for (i = from; i < to; i++)
+		for (j = 0; j < from; j++)
+			if (u->v[j].cpu == -1 && u->v[j].pid == u->v[i].pid)
+				return true;
+	return false;
+}
+
 int targets_add_threads(struct target_units *u, int pid)
 {
 	char path[64];
 	struct dirent *de;
 	DIR *d;
-	int found = 0, ret = 0;
+	int found = 0, ret = 0, first = u->n;
 
 	snprintf(path, sizeof(path), "/proc/%d/task", pid);
 	d = opendir(path);
@@ -53,6 +65,11 @@ int targets_add_threads(struct target_units *u, int pid)
 		found++;
 	}
 	closedir(d);
+	/* /proc/TID/task lists TID's whole process: -p PID,TID (or PID
+	 * twice) names it again, and its threads would count twice.  Threads
+	 * born since the first listing are counted there too, by inherit. */
+	if (!ret && threads_met_before(u, first, u->n))
+		u->n = first;
 	return ret ? ret : found ? 0 : -ESRCH;
 }
 

@@ -22,8 +22,9 @@ struct target_units {
 /* Appends one unit.  0 or -ENOMEM. */
 int targets_add_unit(struct target_units *u, pid_t pid, int cpu);
 
-/* One unit per thread `pid` has now (/proc/PID/task).  -ESRCH when the
- * process does not exist. */
+/* One unit per thread `pid` has now (/proc/PID/task), none when the
+ * units hold the process already (-p PID,PID or PID,TID).  -ESRCH when
+ * the process does not exist. */
 int targets_add_threads(struct target_units *u, int pid);
 
 /* One unit per online CPU, or per CPU set in `only` (a bitmap of

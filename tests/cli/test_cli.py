@@ -31,10 +31,13 @@ import sys
 import tempfile
 import time
 
+from clicase import RESULTS, Case, Skip, script_args
+
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
 # case name -> the report it is waiting on
 KNOWN_BUGS = {}
+Case.known_bugs = KNOWN_BUGS
 
 SMALL_C = r"""
 #include <stdio.h>
@@ -69,12 +72,7 @@ void _start(void)
 """
 
 VERBOSE = False
-RESULTS = {"pass": 0, "fail": 0, "xfail": 0, "xpass": 0}
 ONLY = set()
-
-
-class Skip(Exception):
-    pass
 
 
 def run(cmd, env=None, timeout=None, **kw):
@@ -85,48 +83,6 @@ def run(cmd, env=None, timeout=None, **kw):
     except subprocess.TimeoutExpired as e:
         return -999, "", "timed out after %s s: %s" % (timeout, (e.stderr or b"").decode())
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-
-
-class Case:
-    """One named check; failures are collected, not raised, so that one
-    run shows every problem."""
-
-    def __init__(self, name):
-        self.name = name
-        self.problems = []
-
-    def check(self, cond, what):
-        if not cond:
-            self.problems.append(what)
-        return cond
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, et, ev, tb):
-        if et is Skip:
-            print("SKIP  %s: %s" % (self.name, ev))
-            return True
-        if et is not None:
-            self.problems.append("exception: %r" % (ev,))
-        known = KNOWN_BUGS.get(self.name)
-        if self.problems and known:
-            RESULTS["xfail"] += 1
-            print("XFAIL %s (known bug: %s)" % (self.name, known))
-            for p in self.problems:
-                print("      " + p)
-        elif self.problems:
-            RESULTS["fail"] += 1
-            print("FAIL  %s" % self.name)
-            for p in self.problems:
-                print("      " + p)
-        elif known:
-            RESULTS["xpass"] += 1
-            print("XPASS %s: fixed? remove it from KNOWN_BUGS" % self.name)
-        else:
-            RESULTS["pass"] += 1
-            print("ok    %s" % self.name)
-        return True
 
 
 def wanted(name):
@@ -380,7 +336,7 @@ def test_usage(cfiprof, env, tmp):
                     ["cfi", "dump", "--at", bad, "/bin/true"], "--at")
     usage_error(cfiprof, env, "unknown-option", ["cfi", "dump", "--bogus", "/bin/true"],
                 "bogus")
-    usage_error(cfiprof, env, "no-subcommand", ["cfi"], "usage", one_line=False)
+    usage_error(cfiprof, env, "no-subcommand", ["cfi"], "dump or stats")
     usage_error(cfiprof, env, "unknown-command", ["frobnicate"], "frobnicate", one_line=False)
     if wanted("help"):
         with Case("help") as c:
@@ -939,16 +895,8 @@ def test_output(cfiprof, env, tmp):
 
 def main():
     global VERBOSE
-    args = sys.argv[1:]
-    if "-v" in args:
-        VERBOSE = True
-        args.remove("-v")
-    if not args:
-        sys.exit(__doc__)
-    cfiprof = os.path.abspath(args[0])
-    if not os.access(cfiprof, os.X_OK):
-        sys.exit("test_cli.py: %s is not an executable" % cfiprof)
-    ONLY.update(args[1:])
+    cfiprof, VERBOSE, only = script_args(__doc__)
+    ONLY.update(only)
     if not shutil.which("readelf"):
         print("SKIP: readelf not found")
         sys.exit(77)
