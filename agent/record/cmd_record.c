@@ -14,6 +14,8 @@
  * recording or writing failed, 126 or 127 for a command that cannot be
  * run (found but not executable, not found: as a shell says), 2 for
  * usage errors.
+ * Ctrl-C (SIGINT, or SIGTERM) stops the recording and writes the profile;
+ * before sampling has begun it ends the run with no profile, status 0.
  */
 #include "agent/record/record.h"
 
@@ -34,14 +36,33 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+/* First thing: a Ctrl-C a few milliseconds after the start must stop the
+ * run, not kill it.  SA_RESTART: the setup's blocking calls (waitpid on
+ * -- CMD, reads of /proc) finish rather than fail with EINTR; the stop
+ * is seen between the steps, and the run loop's poll returns anyway.
+ * Unblocked: a mask inherited from the parent would hold Ctrl-C back. */
 static void catch_stop_signals(void)
 {
 	struct sigaction sa;
+	sigset_t stops;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
+	sigprocmask(SIG_UNBLOCK, &stops, NULL);
+}
+
+/* Stopped before sampling began: nothing to write, and nothing failed. */
+static int stopped_early(const struct record_opts *o)
+{
+	if (!o->quiet)
+		fprintf(stderr, "cfiprof: stopped before sampling began; no profile written\n");
+	return 0;
 }
 
 /* A command that cannot be run is told before the BPF programs load,
@@ -73,6 +94,7 @@ int cmd_record(int argc, char **argv)
 	uint64_t deadline = 0;
 	int ret, status = 1;
 
+	catch_stop_signals();
 	ret = record_parse_args(argc, argv, &o);
 	if (ret) {
 		record_opts_free(&o);
@@ -84,9 +106,12 @@ int cmd_record(int argc, char **argv)
 	}
 	if (engine_open(&e, &o) || report_open_output(&o, &output))
 		goto out;
-	catch_stop_signals();
-	if (engine_load(&e))
+	if (!stop_requested && engine_load(&e))
 		goto out;
+	if (stop_requested) {
+		status = stopped_early(&o);
+		goto out;
+	}
 	if (engine_start(&e)) {
 		/* -- CMD that ended before recording started: its status,
 		 * but never 0. */
