@@ -161,6 +161,7 @@ static int handle_option(int key, char *arg, void *ctx)
 		if (arg_long(arg, 1, 100000, &v))
 			return arg_invalid(PROG, "-F", "'%s' is not a rate in Hz (1-100000)", arg);
 		o->freq = (int)v;
+		o->freq_given = true;
 		break;
 	case 'd':
 		if (arg_seconds(arg, &o->duration))
@@ -209,9 +210,11 @@ static int handle_option(int key, char *arg, void *ctx)
 			return arg_invalid(PROG, "--unwind", "'%s' is not auto, dwarf or fp", arg);
 		break;
 	case OPT_TABLE_MEM:
-		if (arg_size(arg, &o->max_table_memory))
+		/* Below one page not even the smallest table fits: every
+		 * walk would fall back to frame pointers, silently. */
+		if (arg_size(arg, &o->max_table_memory) || o->max_table_memory < MAX_TABLE_MEMORY_MIN)
 			return arg_invalid(PROG, "--max-table-memory",
-					   "'%s' is not a size such as 64M or 1G", arg);
+					   "'%s' is not a size of at least 4K, such as 64M or 1G", arg);
 		break;
 	case OPT_OFF_CPU_MIN:
 		if (offcpu_parse_duration(arg, &o->off.min_ns))
@@ -244,6 +247,11 @@ static int check_options(struct record_opts *o)
 	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers))
 		return arg_invalid(PROG, NULL, "--off-cpu-min, --off-cpu-preempted and --wakers "
 				   "need --off-cpu or --off-cpu-only");
+	/* They shape on-CPU sampling, which --off-cpu-only does not do:
+	 * accepting them would let a user believe they did something. */
+	if (o->off.only && (o->freq_given || o->cpus))
+		return arg_invalid(PROG, NULL, "%s samples on-CPU stacks, which --off-cpu-only does not take",
+				   o->freq_given ? "-F" : "-C");
 	return 0;
 }
 

@@ -20,6 +20,7 @@ enum output_format { FORMAT_PPROF, FORMAT_FOLDED };
  * (see README), and BPF maps are charged to the agent's memory cgroup,
  * so the default must not be unbounded. */
 #define MAX_TABLE_MEMORY_DEFAULT (256ull << 20)
+#define MAX_TABLE_MEMORY_MIN 4096ull
 
 struct record_opts {
 	int *pids;                /* -p */
@@ -27,6 +28,7 @@ struct record_opts {
 	bool all;                 /* -a, or --cgroup alone */
 	char **cmd;               /* argv of the command to run, or NULL */
 	int freq;                 /* Hz per CPU */
+	bool freq_given;          /* -F was given */
 	double duration;          /* seconds, 0 = until stopped */
 	const char *output;
 	enum output_format format;

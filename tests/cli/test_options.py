@@ -56,6 +56,13 @@ USAGE_ERRORS = [
      ["--max-table-memory"]),
     ("record-table-memory-plus", ["record", "--max-table-memory", "+64M", "-p", NOPID],
      ["--max-table-memory"]),
+    ("record-table-memory-tiny", ["record", "--max-table-memory", "1", "-p", NOPID],
+     ["--max-table-memory", "at least 4K"]),
+    # --off-cpu-only samples no on-CPU stack: -F and -C would do nothing
+    ("record-off-cpu-only-F", ["record", "--off-cpu-only", "-F", "999", "-p", NOPID],
+     ["-F", "--off-cpu-only"]),
+    ("record-off-cpu-only-C", ["record", "--off-cpu-only", "-C", "0", "-p", NOPID],
+     ["-C", "--off-cpu-only"]),
     # pid lists: every item a process id
     ("record-p-empty-item", ["record", "-p", NOPID + ",," + NOPID], ["-p", "empty"]),
     ("record-p-trailing-comma", ["record", "-p", NOPID + ","], ["-p", "empty"]),
