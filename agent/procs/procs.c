@@ -302,9 +302,8 @@ int procs_scan(struct proc_registry *r, int pid)
 		bm[i].start = pm[i].start;
 		bm[i].end = pm[i].end;
 		bm[i].bias = pm[i].bias;
-		/* A table that cannot be built: frame-pointer steps, without
-		 * reporting misses nobody can satisfy. */
-		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
+		/* (Without a table manager no module has a table id.) */
+		bm[i].table_id = mod && r->mods->tables ? tables_walker_id(r->mods->tables, mod) : 0;
 		bm[i].module_id = mod ? mod->id : 0;
 	}
 	if (!p && !(p = procs_add(r, pid))) {

@@ -367,6 +367,16 @@ int tables_load_now(struct table_manager *tm, struct module *m)
 	return build_and_load(tm, m);
 }
 
+uint32_t tables_walker_id(struct table_manager *tm, const struct module *m)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&tm->lock);
+	id = m->table_state == TABLE_FAILED ? 0 : m->table_id;
+	pthread_mutex_unlock(&tm->lock);
+	return id;
+}
+
 void tables_ref(struct table_manager *tm, struct module *m)
 {
 	if (!m->table_id)
