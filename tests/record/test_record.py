@@ -8,6 +8,10 @@ usage: test_record.py CASE     run one case (meson registers one test each)
 Paths come from the environment (tests/record/meson.build sets them):
 CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, READELF, NM, TASKSET and
 PPROF (Google's pprof, built by tests/output; unset when Go is missing).
+REC_AGENT, when set, is the cfiprof to test instead of CFIPROF (and
+REC_AGENT_CACHE_DIR its table cache): tools/test.sh runs cases with the
+agent of a sanitizer build (build-asan, build-tsan) against this build's
+fixtures, which must stay unsanitized gcc builds.
 
 Most cases run a fixture under `cfiprof record`, take the samples whose
 last frame is the fixture's leaf and require the exact call chain, from
@@ -30,8 +34,9 @@ import sys
 import tempfile
 import time
 
-CFIPROF = os.environ.get("CFIPROF", "")
-CACHE = os.environ.get("REC_CACHE_DIR", "")
+CFIPROF = os.environ.get("REC_AGENT") or os.environ.get("CFIPROF", "")
+CACHE = (os.environ.get("REC_AGENT_CACHE_DIR") if os.environ.get("REC_AGENT")
+         else None) or os.environ.get("REC_CACHE_DIR", "")
 PPROF = os.environ.get("PPROF", "")
 READELF = os.environ.get("READELF", "readelf")
 NM = os.environ.get("NM", "nm")
