@@ -370,9 +370,12 @@ void procs_free(struct proc_registry *r)
 	sym_table_free(&r->index);
 	free(r->due);
 	free(r->exited);
+	free(r->gone);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;
+	r->gone = NULL;
+	r->ngone = r->cap_gone = 0;
 	r->cap = r->count = 0;
 	r->ndue = r->cap_due = 0;
 	r->exited_head = r->nexited = r->cap_exited = 0;

@@ -148,15 +148,15 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 {
 	struct sym_addr *v = malloc((total_frames + 1) * sizeof(*v));
 	struct sym_frame sf[MAX_INLINE];
+	const struct stack *s;
 	uint64_t n = 0, i;
-	uint32_t k, j;
+	size_t pos;
+	uint32_t j;
 
 	if (!v)
 		return;
-	for (k = 0; k < a->n; k++) {
-		const struct stack *s = a->stacks[k];
-
-		for (j = 0; j < s->nframes; j++) {
+	for (pos = 0; (s = stack_agg_next(a, &pos));) {
+		for (j = 0; j < s->nframes && n < total_frames; j++) {
 			const struct frame_ref *f = &s->frames[j];
 			const struct frame_mapping *fm;
 
@@ -218,7 +218,7 @@ static void set_types(struct built_profile *b, const struct profile_opts *o)
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {
-	uint64_t total_frames = 0, nlabels;
+	uint64_t total_frames = 0, nstacks = 0, nlabels;
 	struct sym_table loc_index = { 0 };
 	struct frame_ref *loc_made_from = NULL;
 	uint32_t nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
@@ -230,23 +230,27 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
+	sym_intern_init(&b->comms, &b->comm_arena);
 	set_types(b, o);
-	for (i = 0; i < a->n; i++)
-		total_frames += a->stacks[i]->nframes;
+	for (pos = 0; (s = stack_agg_next(a, &pos)); nstacks++)
+		total_frames += s->nframes;
+	if (nstacks != stack_agg_count(a) || nstacks > UINT32_MAX - 1)
+		goto out;   /* a sealed block could not be read: no memory */
 	if (sym)
 		symbolize_by_module(a, sym, total_frames);
+	/* Indexed by location: as many as frames at most, but seldom near
+	 * that; calloc leaves the pages never written unmapped. */
 	loc_made_from = calloc(total_frames + 1, sizeof(*loc_made_from));
 	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
-	b->samples = calloc(a->n + 1, sizeof(*b->samples));
-	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
+	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
+	nlabels = (nstacks + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(a->nframe_mappings + 1, sizeof(*b->mappings));
 	profile_mapping_of = calloc(a->nframe_mappings + 1, sizeof(*profile_mapping_of));
 	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
-	    !b->mappings || !profile_mapping_of || !frame_start ||
-	    sym_table_reserve(&loc_index, total_frames))
+	    !b->mappings || !profile_mapping_of || !frame_start)
 		goto out;
 
 	/* pprof takes the first mapping for the main binary: executables
@@ -269,9 +273,12 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	}
 
 	for (pos = 0; (s = stack_agg_next(a, &pos));) {
+		const char *comm = sym_intern_n(&b->comms, s->comm, strnlen(s->comm, sizeof(s->comm)));
 		struct prof_sample *ps;
 		struct prof_label *lab;
 
+		if (!comm || ns == nstacks)
+			goto out;
 		ps = &b->samples[ns++];
 		ps->locs = &b->locs[locs_used];
 		ps->nlocs = s->nframes;
@@ -309,11 +316,11 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			ps->values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
 		if (b->type_woken_by >= 0)
 			ps->values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
-		ps->comm = s->comm;
+		ps->comm = comm;
 		lab = &b->labels[nl];
 		lab[0] = (struct prof_label){ .key = "pid", .num = s->pid };
 		lab[1] = (struct prof_label){ .key = "tid", .num = s->tid };
-		lab[2] = (struct prof_label){ .key = "comm", .str = s->comm };
+		lab[2] = (struct prof_label){ .key = "comm", .str = comm };
 		lab[3] = (struct prof_label){ .key = "walk_end", .str = walk_end_name(s->end_reason) };
 		ps->nlabels = 4;
 		if (s->container_id)
@@ -364,5 +371,7 @@ void profile_built_free(struct built_profile *b)
 	free(b->samples);
 	free(b->labels);
 	free(b->locs);
+	sym_intern_free(&b->comms);
+	sym_arena_free(&b->comm_arena);
 	memset(b, 0, sizeof(*b));
 }

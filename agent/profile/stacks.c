@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "agent/util/array.h"
 #include "symbolize/intern.h"
@@ -10,6 +11,22 @@
 /* The index starts with room for this many stacks: profiles have
  * hundreds. */
 #define STACKS_FIRST 512
+
+/* Sealed stacks are deflated this many bytes at a time: a few thousand
+ * stacks, enough for zlib to find what the stacks of one program share. */
+#define SEAL_BLOCK (64 * 1024)
+
+/* stack_agg_next's position once past the index: this bit, the block
+ * (bits 32..62) and the offset in it (bits 0..31). */
+#define POS_SEALED ((size_t)1 << 63)
+
+struct stack_cursor {
+	unsigned char *raw;        /* sealed block `block`, inflated */
+	size_t cap_raw;
+	uint32_t block;            /* UINT32_MAX: none yet */
+	struct stack *s;           /* the stack last decoded */
+	uint32_t cap_frames;
+};
 
 uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct code_mapping *m)
 {
@@ -42,14 +59,15 @@ struct stack_key {
 	uint32_t n;
 };
 
-static uint64_t hash_stack(const struct stack_key *k)
+/* The hash of a sample with the labels `container_id` and `cgroup`
+ * (interned: the pointers stand for the strings). */
+static uint64_t hash_stack(const struct stack_key *k, const char *container_id, const char *cgroup)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)k->pid << 32 | k->tid);
 	uint32_t i;
 
-	/* Interned: the pointers stand for the strings. */
-	h ^= (uintptr_t)k->a->cur_container_id * 0x9e3779b97f4a7c15ull;
-	h ^= (uintptr_t)k->a->cur_cgroup * 0xc2b2ae3d27d4eb4full;
+	h ^= (uintptr_t)container_id * 0x9e3779b97f4a7c15ull;
+	h ^= (uintptr_t)cgroup * 0xc2b2ae3d27d4eb4full;
 
 	h = (h ^ k->end_reason) * 0x100000001b3ull;
 	for (i = 0; i < 16 && k->comm[i]; i++)
@@ -60,6 +78,13 @@ static uint64_t hash_stack(const struct stack_key *k)
 		h ^= h >> 31;
 	}
 	return h;
+}
+
+static uint64_t hash_of(const struct stack_agg *a, const struct stack *s)
+{
+	struct stack_key k = { a, s->pid, s->tid, s->comm, s->end_reason, s->frames, s->nframes };
+
+	return hash_stack(&k, s->container_id, s->cgroup);
 }
 
 static bool stack_eq(void *ctx, int32_t id)
@@ -161,7 +186,7 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 		       uint32_t n, uint64_t weight)
 {
 	struct stack_key k = { a, pid, tid, comm, end_reason, frames, n };
-	uint64_t h = hash_stack(&k);
+	uint64_t h = hash_stack(&k, a->cur_container_id, a->cur_cgroup);
 	struct stack *s;
 	int32_t id;
 
@@ -180,16 +205,312 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 	return 0;
 }
 
+static void put_varint(unsigned char **w, uint64_t v)
+{
+	while (v >= 0x80) {
+		*(*w)++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*(*w)++ = (unsigned char)v;
+}
+
+static bool get_varint(const unsigned char **r, const unsigned char *end, uint64_t *v)
+{
+	unsigned shift = 0;
+
+	*v = 0;
+	while (*r < end && shift < 64) {
+		unsigned char c = *(*r)++;
+
+		*v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return true;
+		shift += 7;
+	}
+	return false;
+}
+
+/* A label's position in label_strs + 1, 0 for none. */
+static uint64_t label_code(const struct stack_agg *a, const char *v)
+{
+	uint32_t i;
+
+	for (i = 0; v && i < a->nlabel_strs; i++)
+		if (a->label_strs[i] == v)
+			return i + 1;
+	return 0;
+}
+
+/* Frame mappings are mostly small indexes; addresses are written as the
+ * difference from the frame before (zigzag), which is small within a
+ * module and within the kernel. */
+static uint64_t mapping_code(uint32_t m)
+{
+	return m == FRAME_KERNEL ? 1 : m == FRAME_MARK ? 2 : m ? (uint64_t)m + 2 : 0;
+}
+
+static uint32_t mapping_of_code(uint64_t c)
+{
+	return c == 1 ? FRAME_KERNEL : c == 2 ? FRAME_MARK : c ? (uint32_t)(c - 2) : 0;
+}
+
+/* Appends `s`, encoded, to the block being filled. */
+static int encode_stack(struct stack_agg *a, const struct stack *s)
+{
+	/* Every varint takes at most 10 bytes. */
+	size_t most = 16 + 10 * (7 + 2 * (size_t)s->nframes + 2 * STACK_KINDS) + sizeof(s->comm);
+	size_t comm_len = strnlen(s->comm, sizeof(s->comm));
+	uint64_t prev = 0;
+	unsigned char *w;
+	uint32_t i;
+
+	if (array_reserve_first(&a->fill, &a->cap_fill, a->nfill + most, SEAL_BLOCK + 4096))
+		return -ENOMEM;
+	w = a->fill + a->nfill;
+	put_varint(&w, s->pid);
+	put_varint(&w, s->tid);
+	*w++ = (unsigned char)comm_len;
+	memcpy(w, s->comm, comm_len);
+	w += comm_len;
+	*w++ = s->end_reason;
+	put_varint(&w, label_code(a, s->container_id));
+	put_varint(&w, label_code(a, s->cgroup));
+	put_varint(&w, s->nframes);
+	for (i = 0; i < s->nframes; i++) {
+		uint64_t d = s->frames[i].addr - prev;
+
+		put_varint(&w, mapping_code(s->frames[i].mapping));
+		put_varint(&w, (d << 1) ^ (uint64_t)-(int64_t)(d >> 63));
+		prev = s->frames[i].addr;
+	}
+	for (i = 0; i < STACK_KINDS; i++) {
+		put_varint(&w, s->count[i]);
+		put_varint(&w, s->weight[i]);
+	}
+	a->nfill = (size_t)(w - a->fill);
+	return 0;
+}
+
+/* Deflates the block being filled once it is full. */
+static int close_block(struct stack_agg *a)
+{
+	uLongf len = compressBound(a->nfill);
+	unsigned char *z;
+
+	if (a->nfill < SEAL_BLOCK)
+		return 0;
+	if (a->nsealed >= INT32_MAX ||
+	    array_reserve_first(&a->sealed, &a->cap_sealed, a->nsealed + 1, 16))
+		return -ENOMEM;
+	z = malloc(len);
+	if (!z || compress2(z, &len, a->fill, a->nfill, Z_BEST_SPEED) != Z_OK) {
+		free(z);
+		return -ENOMEM;
+	}
+	a->sealed[a->nsealed++] = (struct sealed_block){ realloc(z, len) ?: z, (uint32_t)len,
+							 (uint32_t)a->nfill };
+	a->nfill = 0;
+	return 0;
+}
+
+static int cmp_u32(const void *x, const void *y)
+{
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+int stack_agg_seal(struct stack_agg *a, const uint32_t *pids, uint32_t n)
+{
+	struct sym_table index = { 0 };
+	uint32_t *sorted, i, keep = 0;
+	bool sealed = false;
+	int err = 0;
+
+	if (!n || !a->n)
+		return 0;
+	if (!a->cursor) {
+		a->cursor = calloc(1, sizeof(*a->cursor));
+		if (!a->cursor)
+			return -ENOMEM;
+		a->cursor->block = UINT32_MAX;
+	}
+	sorted = malloc(n * sizeof(*sorted));
+	/* The new index is made before anything moves: once stacks are
+	 * sealed, there is no going back to the old one. */
+	if (!sorted || sym_table_reserve(&index, a->n < STACKS_FIRST ? STACKS_FIRST : a->n)) {
+		free(sorted);
+		sym_table_free(&index);
+		return -ENOMEM;
+	}
+	memcpy(sorted, pids, n * sizeof(*sorted));
+	qsort(sorted, n, sizeof(*sorted), cmp_u32);
+	for (i = 0; i < a->n; i++) {
+		struct stack *s = a->stacks[i];
+
+		if (!err && bsearch(&s->pid, sorted, n, sizeof(*sorted), cmp_u32) &&
+		    !(err = encode_stack(a, s))) {
+			free(s);
+			a->nsealed_stacks++;
+			sealed = true;
+			err = close_block(a);
+			continue;
+		}
+		a->stacks[keep++] = s;
+	}
+	free(sorted);
+	if (!sealed) {
+		sym_table_free(&index);
+		return err;
+	}
+	/* The live stacks in the order first seen: reserved above, so no
+	 * insert can fail. */
+	for (i = 0; i < keep; i++)
+		sym_table_insert(&index, hash_of(a, a->stacks[i]), (int32_t)i);
+	sym_table_free(&a->index);
+	a->index = index;
+	a->n = keep;
+	return err;
+}
+
+/* Decodes the stack at *r into the cursor's stack. */
+static const struct stack *decode_stack(const struct stack_agg *a, const unsigned char **r,
+					const unsigned char *end)
+{
+	struct stack_cursor *c = a->cursor;
+	uint64_t pid, tid, cid, cg, nframes, v, prev = 0;
+	unsigned comm_len;
+	struct stack *s;
+	uint32_t i;
+
+	if (!get_varint(r, end, &pid) || !get_varint(r, end, &tid) || *r >= end)
+		return NULL;
+	comm_len = *(*r)++;
+	if (comm_len >= sizeof(s->comm) || end - *r < comm_len + 1)
+		return NULL;
+	{
+		const unsigned char *comm = *r;
+		unsigned char end_reason;
+
+		*r += comm_len;
+		end_reason = *(*r)++;
+		if (!get_varint(r, end, &cid) || !get_varint(r, end, &cg) ||
+		    !get_varint(r, end, &nframes) || cid > a->nlabel_strs || cg > a->nlabel_strs ||
+		    nframes > (uint64_t)(end - *r))
+			return NULL;
+		if (nframes > c->cap_frames) {
+			s = realloc(c->s, sizeof(*s) + nframes * sizeof(s->frames[0]));
+			if (!s)
+				return NULL;
+			c->s = s;
+			c->cap_frames = (uint32_t)nframes;
+		}
+		s = c->s;
+		memset(s, 0, sizeof(*s));
+		s->pid = (uint32_t)pid;
+		s->tid = (uint32_t)tid;
+		memcpy(s->comm, comm, comm_len);
+		s->end_reason = end_reason;
+	}
+	s->container_id = cid ? a->label_strs[cid - 1] : NULL;
+	s->cgroup = cg ? a->label_strs[cg - 1] : NULL;
+	s->nframes = (uint32_t)nframes;
+	for (i = 0; i < s->nframes; i++) {
+		if (!get_varint(r, end, &v))
+			return NULL;
+		s->frames[i].mapping = mapping_of_code(v);
+		if (!get_varint(r, end, &v))
+			return NULL;
+		prev += (v >> 1) ^ (uint64_t)-(int64_t)(v & 1);
+		s->frames[i].addr = prev;
+	}
+	for (i = 0; i < STACK_KINDS; i++)
+		if (!get_varint(r, end, &s->count[i]) || !get_varint(r, end, &s->weight[i]))
+			return NULL;
+	return s;
+}
+
+/* Sealed block `b` (the one being filled: nsealed) as raw bytes. */
+static const unsigned char *sealed_raw(const struct stack_agg *a, uint32_t b, size_t *len)
+{
+	struct stack_cursor *c = a->cursor;
+	uLongf n;
+
+	if (b == a->nsealed) {
+		*len = a->nfill;
+		return a->fill;
+	}
+	if (c->block != b) {
+		n = a->sealed[b].raw_len;
+		if (n > c->cap_raw) {
+			unsigned char *raw = realloc(c->raw, n);
+
+			if (!raw)
+				return NULL;
+			c->raw = raw;
+			c->cap_raw = n;
+		}
+		c->block = UINT32_MAX;
+		if (uncompress(c->raw, &n, a->sealed[b].data, a->sealed[b].len) != Z_OK ||
+		    n != a->sealed[b].raw_len)
+			return NULL;
+		c->block = b;
+	}
+	*len = a->sealed[b].raw_len;
+	return c->raw;
+}
+
 const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos)
 {
-	int32_t id = sym_table_next(&a->index, pos);
+	const unsigned char *raw, *r;
+	const struct stack *s;
+	uint32_t b;
+	size_t len, off;
 
-	return id >= 0 ? a->stacks[id] : NULL;
+	if (!(*pos & POS_SEALED)) {
+		int32_t id = sym_table_next(&a->index, pos);
+
+		if (id >= 0)
+			return a->stacks[id];
+		*pos = POS_SEALED;
+	}
+	if (!a->cursor)
+		return NULL;
+	b = (uint32_t)((*pos & ~POS_SEALED) >> 32);
+	off = *pos & 0xffffffffu;
+	for (; b <= a->nsealed; b++, off = 0) {
+		raw = sealed_raw(a, b, &len);
+		if (!raw)
+			return NULL;
+		if (off < len)
+			break;
+	}
+	if (b > a->nsealed)
+		return NULL;
+	r = raw + off;
+	s = decode_stack(a, &r, raw + len);
+	*pos = POS_SEALED | (size_t)b << 32 | (size_t)(r - raw);
+	return s;
+}
+
+uint64_t stack_agg_count(const struct stack_agg *a)
+{
+	return a->n + a->nsealed_stacks;
 }
 
 void stack_agg_free(struct stack_agg *a)
 {
 	uint32_t i;
+
+	for (i = 0; i < a->nsealed; i++)
+		free(a->sealed[i].data);
+	free(a->sealed);
+	free(a->fill);
+	if (a->cursor) {
+		free(a->cursor->raw);
+		free(a->cursor->s);
+		free(a->cursor);
+	}
 
 	for (i = 0; i < a->n; i++)
 		free(a->stacks[i]);
