@@ -6,6 +6,9 @@
  *                                           PARALLEL at a time, after DELAY s;
  *                                           print each child's pid; then
  *                                           sleep until stdin closes
+ *        rec-short churn RATE SECS MS       start RATE copies of itself a
+ *                                           second for SECS s, each spinning
+ *                                           MS ms; print "done" once all exited
  *        rec-short run MS                   spin MS ms of CPU time, exit
  *
  * Chain of a child: main -> short_run -> short_leaf
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fx.h"
@@ -68,10 +72,47 @@ static int spawn(const char *self, int n, int parallel, double delay)
 	return 0;
 }
 
+/* A steady churn of processes, as a busy host has: one started every
+ * 1/RATE s on an absolute schedule (a late start does not slow the next
+ * ones), each reaped as soon as it exits. */
+static int churn(const char *self, double rate, double secs, const char *ms)
+{
+	long n = (long)(rate * secs), started;
+	long step_ns = (long)(1e9 / rate);
+	struct timespec next;
+
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (started = 0; started < n; started++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 1;
+		if (pid == 0) {
+			execl(self, self, "run", ms, (char *)NULL);
+			_exit(127);
+		}
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		next.tv_nsec += step_ns;
+		while (next.tv_nsec >= 1000000000) {
+			next.tv_nsec -= 1000000000;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	while (wait(NULL) > 0)
+		;
+	printf("done\n");
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "spawn"))
 		return spawn("/proc/self/exe", atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
+	if (argc >= 5 && !strcmp(argv[1], "churn") && atof(argv[2]) > 0)
+		return churn("/proc/self/exe", atof(argv[2]), atof(argv[3]), argv[4]);
 	if (argc >= 3 && !strcmp(argv[1], "run"))
 		return short_run(atof(argv[2]) / 1000.0) == -1;
 	return 2;
