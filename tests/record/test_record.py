@@ -1328,15 +1328,16 @@ def vm_rss_kb(pid):
 CHURN_RATE = 100        # processes started a second
 CHURN_SECS = 41
 CHURN_MS = 5            # CPU each spins: about 5 samples at 999 Hz
+CHURN_DEPTH = 30        # frames between short_run and short_leaf
 CHURN_RSS_SLACK_KB = 2048
 
 
 @case("churn-rss")
 def t_churn_rss(tmp):
     """A host where processes come and go: 100 short programs (no frame
-    pointers) a second for 40 s, in a cgroup of their own (--cgroup, so that
-    the rest of the machine does not count), each sampled a few times at
-    999 Hz.  The agent's resident memory at 40 s is within 2 MiB of what it
+    pointers, 30 frames deep) a second for 40 s, in a cgroup of their own
+    (--cgroup, so that the rest of the machine does not count), each
+    sampled a few times at 999 Hz.  The agent's resident memory at 40 s is within 2 MiB of what it
     was at 10 s: what it keeps of a process that exited is a few bytes per
     stack, not the process's structures.  Every process's samples are still
     in the profile, with its own pid."""
@@ -1348,7 +1349,7 @@ def t_churn_rss(tmp):
         rec = start_record(["--cgroup", cg, "-F", "999", "-o", out])
         script = f'echo $$ > {cg}/cgroup.procs && exec "$0" churn "$@"'
         churn = subprocess.Popen(["sh", "-c", script, fx("short"), str(CHURN_RATE),
-                                  str(CHURN_SECS), str(CHURN_MS)],
+                                  str(CHURN_SECS), str(CHURN_MS), str(CHURN_DEPTH)],
                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
         start = time.monotonic()
         rss = {}
