@@ -26,11 +26,19 @@ meson test -C build-asan --print-errorlogs --num-processes 2 \
 
 # The record suite with the sanitized agent: the fixtures and BPF programs
 # are build/'s, only the agent (REC_AGENT) is build-asan's.  Its own,
-# empty table cache, so that tables are compiled by it too.
+# empty table cache, so that tables are compiled by it too.  All but
+# record-churn-rss, which measures the agent's RSS: ASan's is its own.
 rm -rf build-asan/record-cache
-REC_AGENT=$PWD/build-asan/cfiprof REC_AGENT_CACHE_DIR=$PWD/build-asan/record-cache \
-  meson test -C build --no-rebuild --print-errorlogs --logbase testlog-asan-record \
-  --wrapper "$PWD/tools/sanitizer_wrap.sh" --suite record || status=1
+mapfile -t asan_record < <(meson test -C build --no-rebuild --list --suite record 2>/dev/null |
+  sed -n 's|^[^ ]* / ||p' | grep -vx 'record-churn-rss')
+if [ ${#asan_record[@]} -lt 40 ]; then
+  echo "test.sh: the record suite's cases not found (meson test --list)" >&2
+  status=1
+else
+  REC_AGENT=$PWD/build-asan/cfiprof REC_AGENT_CACHE_DIR=$PWD/build-asan/record-cache \
+    meson test -C build --no-rebuild --print-errorlogs --logbase testlog-asan-record \
+    --wrapper "$PWD/tools/sanitizer_wrap.sh" "${asan_record[@]}" || status=1
+fi
 
 # ThreadSanitizer: criterion cannot run under it, so the table manager's
 # plain stress program, then the record cases where both table workers
