@@ -19,6 +19,7 @@
 /* stack_agg_next's position once past the index: this bit, the block
  * (bits 32..62) and the offset in it (bits 0..31). */
 #define POS_SEALED ((size_t)1 << 63)
+_Static_assert(sizeof(size_t) == 8, "stack_agg_next's positions want a 64-bit size_t");
 
 struct stack_cursor {
 	unsigned char *raw;        /* sealed block `block`, inflated */
