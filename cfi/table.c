@@ -457,12 +457,12 @@ static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsig
 	return true;
 }
 
-static const struct cfi_page *sort_pages_base;
-
-static int cmp_block_size(const void *a, const void *b)
+/* qsort_r's comparator over page indexes; `pages` is the array they
+ * index (a context of the call's own: table workers pack at once). */
+static int cmp_block_size(const void *a, const void *b, void *pages)
 {
-	const struct cfi_page *x = &sort_pages_base[*(const uint32_t *)a];
-	const struct cfi_page *y = &sort_pages_base[*(const uint32_t *)b];
+	const struct cfi_page *x = &((const struct cfi_page *)pages)[*(const uint32_t *)a];
+	const struct cfi_page *y = &((const struct cfi_page *)pages)[*(const uint32_t *)b];
 	uint32_t sx = CFI_BLOCK_SIZE(x->nrows, x->npalette), sy = CFI_BLOCK_SIZE(y->nrows, y->npalette);
 
 	if (sx != sy)
@@ -495,8 +495,7 @@ static int pack_blocks(struct cfi_page *pg, uint32_t npages, uint64_t start, uin
 	}
 	for (i = 0; i < npages; i++)
 		order[i] = (uint32_t)i;
-	sort_pages_base = pg;
-	qsort(order, npages, sizeof(*order), cmp_block_size);
+	qsort_r(order, npages, sizeof(*order), cmp_block_size, pg);
 
 	/* Leaf c holds the room left in chunk first + c (blocks 2-aligned). */
 	used[0] = (uint32_t)(start % CFI_CHUNK_SIZE);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Configures and builds cfiprof into build/ (and, with --asan, a clang
-# AddressSanitizer + UBSan build into build-asan/).  Idempotent.
+# Configures and builds cfiprof into build/; with --asan also a clang
+# AddressSanitizer + UBSan build into build-asan/, with --tsan a clang
+# ThreadSanitizer build into build-tsan/.  Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,10 @@ setup_dir() {
 }
 
 setup_dir build
-if [ "${1:-}" = "--asan" ]; then
-  CC=clang CXX=clang++ setup_dir build-asan -Db_sanitize=address,undefined -Db_lundef=false
-fi
+for opt in "$@"; do
+  case $opt in
+    --asan) CC=clang CXX=clang++ setup_dir build-asan -Db_sanitize=address,undefined -Db_lundef=false ;;
+    --tsan) CC=clang CXX=clang++ setup_dir build-tsan -Db_sanitize=thread -Db_lundef=false ;;
+    *) echo "build.sh: unknown option $opt (--asan, --tsan)" >&2; exit 2 ;;
+  esac
+done

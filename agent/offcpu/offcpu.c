@@ -253,7 +253,9 @@ static int keep_waker(struct offcpu *oc, const char *comm, uint8_t flags, uint32
 		w->used = false;
 		return -ENOMEM;
 	}
-	memcpy(w->frames, frames, n * sizeof(*frames));
+	/* A waker walked no frame: no array either (memcpy wants one). */
+	if (n)
+		memcpy(w->frames, frames, n * sizeof(*frames));
 	w->n = n;
 	w->used = true;
 	w->flags = flags;
@@ -353,7 +355,8 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 	memmove(c + skip, c, k * sizeof(*c));
 	if (w) {
 		oc->wakers_paired++;
-		memcpy(c, w->frames, w->n * sizeof(*c));
+		if (w->n)
+			memcpy(c, w->frames, w->n * sizeof(*c));
 	}
 	if (mark >= 0)
 		c[skip - 1] = (struct frame_ref){ .addr = (uint64_t)mark, .mapping = FRAME_MARK };

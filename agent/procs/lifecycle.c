@@ -151,8 +151,12 @@ static void forget_exited(struct proc_registry *r, uint64_t now)
 		struct proc *p = procs_get(r, e->pid);
 
 		/* Unless it came back, or exited again later. */
-		if (p && p->state == PROC_EXITED && p->forget_ns == e->forget_ns)
+		if (p && p->state == PROC_EXITED && p->forget_ns == e->forget_ns) {
 			procs_forget(r, e->pid);
+			/* Without memory its stacks simply stay unsealed. */
+			if (!array_reserve_first(&r->gone, &r->cap_gone, r->ngone + 1, 64))
+				r->gone[r->ngone++] = (uint32_t)e->pid;
+		}
 	}
 	if (r->exited_head == r->nexited)
 		r->exited_head = r->nexited = 0;

@@ -16,7 +16,8 @@
  *          task still runs, and is sampled, after its exit record, and
  *          reading its mappings then would bring back a process that is
  *          gone.  Only a fork, exec or mmap of the pid -- things a live
- *          process does -- end that early.
+ *          process does -- end that early.  Then the pid is listed in
+ *          the registry's `gone`: its samples are all in.
  *   sample of a process not read yet: read at once.  Of one whose walk
  *          met code outside its known mappings: read again, at most every
  *          PROCS_RESCAN_MIN_NS unless changes are pending.

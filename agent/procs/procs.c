@@ -302,9 +302,8 @@ int procs_scan(struct proc_registry *r, int pid)
 		bm[i].start = pm[i].start;
 		bm[i].end = pm[i].end;
 		bm[i].bias = pm[i].bias;
-		/* A table that cannot be built: frame-pointer steps, without
-		 * reporting misses nobody can satisfy. */
-		bm[i].table_id = mod && mod->table_state != TABLE_FAILED ? mod->table_id : 0;
+		/* (Without a table manager no module has a table id.) */
+		bm[i].table_id = mod && r->mods->tables ? tables_walker_id(r->mods->tables, mod) : 0;
 		bm[i].module_id = mod ? mod->id : 0;
 	}
 	if (!p && !(p = procs_add(r, pid))) {
@@ -375,9 +374,12 @@ void procs_free(struct proc_registry *r)
 	sym_table_free(&r->index);
 	free(r->due);
 	free(r->exited);
+	free(r->gone);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;
+	r->gone = NULL;
+	r->ngone = r->cap_gone = 0;
 	r->cap = r->count = 0;
 	r->ndue = r->cap_due = 0;
 	r->exited_head = r->nexited = r->cap_exited = 0;

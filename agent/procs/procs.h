@@ -75,6 +75,11 @@ struct proc_registry {
 	uint32_t ndue, cap_due;
 	struct exited_pid { int pid; uint64_t forget_ns; } *exited;
 	uint32_t exited_head, nexited, cap_exited;
+	/* Pids forgotten PROCS_EXITED_KEEP_NS after their exit: whatever was
+	 * aggregated of them is final.  The recorder takes them (seals their
+	 * stacks) and empties the list. */
+	uint32_t *gone;
+	uint32_t ngone, cap_gone;
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */

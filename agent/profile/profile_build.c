@@ -73,10 +73,10 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Symbolizes one frame into b->frames from index nf (room for
- * MAX_INLINE); returns the count. */
+/* Symbolizes one frame, of mapping `fm` (NULL: none known), into
+ * b->frames from index nf (room for MAX_INLINE); returns the count. */
 static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, struct symbolizer *sym,
-			  const struct frame_ref *f, uint32_t nf)
+			  const struct frame_ref *f, const struct frame_mapping *fm, uint32_t nf)
 {
 	struct sym_frame sf[MAX_INLINE];
 	struct prof_frame *out = &b->frames[nf];
@@ -98,9 +98,7 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 		out->line = 0;
 		return 1;
 	}
-	if (f->mapping && f->mapping <= a->nframe_mappings) {
-		const struct frame_mapping *fm = &a->frame_mappings[f->mapping - 1];
-
+	if (fm) {
 		if (fm->mod && fm->mod->sym >= 0 && sym) {
 			n = symbolizer_lookup(sym, fm->mod->sym, f->addr - fm->bias, sf, MAX_INLINE);
 			if (n > 0) {
@@ -121,6 +119,43 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	out->file = NULL;
 	out->line = 0;
 	return 1;
+}
+
+/* The profile's frame mappings: live stacks' and sealed stacks' alike,
+ * each once (ids 1..n). */
+struct prof_maps {
+	struct frame_mapping *v;
+	uint32_t n, cap;
+	struct sym_table index;
+};
+
+struct prof_map_key {
+	const struct prof_maps *pm;
+	const struct frame_mapping *m;
+};
+
+static bool prof_map_eq(void *ctx, int32_t id)
+{
+	const struct prof_map_key *k = ctx;
+
+	/* Four integers and a pointer: no padding to compare. */
+	return !memcmp(&k->pm->v[id], k->m, sizeof(*k->m));
+}
+
+/* The id of `m`, added if `add`; 0 when not found (or out of memory). */
+static uint32_t prof_map_id(struct prof_maps *pm, const struct frame_mapping *m, bool add)
+{
+	struct prof_map_key k = { pm, m };
+	uint64_t h = sym_hash_bytes(m, sizeof(*m));
+	int32_t id = sym_table_find(&pm->index, h, prof_map_eq, &k);
+
+	if (id >= 0 || !add)
+		return (uint32_t)(id + 1);
+	if (pm->n >= INT32_MAX || array_reserve_first(&pm->v, &pm->cap, pm->n + 1, 64) ||
+	    sym_table_insert(&pm->index, h, (int32_t)pm->n))
+		return 0;
+	pm->v[pm->n] = *m;
+	return ++pm->n;
 }
 
 struct sym_addr {
@@ -148,22 +183,19 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 {
 	struct sym_addr *v = malloc((total_frames + 1) * sizeof(*v));
 	struct sym_frame sf[MAX_INLINE];
+	const struct stack *s;
 	uint64_t n = 0, i;
-	uint32_t k, j;
+	size_t pos;
+	uint32_t j;
 
 	if (!v)
 		return;
-	for (k = 0; k < a->n; k++) {
-		const struct stack *s = a->stacks[k];
-
-		for (j = 0; j < s->nframes; j++) {
+	for (pos = 0; (s = stack_agg_next(a, &pos));) {
+		for (j = 0; j < s->nframes && n < total_frames; j++) {
 			const struct frame_ref *f = &s->frames[j];
-			const struct frame_mapping *fm;
+			const struct frame_mapping *fm = stack_agg_mapping(a, s, f->mapping);
 
-			if (f->mapping == FRAME_KERNEL || !f->mapping || f->mapping > a->nframe_mappings)
-				continue;
-			fm = &a->frame_mappings[f->mapping - 1];
-			if (fm->mod && fm->mod->sym >= 0)
+			if (fm && fm->mod && fm->mod->sym >= 0)
 				v[n++] = (struct sym_addr){ fm->mod->sym, f->addr - fm->bias };
 		}
 	}
@@ -232,8 +264,9 @@ bool profile_label_is_own(const char *key)
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {
-	uint64_t total_frames = 0, nlabels;
+	uint64_t total_frames = 0, nstacks = 0, nlabels;
 	struct sym_table loc_index = { 0 };
+	struct prof_maps pm = { 0 };
 	struct frame_ref *loc_made_from = NULL;
 	uint32_t nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
 	uint32_t *profile_mapping_of = NULL;
@@ -244,30 +277,41 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
+	sym_intern_init(&b->comms, &b->comm_arena);
 	set_types(b, o);
-	for (i = 0; i < a->n; i++)
-		total_frames += a->stacks[i]->nframes;
+	for (pos = 0; (s = stack_agg_next(a, &pos)); nstacks++) {
+		total_frames += s->nframes;
+		for (j = 0; j < s->nframes; j++) {
+			const struct frame_mapping *fm = stack_agg_mapping(a, s, s->frames[j].mapping);
+
+			if (fm && !prof_map_id(&pm, fm, true))
+				goto out;
+		}
+	}
+	if (nstacks != stack_agg_count(a) || nstacks > UINT32_MAX - 1)
+		goto out;   /* a sealed block could not be read: no memory */
 	if (sym)
 		symbolize_by_module(a, sym, total_frames);
+	/* Indexed by location: as many as frames at most, but seldom near
+	 * that; calloc leaves the pages never written unmapped. */
 	loc_made_from = calloc(total_frames + 1, sizeof(*loc_made_from));
 	b->locations = calloc(total_frames + 1, sizeof(*b->locations));
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
-	b->samples = calloc(a->n + 1, sizeof(*b->samples));
-	nlabels = (uint64_t)(a->n + 1) * (6 + o->ntags);
+	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
+	nlabels = (nstacks + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
-	b->mappings = calloc(a->nframe_mappings + 1, sizeof(*b->mappings));
-	profile_mapping_of = calloc(a->nframe_mappings + 1, sizeof(*profile_mapping_of));
+	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));
+	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
 	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
-	    !b->mappings || !profile_mapping_of || !frame_start ||
-	    sym_table_reserve(&loc_index, total_frames))
+	    !b->mappings || !profile_mapping_of || !frame_start)
 		goto out;
 
 	/* pprof takes the first mapping for the main binary: executables
 	 * first, then the rest in the order they were met. */
 	for (k = 0; k < 2; k++) {
-		for (i = 0; i < a->nframe_mappings; i++) {
-			const struct frame_mapping *fm = &a->frame_mappings[i];
+		for (i = 0; i < pm.n; i++) {
+			const struct frame_mapping *fm = &pm.v[i];
 			struct profile_mapping *m;
 
 			if (!fm->mod || fm->mod->is_main != (k == 0))
@@ -283,30 +327,43 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	}
 
 	for (pos = 0; (s = stack_agg_next(a, &pos));) {
+		const char *comm = sym_intern_n(&b->comms, s->comm, strnlen(s->comm, sizeof(s->comm)));
 		struct prof_sample *ps;
 		struct prof_label *lab;
 
+		if (!comm || ns == nstacks)
+			goto out;
 		ps = &b->samples[ns++];
 		ps->locs = &b->locs[locs_used];
 		ps->nlocs = s->nframes;
 		for (j = 0; j < s->nframes; j++) {
-			const struct frame_ref *f = &s->frames[j];
+			/* A location is an address in one of the profile's
+			 * mappings, whatever the stack numbered it. */
+			const struct frame_mapping *sfm = stack_agg_mapping(a, s, s->frames[j].mapping);
+			uint32_t map_id = sfm ? prof_map_id(&pm, sfm, false) : 0;
+			struct frame_ref fr = { s->frames[j].addr,
+						sfm || s->frames[j].mapping == FRAME_KERNEL ||
+						s->frames[j].mapping == FRAME_MARK ? s->frames[j].mapping : 0 };
+			const struct frame_ref *f = &fr;
 			struct loc_key key = { loc_made_from, f };
-			uint64_t h = loc_hash(f);
-			int32_t id = sym_table_find(&loc_index, h, loc_eq, &key);
+			uint64_t h;
+			int32_t id;
 
+			if (sfm)
+				fr.mapping = map_id;
+			h = loc_hash(f);
+			id = sym_table_find(&loc_index, h, loc_eq, &key);
 			if (id < 0) {
 				struct prof_location *l = &b->locations[nloc];
 
 				l->address = f->addr;
-				l->mapping = f->mapping != FRAME_KERNEL && f->mapping <= a->nframe_mappings ?
-					     profile_mapping_of[f->mapping] : 0;
+				l->mapping = map_id ? profile_mapping_of[map_id] : 0;
 				if (nloc > INT32_MAX ||
 				    array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
 				    sym_table_insert(&loc_index, h, (int32_t)nloc))
 					goto out;
 				frame_start[nloc] = nf;
-				l->nframes = symbolize(b, a, sym, f, nf);
+				l->nframes = symbolize(b, a, sym, f, map_id ? &pm.v[map_id - 1] : NULL, nf);
 				nf += l->nframes;
 				loc_made_from[nloc] = *f;
 				id = (int32_t)nloc++;
@@ -323,11 +380,11 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			ps->values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
 		if (b->type_woken_by >= 0)
 			ps->values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
-		ps->comm = s->comm;
+		ps->comm = comm;
 		lab = &b->labels[nl];
 		lab[0] = (struct prof_label){ .key = "pid", .num = s->pid };
 		lab[1] = (struct prof_label){ .key = "tid", .num = s->tid };
-		lab[2] = (struct prof_label){ .key = "comm", .str = s->comm };
+		lab[2] = (struct prof_label){ .key = "comm", .str = comm };
 		lab[3] = (struct prof_label){ .key = "walk_end", .str = walk_end_name(s->end_reason) };
 		ps->nlabels = 4;
 		if (s->container_id)
@@ -357,6 +414,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	ret = 0;
 out:
 	sym_table_free(&loc_index);
+	sym_table_free(&pm.index);
+	free(pm.v);
 	free(loc_made_from);
 	free(profile_mapping_of);
 	free(frame_start);
@@ -378,5 +437,7 @@ void profile_built_free(struct built_profile *b)
 	free(b->samples);
 	free(b->labels);
 	free(b->locs);
+	sym_intern_free(&b->comms);
+	sym_arena_free(&b->comm_arena);
 	memset(b, 0, sizeof(*b));
 }

@@ -6,6 +6,7 @@
 
 #include "agent/profile/profile.h"
 #include "agent/profile/stacks.h"
+#include "symbolize/intern.h"
 
 struct profile_opts {
 	int64_t period_ns;          /* nanoseconds one sample stands for */
@@ -35,6 +36,9 @@ struct built_profile {
 	uint32_t *locs;
 	char **strings;
 	uint32_t nstrings, cap_strings;
+	/* thread names: a sealed stack's is only good until the next one */
+	struct sym_arena comm_arena;
+	struct sym_intern comms;
 };
 
 /* The profile of `a`, symbolized by `sym` (NULL: addresses only), into

@@ -4,6 +4,12 @@
  * summed weight per kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
  * they were in when the sample arrived, so later exits, exec()s and
  * mapping changes cannot misattribute them.
+ *
+ * Stacks of a process that exited are final: stack_agg_seal moves them
+ * out of the index into a compressed store, so that what a recording of
+ * a host where processes come and go holds is its live processes' stacks
+ * and a few bytes per stack of the others, not a hashed, separately
+ * allocated stack each.
  */
 #ifndef AGENT_STACKS_H
 #define AGENT_STACKS_H
@@ -25,7 +31,8 @@ struct frame_mapping {
 
 struct frame_ref {
 	uint64_t addr;
-	uint32_t mapping;          /* index into frame_mappings + 1; 0 unknown; FRAME_KERNEL; FRAME_MARK */
+	uint32_t mapping;          /* frame mapping id (stack_agg_mapping); 0 unknown;
+				    * FRAME_KERNEL; FRAME_MARK */
 };
 
 enum stack_kind {
@@ -44,15 +51,38 @@ struct stack {
 	const char *cgroup;        /* the same */
 	uint64_t count[STACK_KINDS];  /* samples */
 	uint64_t weight[STACK_KINDS]; /* summed weights */
+	/* A sealed stack's frame mappings, which its frames' ids index
+	 * (1-based): the aggregation's are live processes' only.  NULL for
+	 * a live stack. */
+	const struct frame_mapping *maps;
+	uint32_t nmaps;
 	struct frame_ref frames[];
 };
 
+/* Sealed stacks: encoded (stacks.c), in blocks deflated once full. */
+struct sealed_block {
+	unsigned char *data;       /* zlib stream of `raw_len` bytes */
+	uint32_t len, raw_len;
+};
+
 struct stack_agg {
-	struct stack **stacks;     /* in the order first seen */
+	struct stack **stacks;     /* live stacks, in the order first seen */
 	uint32_t n, cap;
 	struct sym_table index;    /* hash of a stack -> index into stacks */
-	struct frame_mapping *frame_mappings;
-	uint32_t nframe_mappings, cap_frame_mappings;
+	/* Frame mappings in slots, the ones live stacks use: those only
+	 * sealed stacks used go (sealed stacks carry their own), so that
+	 * they are the live processes' mappings, not every mapping of every
+	 * process ever sampled.  Ids are never reused. */
+	struct mapping_slot {
+		struct frame_mapping m;
+		uint32_t id;
+		uint32_t unused_seals;  /* seals in a row that found it unused */
+	} *mappings;
+	uint32_t nmappings, cap_mappings;
+	uint32_t last_mapping_id;
+	struct sym_table mapping_by_content, mapping_by_id; /* -> slot */
+	struct module **seal_mods; /* the modules sealed mappings name, by index */
+	uint32_t nseal_mods, cap_seal_mods;
 	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
 	char **marks;              /* names of synthetic frames, by id */
 	uint32_t nmarks, cap_marks;
@@ -61,11 +91,24 @@ struct stack_agg {
 	const char *cur_container_id, *cur_cgroup;
 	char **label_strs;         /* every distinct label value, owned */
 	uint32_t nlabel_strs, cap_label_strs;
+	/* sealed stacks: full blocks, then the one being filled, raw */
+	struct sealed_block *sealed;
+	uint32_t nsealed, cap_sealed;
+	unsigned char *fill;
+	size_t nfill, cap_fill;
+	uint64_t nsealed_stacks;
+	struct stack_cursor *cursor; /* stack_agg_next's decoding state */
 };
 
-/* The frame_ref.mapping of frames in `m` as it is now (interned): its
- * index + 1, or 0 (unknown) when out of memory. */
+/* The frame_ref.mapping of frames in `m` as it is now: an id (>= 1) of
+ * the aggregation's, the same for the same mapping (interned), or 0
+ * (unknown) when out of memory. */
 uint32_t stack_agg_frame_mapping(struct stack_agg *a, const struct code_mapping *m);
+
+/* The frame mapping that `s`'s frame mapping id `id` names, or NULL (none:
+ * 0, FRAME_KERNEL, FRAME_MARK, or an id unknown). */
+const struct frame_mapping *stack_agg_mapping(const struct stack_agg *a, const struct stack *s,
+					      uint32_t id);
 
 /* The frame_ref.addr of a synthetic frame named `name` (interned), or
  * -ENOMEM. */
@@ -85,11 +128,26 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight);
 
-/* The stacks in the order profiles list them, the index's slot order:
+/* Seals the stacks of the processes `pids[0..n)` (any order), which
+ * exited: they take no more samples, or a later sample of a pid reused
+ * makes a stack of its own.  Sealed stacks are listed and counted as
+ * before, but no longer found by stack_agg_add.  Frame mappings no live
+ * stack used at this seal and the one before go (a frame mapping id held
+ * outside the aggregation lives that long).  Returns 0 or -ENOMEM (what
+ * could not be sealed stays as it was). */
+int stack_agg_seal(struct stack_agg *a, const uint32_t *pids, uint32_t n);
+
+/* Every stack, live and sealed, in the order profiles list them: the
+ * live ones in the index's slot order, then the sealed ones in the
+ * order they were sealed:
  *	for (size_t pos = 0; (s = stack_agg_next(a, &pos));)
- * Profiles have always listed them so; keeping it keeps their bytes.
- * NULL after the last. */
+ * A sealed stack is decoded into storage of the aggregation's own: the
+ * pointer is good until the next call.  NULL after the last (and when a
+ * sealed block cannot be decoded: out of memory). */
 const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
+
+/* Stacks in all, live and sealed. */
+uint64_t stack_agg_count(const struct stack_agg *a);
 
 void stack_agg_free(struct stack_agg *a);
 

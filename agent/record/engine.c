@@ -260,6 +260,10 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 		now = mono_ns();
 		if (now - e->last_sweep_ns > SWEEP_NS) {
 			tables_sweep(&e->tables, now);
+			/* The stacks of processes gone for good are final: out of
+			 * the index, compressed (on failure they stay as they are). */
+			stack_agg_seal(&e->agg, e->procs.gone, e->procs.ngone);
+			e->procs.ngone = 0;
 			e->last_sweep_ns = now;
 		}
 		if (n >= 0)

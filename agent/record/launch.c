@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -14,16 +15,20 @@
 #include "agent/util/clock.h"
 
 /* Stop right after exec, until the agent has read the new program's
- * mappings: its first samples then walk fully. */
-static int trace_me(void *unused)
+ * mappings: its first samples then walk fully.  Named as the exec will
+ * name it, first: the child is profiled from here on, and the exec
+ * itself (tearing down the agent's copied address space: milliseconds
+ * for a sanitized agent) is sampled under the name the task has. */
+static int trace_me(void *name)
 {
-	(void)unused;
+	prctl(PR_SET_NAME, name);
 	return ptrace(PTRACE_TRACEME, 0, NULL, NULL) ? -1 : 0;
 }
 
 int launch_start(struct held_child *ch, char **argv)
 {
-	int ret = held_child_start(ch, argv, trace_me, NULL);
+	const char *slash = strrchr(argv[0], '/');
+	int ret = held_child_start(ch, argv, trace_me, (void *)(slash ? slash + 1 : argv[0]));
 
 	if (ret)
 		fprintf(stderr, "cfiprof: starting %s: %s\n", argv[0], strerror(-ret));

@@ -75,14 +75,19 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 		uint32_t i;
 
 		/* Tables no process maps go first (the longest unused first),
-		 * then the least recently used. */
+		 * then the least recently used.  A table queued for unloading
+		 * is still in the kernel, and counted: it is a victim like any
+		 * other (its queued unload then finds it gone), or a budget full
+		 * of them would fail loads while the workers are busy. */
 		for (i = 0; i < tm->reg->n; i++) {
 			struct module *m = tm->reg->mods[i];
 			bool unused = m->refs == 0;
 			uint64_t used = unused ? m->unref_ns :
 				__atomic_load_n(&m->last_used_ns, __ATOMIC_RELAXED);
 
-			if (m == self || m->table_state != TABLE_LOADED || (victim_unused && !unused))
+			if (m == self ||
+			    (m->table_state != TABLE_LOADED && m->table_state != TABLE_UNLOADING) ||
+			    (victim_unused && !unused))
 				continue;
 			if ((unused && !victim_unused) || used < oldest) {
 				oldest = used;
@@ -251,7 +256,8 @@ static void *worker_main(void *arg)
 		/* A load is waited for by walks; an unload only frees memory.
 		 * Small objects first: their tables take a millisecond, and a
 		 * big one's compile would hold them all up. */
-		if (tm->qlen) {
+		unload = !tm->qlen;
+		if (!unload) {
 			uint32_t i, best = 0;
 
 			for (i = 1; i < tm->qlen; i++)
@@ -260,9 +266,10 @@ static void *worker_main(void *arg)
 			m = tm->queue[best];
 			tm->queue[best] = tm->queue[--tm->qlen];
 		} else {
+			/* Maybe evicted since it was queued, even loaded again:
+			 * unload_unused unloads only what is still waiting. */
 			m = tm->unloads[--tm->nunloads];
 		}
-		unload = m->table_state == TABLE_UNLOADING;
 		pthread_mutex_unlock(&tm->lock);
 		if (unload)
 			unload_unused(tm, m);
@@ -367,6 +374,16 @@ int tables_load_now(struct table_manager *tm, struct module *m)
 	m->table_state = TABLE_QUEUED;
 	pthread_mutex_unlock(&tm->lock);
 	return build_and_load(tm, m, true);
+}
+
+uint32_t tables_walker_id(struct table_manager *tm, const struct module *m)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&tm->lock);
+	id = m->table_state == TABLE_FAILED ? 0 : m->table_id;
+	pthread_mutex_unlock(&tm->lock);
+	return id;
 }
 
 void tables_ref(struct table_manager *tm, struct module *m)

@@ -94,6 +94,12 @@ int tables_wait(struct table_manager *tm, int timeout_ms);
  * is not loaded.  Returns 0 or a negative errno (reason in m->error). */
 int tables_load_now(struct table_manager *tm, struct module *m);
 
+/* The table id the walker is to look `m`'s code up with: 0 once its table
+ * failed, so that the walker takes frame-pointer steps through it without
+ * reporting misses nobody can satisfy.  (The state is the workers': read
+ * under the lock.) */
+uint32_t tables_walker_id(struct table_manager *tm, const struct module *m);
+
 /* A process mapping starts or stops using `m`'s table.  After the last
  * unref, tables_sweep unloads it. */
 void tables_ref(struct table_manager *tm, struct module *m);

@@ -193,12 +193,27 @@ Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
 				       now + 10 * MS));
 	cr_expect_eq(t.procs.rescans, before, "a sample after the exit read the process");
 	expect_nothing_published();
-	/* Remembered a while only. */
+	/* Remembered a while only; then listed as gone, its samples final. */
 	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS - 1);
 	cr_expect_not_null(procs_get(&t.procs, child.pid));
+	cr_expect_eq(t.procs.ngone, 0);
 	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS);
 	cr_expect_null(procs_get(&t.procs, child.pid), "the exited pid is never forgotten");
 	cr_expect_eq(t.procs.count, 0);
+	cr_assert_eq(t.procs.ngone, 1);
+	cr_expect_eq(t.procs.gone[0], (uint32_t)child.pid);
+}
+
+/* A pid that came back before its time was up is no gone process. */
+Test(lifecycle, an_exited_pid_back_in_use_is_not_gone)
+{
+	uint64_t now = mono_ns();
+
+	read_child();
+	procs_on_exit(&t.procs, child.pid, now);
+	procs_on_fork(&t.procs, child.pid, now + MS, now + MS);
+	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS);
+	cr_expect_eq(t.procs.ngone, 0);
 }
 
 Test(lifecycle, reused_pid_does_not_keep_the_old_mappings)

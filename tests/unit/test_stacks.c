@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
 #include "tests/output/testutil.h"
 
@@ -223,7 +224,7 @@ Test(stacks, frame_mappings_are_interned)
 
 	memset(mods, 0, sizeof(mods));
 	first = stack_agg_frame_mapping(&a, &m);
-	cr_expect_eq(first, 1, "index + 1");
+	cr_expect_eq(first, 1, "the first id");
 	cr_expect_eq(stack_agg_frame_mapping(&a, &m), first);
 	for (i = 0; i < 5; i++) {
 		other = m;
@@ -240,10 +241,11 @@ Test(stacks, frame_mappings_are_interned)
 	other.mod = NULL;
 	cr_expect_eq(stack_agg_frame_mapping(&a, &other), 7, "anonymous memory");
 	cr_expect_eq(stack_agg_frame_mapping(&a, &m), first);
-	cr_expect_eq(a.frame_mappings[first - 1].start, 0x1000);
-	cr_expect_eq(a.frame_mappings[first - 1].end, 0x3000);
-	cr_expect_eq(a.frame_mappings[first - 1].bias, 0x1000);
-	cr_expect_eq(a.frame_mappings[first - 1].mod, &mods[0]);
+	cr_assert_not_null(stack_agg_mapping(&a, NULL, first));
+	cr_expect_eq(stack_agg_mapping(&a, NULL, first)->start, 0x1000);
+	cr_expect_eq(stack_agg_mapping(&a, NULL, first)->end, 0x3000);
+	cr_expect_eq(stack_agg_mapping(&a, NULL, first)->bias, 0x1000);
+	cr_expect_eq(stack_agg_mapping(&a, NULL, first)->mod, &mods[0]);
 	/* Past the initial capacity. */
 	for (i = 0; i < 200; i++) {
 		other = m;
@@ -255,7 +257,7 @@ Test(stacks, frame_mappings_are_interned)
 		other.start = 0x100000 + i * 0x1000ull;
 		cr_expect_eq(stack_agg_frame_mapping(&a, &other), i + 8);
 	}
-	cr_expect_eq(a.nframe_mappings, 207);
+	cr_expect_eq(a.nmappings, 207);
 }
 
 #define MANY 5000
@@ -294,4 +296,268 @@ Test(stacks, thousands_of_stacks_keep_their_counts)
 		cr_expect_eq(v[i]->weight[STACK_ON_CPU], (uint64_t)(1 + id % 4) * id, "stack %u", id);
 	}
 	cr_expect_eq(a.samples[STACK_ON_CPU], samples);
+}
+
+/* ---- sealing: the stacks of processes that exited ---------------------- */
+
+#define SEALED_PIDS 600
+#define SEALED_PER_PID 10
+#define SEALED_FRAMES 24
+
+static struct module sealed_mods[4];
+
+/* Frame mapping j of the sealed stacks' 300, NULL for none. */
+static const struct code_mapping *sealed_mapping(uint32_t j)
+{
+	static struct code_mapping m[300];
+
+	m[j] = (struct code_mapping){ 0x400000ull + j * 0x10000ull, 0x408000ull + j * 0x10000ull,
+				      j * 0x1000ull, j * 7ull, j % 10 == 9 ? NULL : &sealed_mods[j % 4] };
+	return &m[j];
+}
+
+/* Stack k of pid p: frames of every kind (kernel addresses, marks,
+ * unknown, frame mappings of many kinds, addresses going down as well as
+ * up), labels for some pids, off-CPU and waker weights for some stacks.
+ * cm[i]: frame i's mapping, or NULL. */
+static uint32_t sealed_sample(uint32_t p, uint32_t k, struct frame_ref *f,
+			      const struct code_mapping **cm, char *comm)
+{
+	uint32_t n = 1 + (p * 7 + k) % SEALED_FRAMES, i;
+
+	memset(f, 0, SEALED_FRAMES * sizeof(*f));
+	for (i = 0; i < n; i++) {
+		cm[i] = NULL;
+		switch ((p + k + i) % 5) {
+		case 0: f[i] = (struct frame_ref){ 0xffffffff81000000ull + p * 64 + i, FRAME_KERNEL }; break;
+		case 1: f[i] = (struct frame_ref){ k % 3, FRAME_MARK }; break;
+		case 2: f[i] = (struct frame_ref){ 0x7f0000001000ull - i * 4096 - k, 0 }; break;
+		default:
+			cm[i] = sealed_mapping((p + i) % 300);
+			f[i] = (struct frame_ref){ cm[i]->start + k * 16 + i, 0 };
+		}
+	}
+	snprintf(comm, 16, "c%u-%u", p, k % 2);
+	cr_assert_eq(stack_agg_set_labels(&a, p % 3 ? NULL : "ctr", p % 4 ? "/cg" : NULL), 0);
+	return n;
+}
+
+static void add_sealed_samples(uint32_t p, uint32_t k)
+{
+	const struct code_mapping *cm[SEALED_FRAMES];
+	struct frame_ref f[SEALED_FRAMES];
+	char comm[16];
+	uint32_t n = sealed_sample(p, k, f, cm, comm), i;
+
+	for (i = 0; i < n; i++)
+		if (cm[i])
+			cr_assert_neq(f[i].mapping = stack_agg_frame_mapping(&a, cm[i]), 0);
+	cr_assert_eq(stack_agg_add(&a, p, p + k % 2, comm, (uint8_t)(k % 4), f, n, k + 1), 0);
+	if (k % 3 == 0)
+		cr_assert_eq(stack_agg_add_kind(&a, STACK_OFF_CPU, p, p + k % 2, comm, (uint8_t)(k % 4),
+						f, n, 1000000ull * p + k), 0);
+	if (k % 5 == 0)
+		cr_assert_eq(stack_agg_add_kind(&a, STACK_WOKEN_BY, p, p + k % 2, comm,
+						(uint8_t)(k % 4), f, n, 7), 0);
+}
+
+/* The stack that add_sealed_samples made of (p, k), as listed. */
+static void expect_sealed_stack(const struct stack *s, uint32_t p, uint32_t k)
+{
+	const struct code_mapping *cm[SEALED_FRAMES];
+	struct frame_ref f[SEALED_FRAMES];
+	char comm[16];
+	uint32_t n = sealed_sample(p, k, f, cm, comm), i;
+
+	cr_assert_eq(s->pid, p);
+	cr_expect_eq(s->tid, p + k % 2);
+	cr_expect_str_eq(s->comm, comm);
+	cr_expect_eq(s->end_reason, k % 4);
+	cr_assert_eq(s->nframes, n, "pid %u stack %u", p, k);
+	for (i = 0; i < n; i++) {
+		const struct frame_mapping *fm = stack_agg_mapping(&a, s, s->frames[i].mapping);
+
+		cr_expect_eq(s->frames[i].addr, f[i].addr, "pid %u stack %u frame %u", p, k, i);
+		if (!cm[i]) {
+			cr_expect_eq(s->frames[i].mapping, f[i].mapping, "pid %u stack %u frame %u",
+				     p, k, i);
+			continue;
+		}
+		cr_assert_not_null(fm, "pid %u stack %u frame %u: no mapping", p, k, i);
+		cr_expect(fm->start == cm[i]->start && fm->end == cm[i]->end &&
+			  fm->offset == cm[i]->offset && fm->bias == cm[i]->bias && fm->mod == cm[i]->mod,
+			  "pid %u stack %u frame %u: another mapping", p, k, i);
+	}
+	cr_expect_eq(s->count[STACK_ON_CPU], 1);
+	cr_expect_eq(s->weight[STACK_ON_CPU], k + 1);
+	cr_expect_eq(s->count[STACK_OFF_CPU], k % 3 == 0);
+	cr_expect_eq(s->weight[STACK_OFF_CPU], k % 3 == 0 ? 1000000ull * p + k : 0);
+	cr_expect_eq(s->count[STACK_WOKEN_BY], k % 5 == 0);
+	cr_expect_eq(s->weight[STACK_WOKEN_BY], k % 5 == 0 ? 7 : 0);
+	if (p % 3)
+		cr_expect_null(s->container_id);
+	else
+		cr_expect_str_eq(s->container_id, "ctr");
+	if (p % 4)
+		cr_expect_str_eq(s->cgroup, "/cg");
+	else
+		cr_expect_null(s->cgroup);
+}
+
+/* Stacks sealed in several rounds, over many deflated blocks, are listed
+ * exactly as they were aggregated, live ones too; a kernel address after
+ * a user one and back (large differences both ways) included. */
+Test(stacks, sealed_stacks_are_listed_as_they_were)
+{
+	static bool seen[SEALED_PIDS + 1][SEALED_PER_PID];
+	uint32_t p, k, round, sealed = 0, listed = 0;
+	const struct stack *s;
+	size_t pos;
+
+	for (p = 1; p <= SEALED_PIDS; p++)
+		for (k = 0; k < SEALED_PER_PID; k++)
+			add_sealed_samples(p, k);
+	cr_assert_eq(a.n, SEALED_PIDS * SEALED_PER_PID);
+	/* Pids 1..500 exit, in three rounds; 501..600 live on. */
+	for (round = 0; round < 3; round++) {
+		uint32_t gone[200], n = 0;
+
+		for (p = 1; p <= 500; p++)
+			if (p % 3 == round)
+				gone[n++] = p;
+		cr_assert_eq(stack_agg_seal(&a, gone, n), 0);
+		sealed += n * SEALED_PER_PID;
+		cr_expect_eq(a.n, SEALED_PIDS * SEALED_PER_PID - sealed);
+	}
+	cr_expect_gt(a.nsealed, 2, "%u blocks: want several", a.nsealed);
+	cr_expect_eq(stack_agg_count(&a), SEALED_PIDS * SEALED_PER_PID);
+	for (pos = 0; (s = stack_agg_next(&a, &pos)); listed++) {
+		/* stack k of pid p: tid p + k % 2, weight k + 1 */
+		k = (uint32_t)s->weight[STACK_ON_CPU] - 1;
+		cr_assert_leq(s->pid, SEALED_PIDS);
+		cr_assert_lt(k, SEALED_PER_PID);
+		cr_assert_not(seen[s->pid][k], "pid %u stack %u listed twice", s->pid, k);
+		seen[s->pid][k] = true;
+		expect_sealed_stack(s, s->pid, k);
+	}
+	cr_expect_eq(listed, SEALED_PIDS * SEALED_PER_PID);
+	cr_expect_eq(a.samples[STACK_ON_CPU], SEALED_PIDS * SEALED_PER_PID);
+}
+
+/* After a seal, live stacks still aggregate (the index is made anew), and
+ * a sample of a sealed pid -- reused by a new process -- is a stack of its
+ * own. */
+Test(stacks, sealing_keeps_live_stacks_and_a_reused_pid_starts_afresh)
+{
+	struct frame_ref f[3];
+	const struct stack *s;
+	uint32_t pid7 = 0, pid8 = 0, total = 0, gone = 7;
+	size_t pos;
+	int i;
+
+	user_frames(f, 3, 0x1000);
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(stack_agg_add(&a, 7, 7, "old", 0, f, 3, 1), 0);
+		cr_assert_eq(stack_agg_add(&a, 8, 8, "live", 0, f, 3, 1), 0);
+	}
+	cr_assert_eq(stack_agg_seal(&a, &gone, 1), 0);
+	cr_assert_eq(a.n, 1);
+	cr_assert_eq(stack_agg_add(&a, 8, 8, "live", 0, f, 3, 1), 0);
+	cr_assert_eq(stack_agg_add(&a, 7, 7, "old", 0, f, 3, 1), 0);
+	cr_expect_eq(a.n, 2);
+	cr_expect_eq(stack_agg_count(&a), 3);
+	for (pos = 0; (s = stack_agg_next(&a, &pos));) {
+		total += (uint32_t)s->count[STACK_ON_CPU];
+		if (s->pid == 8) {
+			cr_expect_eq(s->count[STACK_ON_CPU], 3, "the live stack counts on");
+			pid8++;
+		} else {
+			pid7++;
+		}
+	}
+	cr_expect_eq(pid8, 1);
+	cr_expect_eq(pid7, 2);
+	cr_expect_eq(total, 6);
+	/* Nothing to seal: nothing moves. */
+	gone = 99;
+	cr_assert_eq(stack_agg_seal(&a, &gone, 1), 0);
+	cr_expect_eq(a.n, 2);
+}
+
+/* The built profile of sealed stacks: every sample keeps its own thread
+ * name (a sealed stack is decoded into storage the next one reuses) and
+ * frames. */
+Test(stacks, profile_of_sealed_stacks)
+{
+	struct profile_opts o = { .period_ns = 1000 };
+	struct frame_ref f[2];
+	struct built_profile b;
+	uint32_t gone[100], i, j;
+	char comm[16];
+
+	for (i = 0; i < 100; i++) {
+		user_frames(f, 2, 0x1000 + i * 16);
+		snprintf(comm, sizeof(comm), "p%u", i);
+		cr_assert_eq(stack_agg_add(&a, i, i, comm, 0, f, 2, 1), 0);
+		gone[i] = i;
+	}
+	cr_assert_eq(stack_agg_seal(&a, gone, 50), 0);
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	cr_assert_eq(b.p.nsamples, 100);
+	for (i = 0; i < b.p.nsamples; i++) {
+		const struct prof_sample *ps = &b.p.samples[i];
+		int64_t pid = -1;
+		const char *label = NULL;
+
+		for (j = 0; j < ps->nlabels; j++) {
+			if (!strcmp(ps->labels[j].key, "pid"))
+				pid = ps->labels[j].num;
+			if (!strcmp(ps->labels[j].key, "comm"))
+				label = ps->labels[j].str;
+		}
+		cr_assert(pid >= 0 && pid < 100);
+		snprintf(comm, sizeof(comm), "p%u", (unsigned)pid);
+		cr_expect_str_eq(label, comm);
+		cr_expect_str_eq(ps->comm, comm);
+		cr_assert_eq(ps->nlocs, 2);
+		cr_expect_eq(b.p.locations[ps->locs[0]].address, 0x1000 + (uint64_t)pid * 16);
+		cr_expect_eq(b.p.locations[ps->locs[1]].address, 0x1001 + (uint64_t)pid * 16);
+	}
+	profile_built_free(&b);
+}
+
+/* The frame mappings only sealed stacks used go at the second seal that
+ * finds them so (the sealed stacks keep theirs); a live stack's stay. */
+Test(stacks, mappings_only_sealed_stacks_used_go)
+{
+	struct module mod;
+	struct code_mapping old = { 0x1000, 0x2000, 0, 0x1000, &mod }, live = old;
+	struct frame_ref f;
+	const struct stack *s;
+	uint32_t old_id, live_id, pid = 1, none = 99;
+	size_t pos;
+
+	live.start = 0x5000;
+	old_id = stack_agg_frame_mapping(&a, &old);
+	live_id = stack_agg_frame_mapping(&a, &live);
+	f = (struct frame_ref){ 0x1100, old_id };
+	cr_assert_eq(stack_agg_add(&a, 1, 1, "old", 0, &f, 1, 1), 0);
+	f = (struct frame_ref){ 0x5100, live_id };
+	cr_assert_eq(stack_agg_add(&a, 2, 2, "live", 0, &f, 1, 1), 0);
+	cr_assert_eq(stack_agg_seal(&a, &pid, 1), 0);
+	cr_expect_not_null(stack_agg_mapping(&a, NULL, old_id), "gone at the first seal");
+	cr_assert_eq(stack_agg_seal(&a, &none, 1), 0);
+	cr_expect_null(stack_agg_mapping(&a, NULL, old_id), "kept after the second seal");
+	cr_expect_eq(a.nmappings, 1);
+	cr_assert_not_null(stack_agg_mapping(&a, NULL, live_id));
+	cr_expect_eq(stack_agg_mapping(&a, NULL, live_id)->start, 0x5000);
+	/* Ids are not reused: the old mapping again is a new id. */
+	cr_expect_gt(stack_agg_frame_mapping(&a, &old), live_id);
+	for (pos = 0; (s = stack_agg_next(&a, &pos));) {
+		const struct frame_mapping *fm = stack_agg_mapping(&a, s, s->frames[0].mapping);
+
+		cr_assert_not_null(fm);
+		cr_expect_eq(fm->start, s->pid == 1 ? 0x1000 : 0x5000);
+		cr_expect_eq(fm->mod, &mod);
+	}
 }
