@@ -7,7 +7,7 @@ usage: test_record.py CASE     run one case (meson registers one test each)
 
 Paths come from the environment (tests/record/meson.build sets them):
 CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, REC_LATELIB,
-REC_NOCFILIB, READELF, NM, TASKSET and PPROF (Google's pprof, built by
+REC_NOCFILIB, READELF, NM, TASKSET, STRACE and PPROF (Google's pprof, built by
 tests/output; unset when Go is missing).
 
 Every recording runs as on a freshly installed machine, under
@@ -42,6 +42,7 @@ PPROF = os.environ.get("PPROF", "")
 READELF = os.environ.get("READELF", "readelf")
 NM = os.environ.get("NM", "nm")
 TASKSET = os.environ.get("TASKSET", "taskset")
+STRACE = os.environ.get("STRACE", "strace")
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 
 # glibc 2.36 (Debian 12): the frames above main, and those a thread starts
@@ -1560,6 +1561,27 @@ def t_exit_status(tmp):
         os.unlink(out)
         if says and not any(l.startswith("cfiprof: " + says) for l in err.splitlines()):
             raise Fail(f"record -- sh -c {script!r}: no line 'cfiprof: {says}'")
+
+
+@case("no-double-close")
+def t_no_double_close(tmp):
+    """Every fd cfiprof closes is its own to close, once: a close() that
+    fails with EBADF is an fd closed twice, and the second close of a
+    reused number closes another thread's file.  strace (main thread only:
+    -f would take the ptrace cfiprof holds CMD with) logs every close of a
+    whole recording."""
+    trace = os.path.join(tmp, "close.strace")
+    out = os.path.join(tmp, "closes.pb.gz")
+    run_record(["-o", out, "-F", "99", "--", fx("deep"), "20", "0.3"],
+               prefix=(STRACE, "-qq", "-e", "trace=close", "-o", trace))
+    with open(trace) as f:
+        closes = [l.rstrip() for l in f if l.startswith("close(")]
+    twice = [l for l in closes if "EBADF" in l]
+    log(f"{len(closes)} close() calls, {len(twice)} of them EBADF")
+    if len(closes) - len(twice) < 10:
+        raise Fail(f"strace saw only {len(closes)} close() calls: not the whole run")
+    if twice:
+        raise Fail("fds closed twice:\n" + "\n".join(twice))
 
 
 def one_cfiprof_line(err, what, *needles):
