@@ -11,7 +11,8 @@
  * Exit status, as perf's: -- CMD's own when it ended by itself (128 + the
  * signal that killed it), also when it ended before recording started;
  * otherwise 0 (stopped by -d, Ctrl-C or the -p processes' exit), 1 if
- * recording or writing failed, 126 or 127 for a command that cannot be
+ * recording or writing failed (a ring buffer that fails to read stops
+ * the recording: the profile of what came is still written), 126 or 127 for a command that cannot be
  * run (found but not executable, not found: as a shell says), 2 for
  * usage errors.
  */
@@ -71,6 +72,7 @@ int cmd_record(int argc, char **argv)
 	struct built_profile bp;
 	struct output_file output = OUTPUT_FILE_INIT;
 	uint64_t deadline = 0;
+	enum engine_stop_reason why;
 	int ret, status = 1;
 
 	ret = record_parse_args(argc, argv, &o);
@@ -97,7 +99,7 @@ int cmd_record(int argc, char **argv)
 	report_started(&e);
 	if (o.duration > 0)
 		deadline = e.start_ns + (uint64_t)(o.duration * 1e9);
-	engine_run_until(&e, deadline, &stop_requested);
+	why = engine_run_until(&e, deadline, &stop_requested);
 	engine_stop(&e);
 
 	if (engine_build_profile(&e, &bp)) {
@@ -110,7 +112,7 @@ int cmd_record(int argc, char **argv)
 	if (o.stats)
 		report_stats(&e);
 	profile_built_free(&bp);
-	status = ret ? 1 : cmd_status(&e, 0);
+	status = ret || why == ENGINE_READ_ERROR ? 1 : cmd_status(&e, 0);
 out:
 	output_file_abort(&output);
 	engine_close(&e);

@@ -7,7 +7,7 @@ usage: test_record.py CASE     run one case (meson registers one test each)
 
 Paths come from the environment (tests/record/meson.build sets them):
 CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, REC_LATELIB,
-REC_NOCFILIB, READELF, NM, TASKSET, STRACE and PPROF (Google's pprof, built by
+REC_NOCFILIB, REC_RBFAIL, READELF, NM, TASKSET, STRACE and PPROF (Google's pprof, built by
 tests/output; unset when Go is missing).
 
 Every recording runs as on a freshly installed machine, under
@@ -1582,6 +1582,28 @@ def t_no_double_close(tmp):
         raise Fail(f"strace saw only {len(closes)} close() calls: not the whole run")
     if twice:
         raise Fail("fds closed twice:\n" + "\n".join(twice))
+
+
+@case("read-error")
+def t_read_error(tmp):
+    """A ring buffer that fails to read (tests/record/rbfail.c, preloaded
+    into cfiprof, makes ring_buffer__poll fail with EIO once 100 records came)
+    ends the recording: exit status 1, one line saying how many records
+    were read, and the profile of what came is written all the same."""
+    out = os.path.join(tmp, "rb.pb.gz")
+    rc, err = run_record(["-o", out, "-F", "499", "--", fx("deep"), "20", "5"], check=False,
+                         prefix=("env", "LD_PRELOAD=" + os.environ["REC_RBFAIL"]))
+    if rc != 1:
+        raise Fail(f"exit status {rc} after a ring-buffer read error, want 1")
+    said = [l for l in err.splitlines() if l.startswith("cfiprof: reading the ring buffer")]
+    m = re.fullmatch(r"cfiprof: reading the ring buffer: Input/output error after (\d+) "
+                     r"records; recording stopped there", said[0]) if len(said) == 1 else None
+    if not m or int(m.group(1)) < 100:
+        raise Fail(f"want one line saying how many records were read, got {said}")
+    samples, _ = read_pprof(out)
+    if not samples:
+        raise Fail("the profile written holds no sample")
+    log(f"{m.group(1)} records read, {len(samples)} samples in the profile")
 
 
 def one_cfiprof_line(err, what, *needles):
