@@ -45,18 +45,6 @@ static void catch_stop_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-/* A command that cannot be run is told before the BPF programs load,
- * with a shell's status for it. */
-static int check_command(char **cmd)
-{
-	int ret = held_child_find(cmd[0]);
-
-	if (!ret)
-		return 0;
-	fprintf(stderr, "cfiprof: %s: %s\n", cmd[0], strerror(-ret));
-	return ret == -EACCES ? 126 : 127;
-}
-
 /* -- CMD's status when it ended by itself, not stopped by us. */
 static int cmd_status(const struct record_engine *e, int otherwise)
 {
@@ -80,7 +68,9 @@ int cmd_record(int argc, char **argv)
 		record_opts_free(&o);
 		return ret > 0 ? 0 : 2;
 	}
-	if (o.cmd && (ret = check_command(o.cmd))) {
+	/* A command that cannot be run is told before the BPF programs
+	 * load, with a shell's status for it. */
+	if (o.cmd && (ret = held_child_check("cfiprof", o.cmd[0]))) {
 		record_opts_free(&o);
 		return ret;
 	}
