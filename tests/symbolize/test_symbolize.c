@@ -580,17 +580,27 @@ static char *split_fixture(const char *fx, const char *name, const char *debug, 
 	return stripped;
 }
 
+/* A stripped copy of the C fixture whose debug file is in tmpdir/dbg by
+ * build-id, at *debug (relative to tmpdir). */
+static char *split_by_build_id(const char *fx, char **debug)
+{
+	char *bid = readelf_build_id(fx), *stripped;
+
+	cr_assert_geq(asprintf(debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
+	stripped = split_fixture(fx, "stripped", *debug, "");
+	free(bid);
+	return stripped;
+}
+
 Test(symbolize, debug_dir_by_build_id)
 {
 	const char *fx = fixture("SYMB_FIXTURE_C");
 	uint64_t addr = inlined_addr(fx);
-	char *bid = readelf_build_id(fx), *debug, *dbgdir = tmp_path("dbg"), *stripped;
+	char *debug, *dbgdir = tmp_path("dbg"), *stripped = split_by_build_id(fx, &debug);
 	struct symbolizer_opts o = { .debug_dir = dbgdir };
 	struct symbolizer *s = symbolizer_new(&o), *plain = symbolizer_new(NULL);
 	struct sym_frame f[MAXF];
 
-	cr_assert_geq(asprintf(&debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
-	stripped = split_fixture(fx, "stripped", debug, "");
 	/* The debug dir has the DWARF: the full chain. */
 	cr_assert_eq(symbolizer_lookup(s, add_path(s, stripped), addr, f, MAXF), 3);
 	cr_assert_str_eq(f[0].function, "leaf_add");
@@ -605,7 +615,6 @@ Test(symbolize, debug_dir_by_build_id)
 	free(stripped);
 	free(debug);
 	free(dbgdir);
-	free(bid);
 }
 
 Test(symbolize, debug_file_by_debuglink)
@@ -679,19 +688,16 @@ Test(symbolize, build_id_fifo_is_refused, .timeout = HANG_TIMEOUT)
 {
 	const char *fx = fixture("SYMB_FIXTURE_C");
 	uint64_t addr = inlined_addr(fx);
-	char *bid = readelf_build_id(fx), *debug, *dbgdir = tmp_path("dbg"), *stripped;
+	char *debug, *dbgdir = tmp_path("dbg"), *stripped = split_by_build_id(fx, &debug);
 	struct symbolizer_opts o = { .debug_dir = dbgdir };
 	struct symbolizer *s = symbolizer_new(&o);
 
-	cr_assert_geq(asprintf(&debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
-	stripped = split_fixture(fx, "stripped", debug, "");
 	make_fifo(debug);
 	expect_symtab_only(s, stripped, addr, "outer_work");
 	symbolizer_free(s);
 	free(stripped);
 	free(debug);
 	free(dbgdir);
-	free(bid);
 }
 
 /* A debug file found by name must still be the object's own: its build-id,
