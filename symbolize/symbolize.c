@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "debugfile.h"
 #include "intern.h"
 #include "kallsyms.h"
 #include "resolve.h"
@@ -35,8 +36,12 @@ struct module {
 	const char *path;        /* interned */
 	const char *base;        /* basename of path, for "base+0xOFF" */
 	const char *build_id;    /* interned lower-case hex, "" if none */
+	dev_t dev;               /* the file registered first */
+	ino_t ino;
 	Dwfl *dwfl;              /* opened on first lookup */
 	Dwfl_Module *dmod;
+	Dwarf *alt;              /* its DWARF's dwz alt file, ours to end */
+	int alt_fd;
 	struct sym_fnindex functions;   /* of its DWARF, per unit */
 	struct sym_symtab symbols;      /* of its symbol table */
 	bool dwfl_tried;
@@ -63,8 +68,10 @@ struct symbolizer {
 	struct sym_arena arena;
 	struct sym_intern strings;
 	bool demangle;
-	char *debuginfo_path;       /* for dwfl_standard_find_debuginfo */
+	char *debug_dir;            /* NULL: no separate debug files */
 	Dwfl_Callbacks callbacks;
+	struct module *opening;     /* whose debug files libdwfl may ask for */
+	struct sym_no_alt no_alt;   /* made when first needed */
 
 	struct module *modules;
 	size_t nmodules, capmodules;
@@ -81,35 +88,50 @@ struct symbolizer {
 	bool kallsyms_loaded;
 };
 
-/* No separate debug files: only the DWARF in the object itself. */
-static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
-			Dwarf_Addr base, const char *file_name, const char *debuglink_file,
-			GElf_Word debuglink_crc, char **debuginfo_file_name)
+/* The object's ELF is reported by fd: libdwfl has no file to find. */
+static int no_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+		  char **file_name, Elf **elfp)
 {
 	(void)mod;
 	(void)userdata;
 	(void)modname;
 	(void)base;
-	(void)file_name;
-	(void)debuglink_file;
-	(void)debuglink_crc;
-	*debuginfo_file_name = NULL;
+	*file_name = NULL;
+	*elfp = NULL;
 	return -1;
 }
 
-/* The standard search (build-id under the debug dir, then .gnu_debuglink
- * names), with the debug file's fd made close-on-exec like ours. */
+/* libdwfl's standard search opens what the object names with a blocking
+ * open(2), a FIFO there would hang us: ours (debugfile.h) never blocks.
+ * No file name may be left behind with -1: libdwfl would open it. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
-	int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-					      debuglink_file, debuglink_crc,
-					      debuginfo_file_name);
+	struct symbolizer *s = *userdata;
+	const struct module *m = s ? s->opening : NULL;
+	struct sym_debug_want want = { .check_crc = debuglink_file && debuglink_crc,
+				       .crc = debuglink_crc };
+	Dwarf_Addr dwbias = 0;
+	GElf_Addr vaddr;
+	int len, fd;
 
-	if (fd >= 0)
-		fcntl(fd, F_SETFD, FD_CLOEXEC);
-	return fd;
+	(void)modname;
+	(void)base;
+	*debuginfo_file_name = NULL;
+	/* Asked again, with the DWARF open (its bias known), this is for the
+	 * dwz alt file: open_dwfl finds that one itself. */
+	dwfl_module_info(mod, NULL, NULL, NULL, &dwbias, NULL, NULL, NULL);
+	errno = 0;   /* (else libdwfl takes -1 for an error, not "none") */
+	if (!m || !s->debug_dir || dwbias != (Dwarf_Addr)-1)
+		return -1;
+	len = dwfl_module_build_id(mod, &want.build_id, &vaddr);
+	want.build_id_len = len > 0 ? (size_t)len : 0;
+	want.dev = m->dev;
+	want.ino = m->ino;
+	fd = sym_debug_open(s->debug_dir, file_name, debuglink_file, &want, debuginfo_file_name);
+	errno = 0;
+	return fd < 0 ? -1 : fd;
 }
 
 struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
@@ -129,39 +151,48 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 	unsetenv("DEBUGINFOD_URLS");
 	sym_intern_init(&s->strings, &s->arena);
 	s->demangle = !opts->no_demangle;
-	s->callbacks.find_elf = dwfl_build_id_find_elf;   /* unused: reported by fd */
+	s->callbacks.find_elf = no_elf;
 	s->callbacks.section_address = dwfl_offline_section_address;
-	if (opts->debug_dir && !*opts->debug_dir) {
-		s->callbacks.find_debuginfo = no_debuginfo;
-	} else {
-		/* The object's directory, its .debug/, then the debug dir (by
-		 * build-id, and by .gnu_debuglink name under the object's path). */
-		const char *dir = opts->debug_dir ? opts->debug_dir : DEFAULT_DEBUG_DIR;
-
-		if (asprintf(&s->debuginfo_path, ":.debug:%s", dir) < 0) {
+	s->callbacks.find_debuginfo = find_debuginfo;
+	if (!opts->debug_dir || *opts->debug_dir) {
+		s->debug_dir = strdup(opts->debug_dir ? opts->debug_dir : DEFAULT_DEBUG_DIR);
+		if (!s->debug_dir) {
 			free(s);
 			return NULL;
 		}
-		s->callbacks.find_debuginfo = find_debuginfo;
-		s->callbacks.debuginfo_path = &s->debuginfo_path;
 	}
 	return s;
+}
+
+/* What a module's lookups took: its indexes, its libdwfl session (which
+ * ends its DWARF, not the alt file we gave it) and its fds. */
+static void module_release(struct module *m)
+{
+	sym_fnindex_free(&m->functions);
+	sym_symtab_free(&m->symbols);
+	if (m->dwfl)
+		dwfl_end(m->dwfl);
+	m->dwfl = NULL;
+	m->dmod = NULL;
+	m->dwfl_tried = true;
+	if (m->alt)
+		dwarf_end(m->alt);
+	m->alt = NULL;
+	if (m->alt_fd >= 0)
+		close(m->alt_fd);
+	m->alt_fd = -1;
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
 }
 
 void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->nmodules; i++) {
-		struct module *m = &s->modules[i];
-
-		sym_fnindex_free(&m->functions);
-		sym_symtab_free(&m->symbols);
-		if (m->dwfl)
-			dwfl_end(m->dwfl);
-		if (m->fd >= 0)
-			close(m->fd);
-	}
+	for (size_t i = 0; i < s->nmodules; i++)
+		module_release(&s->modules[i]);
+	sym_no_alt_close(&s->no_alt);
 	free(s->modules);
 	sym_table_free(&s->by_build_id);
 	free(s->files);
@@ -171,7 +202,7 @@ void symbolizer_free(struct symbolizer *s)
 	sym_kallsyms_free(&s->kallsyms);
 	sym_intern_free(&s->strings);
 	sym_arena_free(&s->arena);
-	free(s->debuginfo_path);
+	free(s->debug_dir);
 	free(s);
 }
 
@@ -326,6 +357,9 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 	m = &s->modules[s->nmodules];
 	memset(m, 0, sizeof(*m));
 	m->fd = dupfd;
+	m->alt_fd = -1;
+	m->dev = st.st_dev;
+	m->ino = st.st_ino;
 	m->path = sym_intern(&s->strings, path ? path : "");
 	slash = m->path ? strrchr(m->path, '/') : NULL;
 	m->base = slash ? sym_intern(&s->strings, slash + 1) : m->path;
@@ -367,9 +401,44 @@ const char *symbolizer_module_build_id(const struct symbolizer *s, int module)
 
 /* ---- lookup ---- */
 
+/* Gives the module's DWARF its dwz alt file, found without blocking; or,
+ * failing that, an empty one, so that libdw does not search itself. */
+static void attach_alt(struct symbolizer *s, struct module *m, Dwarf *dw)
+{
+	struct sym_debug_want want = { .dev = m->dev, .ino = m->ino };
+	const char *altname, *mainfile = NULL, *debugfile = NULL;
+	const void *id;
+	ssize_t len = dwelf_dwarf_gnu_debugaltlink(dw, &altname, &id);
+	char *found = NULL;
+	int fd = -1;
+
+	if (len <= 0)
+		return;
+	want.build_id = id;
+	want.build_id_len = (size_t)len;
+	dwfl_module_info(m->dmod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	if (s->debug_dir)
+		fd = sym_debug_open_alt(s->debug_dir, debugfile ? debugfile : mainfile, altname,
+					&want, &found);
+	free(found);
+	if (fd >= 0) {
+		m->alt = dwarf_begin(fd, DWARF_C_READ);
+		if (m->alt) {
+			m->alt_fd = fd;
+			dwarf_setalt(dw, m->alt);
+			return;
+		}
+		close(fd);
+	}
+	if (s->no_alt.dwarf || sym_no_alt_open(&s->no_alt) == 0)
+		dwarf_setalt(dw, s->no_alt.dwarf);
+}
+
 static void open_dwfl(struct symbolizer *s, struct module *m)
 {
-	Dwarf_Addr start, end;
+	Dwarf_Addr start, end, bias;
+	void **userdata;
+	Dwarf *dw;
 
 	m->dwfl_tried = true;
 	m->dwfl = dwfl_begin(&s->callbacks);
@@ -387,9 +456,18 @@ static void open_dwfl(struct symbolizer *s, struct module *m)
 	}
 	m->fd = -1;
 	dwfl_report_end(m->dwfl, NULL, NULL);
-	dwfl_module_info(m->dmod, NULL, &start, &end, NULL, NULL, NULL, NULL);
+	dwfl_module_info(m->dmod, &userdata, &start, &end, NULL, NULL, NULL, NULL);
 	m->start = start;
 	m->end = end;
+	/* Debug files are looked for now, while the callback can know whose
+	 * they are: libdwfl asks once for each, and keeps the answer. */
+	*userdata = s;
+	s->opening = m;
+	dwfl_module_getsymtab(m->dmod);
+	dw = dwfl_module_getdwarf(m->dmod, &bias);
+	s->opening = NULL;
+	if (dw)
+		attach_alt(s, m, dw);
 }
 
 struct cache_key {
@@ -540,19 +618,7 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 
 void symbolizer_release(struct symbolizer *s, int module)
 {
-	struct module *m;
-
 	if (!get_module(s, module))
 		return;
-	m = &s->modules[module];
-	sym_fnindex_free(&m->functions);
-	sym_symtab_free(&m->symbols);
-	if (m->dwfl)
-		dwfl_end(m->dwfl);
-	m->dwfl = NULL;
-	m->dmod = NULL;
-	m->dwfl_tried = true;
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
+	module_release(&s->modules[module]);
 }

@@ -54,8 +54,9 @@ static void usage(FILE *f)
 		"      --duration SECONDS    stop after this long\n"
 		"  -v, --verbose             say why events are unsupported, and how they are grouped\n"
 		"\n"
-		"Exit status: the command's own when it runs to its end, 0 after Ctrl-C, 1 on\n"
-		"failure, 2 for usage errors.\n");
+		"Exit status: the command's own when it runs to its end (128 + the signal that\n"
+		"killed it), 127 or 126 when it cannot be run (not found, not executable), 0\n"
+		"after Ctrl-C, 1 on failure, 2 for usage errors.\n");
 }
 
 enum { OPT_SUMMARY = 256, OPT_DURATION };

@@ -94,7 +94,12 @@ int perf_sampler_attach(struct perf_sampler *ps, struct bpf_program *prog, char 
 
 	for (i = 0; i < ps->n; i++) {
 		ps->links[i] = bpf_program__attach_perf_event(prog, ps->fds[i]);
-		if (!ps->links[i]) {
+		/* The link owns the event's fd now: bpf_link__destroy closes
+		 * it, and a second close could close a number another thread
+		 * has just been given. */
+		if (ps->links[i]) {
+			ps->fds[i] = -1;
+		} else {
 			int e = errno;
 
 			snprintf(err, errlen, "attaching to the %s event of cpu %d: %s", ps->event_name,

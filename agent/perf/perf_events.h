@@ -15,7 +15,7 @@ struct bpf_program;
 struct bpf_link;
 
 struct perf_sampler {
-	int *fds;
+	int *fds;           /* -1 once attached: its link owns (and closes) it */
 	struct bpf_link **links;
 	int *cpus;
 	int n;              /* events opened */
@@ -29,7 +29,8 @@ struct perf_sampler {
 int perf_sampler_open(struct perf_sampler *ps, const bool *cpus, int ncpus, int freq_hz,
 		      char *err, size_t errlen);
 
-/* Attaches `prog` to every event.  On failure all links are destroyed. */
+/* Attaches `prog` to every event.  On failure all links are destroyed
+ * (with the events they own); perf_sampler_close closes the others. */
 int perf_sampler_attach(struct perf_sampler *ps, struct bpf_program *prog, char *err, size_t errlen);
 
 void perf_sampler_close(struct perf_sampler *ps);

@@ -193,18 +193,30 @@ static struct module *vdso_module(struct proc_registry *r, int pid, const struct
 
 static int open_mapping(int pid, const struct maps_entry *m)
 {
+	static bool warned;
 	char path[4200], err[256];
 	const char *p = m->path;
+	struct stat st;
 	int fd;
 
+	/* O_NONBLOCK: what the path names now may be a FIFO (or a device),
+	 * which must be refused below, not waited on. */
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%llx-%llx", pid,
 		 (unsigned long long)m->start, (unsigned long long)m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 || p[0] != '/')
-		return fd;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	/* Without map_files, the path as the process sees it: inside its
 	 * root, which a container's symlinks must never lead out of. */
-	return container_open(pid, p, O_RDONLY, err, sizeof(err));
+	if (fd < 0 && p[0] == '/')
+		fd = container_open(pid, p, O_RDONLY | O_NONBLOCK, err, sizeof(err));
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		if (!warned)
+			fprintf(stderr, "cfiprof: warning: pid %d: %s: not a regular file: "
+				"no unwind table or symbols for it\n", pid, p);
+		warned = true;
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
 }
 
 /* Marks the module that is the process's executable. */

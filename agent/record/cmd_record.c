@@ -11,7 +11,8 @@
  * Exit status, as perf's: -- CMD's own when it ended by itself (128 + the
  * signal that killed it), also when it ended before recording started;
  * otherwise 0 (stopped by -d, Ctrl-C or the -p processes' exit), 1 if
- * recording or writing failed, 126 or 127 for a command that cannot be
+ * recording or writing failed (a ring buffer that fails to read stops
+ * the recording: the profile of what came is still written), 126 or 127 for a command that cannot be
  * run (found but not executable, not found: as a shell says), 2 for
  * usage errors.
  * Ctrl-C (SIGINT, or SIGTERM) stops the recording and writes the profile;
@@ -65,18 +66,6 @@ static int stopped_early(const struct record_opts *o)
 	return 0;
 }
 
-/* A command that cannot be run is told before the BPF programs load,
- * with a shell's status for it. */
-static int check_command(char **cmd)
-{
-	int ret = held_child_find(cmd[0]);
-
-	if (!ret)
-		return 0;
-	fprintf(stderr, "cfiprof: %s: %s\n", cmd[0], strerror(-ret));
-	return ret == -EACCES ? 126 : 127;
-}
-
 /* -- CMD's status when it ended by itself, not stopped by us. */
 static int cmd_status(const struct record_engine *e, int otherwise)
 {
@@ -92,6 +81,7 @@ int cmd_record(int argc, char **argv)
 	struct built_profile bp;
 	struct output_file output = OUTPUT_FILE_INIT;
 	uint64_t deadline = 0;
+	enum engine_stop_reason why;
 	int ret, status = 1;
 
 	catch_stop_signals();
@@ -100,7 +90,9 @@ int cmd_record(int argc, char **argv)
 		record_opts_free(&o);
 		return ret > 0 ? 0 : 2;
 	}
-	if (o.cmd && (ret = check_command(o.cmd))) {
+	/* A command that cannot be run is told before the BPF programs
+	 * load, with a shell's status for it. */
+	if (o.cmd && (ret = held_child_check("cfiprof", o.cmd[0]))) {
 		record_opts_free(&o);
 		return ret;
 	}
@@ -122,7 +114,7 @@ int cmd_record(int argc, char **argv)
 	report_started(&e);
 	if (o.duration > 0)
 		deadline = e.start_ns + (uint64_t)(o.duration * 1e9);
-	engine_run_until(&e, deadline, &stop_requested);
+	why = engine_run_until(&e, deadline, &stop_requested);
 	engine_stop(&e);
 
 	if (engine_build_profile(&e, &bp)) {
@@ -135,7 +127,7 @@ int cmd_record(int argc, char **argv)
 	if (o.stats)
 		report_stats(&e);
 	profile_built_free(&bp);
-	status = ret ? 1 : cmd_status(&e, 0);
+	status = ret || why == ENGINE_READ_ERROR ? 1 : cmd_status(&e, 0);
 out:
 	output_file_abort(&output);
 	engine_close(&e);

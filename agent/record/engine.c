@@ -4,6 +4,7 @@
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,7 +270,8 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 		if (n >= 0)
 			n = ring_buffer__consume(e->rb);
 		if (n < 0 && n != -EINTR) {
-			fprintf(stderr, "cfiprof: reading samples: %s\n", strerror(-n));
+			fprintf(stderr, "cfiprof: reading the ring buffer: %s after %" PRIu64
+				" records; recording stopped there\n", strerror(-n), e->events.records);
 			return ENGINE_READ_ERROR;
 		}
 		if (deadline_ns && mono_ns() >= deadline_ns)

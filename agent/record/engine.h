@@ -76,7 +76,8 @@ enum engine_stop_reason {
 	ENGINE_DEADLINE,
 	ENGINE_CMD_EXITED,
 	ENGINE_TARGETS_EXITED,       /* every -p process exited */
-	ENGINE_READ_ERROR,           /* the ring buffer failed (message printed) */
+	ENGINE_READ_ERROR,           /* the ring buffer failed (message printed): what
+				      * came before is kept, the run has failed */
 };
 
 /* Checks what can be checked without the kernel (--cgroup) and allocates.

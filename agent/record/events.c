@@ -114,6 +114,7 @@ int events_handle(void *ctx, void *data, size_t size)
 	uint64_t now;
 	int ret;
 
+	ev->records++;
 	if (size >= sizeof(uint32_t) && s->kind != EVENT_SAMPLE) {
 		on_other_record(ev, data, size);
 		return 0;

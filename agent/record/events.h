@@ -26,6 +26,7 @@ struct record_events {
 	struct stack_agg *agg;
 	struct offcpu *off;            /* off-CPU samples and waker records */
 	/* what came */
+	uint64_t records;              /* every record handled */
 	uint64_t end_reasons[WALK_END_NR + 1]; /* per walk end; [WALK_END_NR]: unknown */
 	uint64_t bad_records;          /* malformed: wrong size, kind or counts */
 	uint64_t agg_errors;           /* samples not aggregated: out of memory */

@@ -41,6 +41,12 @@ int cmd_stat(int argc, char **argv)
 		stat_options_free(&o);
 		return ret > 0 ? 0 : 2;
 	}
+	/* A command that cannot be run is told before anything is opened,
+	 * with a shell's status for it, as record does. */
+	if (o.cmd && (ret = held_child_check(STAT_PROG, o.cmd[0]))) {
+		stat_options_free(&o);
+		return ret;
+	}
 	stat_run_init(&r, &o);
 	if (!o.events.n && stat_options_default_events(&o, err, sizeof(err))) {
 		fprintf(stderr, STAT_PROG ": default events: %s\n", err);

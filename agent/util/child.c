@@ -172,6 +172,16 @@ static int runnable(const char *path)
 	return S_ISREG(st.st_mode) && !access(path, X_OK) ? 0 : -EACCES;
 }
 
+int held_child_check(const char *prog, const char *file)
+{
+	int ret = held_child_find(file);
+
+	if (!ret)
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", prog, file, strerror(-ret));
+	return ret == -EACCES ? 126 : 127;
+}
+
 int held_child_find(const char *file)
 {
 	/* glibc's execvp searches this when PATH is unset. */

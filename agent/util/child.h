@@ -74,4 +74,10 @@ void held_child_describe_exit(const struct held_child *ch, char *buf, size_t len
  * not an executable file). */
 int held_child_find(const char *file);
 
+/* held_child_find, told as a shell tells it: a command that cannot be run
+ * gets one line on stderr, "PROG: FILE: reason", and the status a shell
+ * gives it, 127 (not found) or 126 (found, not executable).  0 if it can
+ * be run. */
+int held_child_check(const char *prog, const char *file);
+
 #endif

@@ -459,27 +459,30 @@ def test_stats(cfiprof, env, tmp):
 
 
 def test_record_command(cfiprof, env, tmp):
-    """record -- CMD of a command that cannot run: one line naming it, and
-    a shell's status for it (127 not found, 126 not executable), told
-    before anything is loaded (so no root is needed), and no profile."""
+    """record -- CMD and stat -- CMD of a command that cannot run: one line
+    naming it, and a shell's status for it (127 not found, 126 not
+    executable), told before anything is loaded or opened (so no root is
+    needed), and no output file."""
     cases = [
-        ("record-command-missing-path", os.path.join(tmp, "no-such-dir", "prog"), 127,
+        ("command-missing-path", os.path.join(tmp, "no-such-dir", "prog"), 127,
          "No such file or directory"),
-        ("record-command-not-in-path", "no-such-command-cfiprof-test", 127,
+        ("command-not-in-path", "no-such-command-cfiprof-test", 127,
          "No such file or directory"),
-        ("record-command-not-executable", write(os.path.join(tmp, "not-executable"),
-                                                b"#!/bin/sh\n"), 126, "Permission denied"),
-        ("record-command-directory", tmp, 126, "Permission denied"),
+        ("command-not-executable", write(os.path.join(tmp, "not-executable"),
+                                         b"#!/bin/sh\n"), 126, "Permission denied"),
+        ("command-directory", tmp, 126, "Permission denied"),
     ]
-    for name, prog, want_rc, reason in cases:
-        if not wanted(name):
-            continue
-        with Case(name) as c:
-            out = os.path.join(tmp, "record-out.pb.gz")
-            rc, stdout, err = run([cfiprof, "record", "-o", out, "--", prog, "arg"], env)
-            one_line_error(c, rc, err, want_rc, prog, reason)
-            c.check(stdout == "", "stdout: %r" % stdout[:200])
-            c.check(not os.path.exists(out), "a profile was written")
+    for tool, prefix in (("record", "cfiprof: "), ("stat", "cfiprof stat: ")):
+        for name, prog, want_rc, reason in cases:
+            if not wanted(tool + "-" + name):
+                continue
+            with Case(tool + "-" + name) as c:
+                out = os.path.join(tmp, tool + "-out")
+                rc, stdout, err = run([cfiprof, tool, "-o", out, "--", prog, "arg"], env)
+                one_line_error(c, rc, err, want_rc, prog, reason)
+                c.check(err.startswith(prefix + prog + ": "), "stderr: %r" % err)
+                c.check(stdout == "", "stdout: %r" % stdout[:200])
+                c.check(not os.path.exists(out), "an output file was written")
 
 
 def test_at(cfiprof, env, tmp):

@@ -7,8 +7,8 @@ usage: test_record.py CASE     run one case (meson registers one test each)
 
 Paths come from the environment (tests/record/meson.build sets them):
 CFIPROF, REC_CACHE_DIR, REC_FX_<FIXTURE>, REC_CBLIB, REC_LATELIB,
-REC_NOCFILIB, READELF, NM, TASKSET and PPROF (Google's pprof, built by
-the top-level meson.build; unset when Go is missing).
+REC_NOCFILIB, REC_RBFAIL, READELF, NM, TASKSET, STRACE and PPROF (Google's
+pprof, built by the top-level meson.build; unset when Go is missing).
 REC_AGENT, when set, is the cfiprof to test instead of CFIPROF (and
 REC_AGENT_CACHE_DIR its table cache): tools/test.sh runs cases with the
 agent of a sanitizer build (build-asan, build-tsan) against this build's
@@ -47,6 +47,7 @@ PPROF = os.environ.get("PPROF", "")
 READELF = os.environ.get("READELF", "readelf")
 NM = os.environ.get("NM", "nm")
 TASKSET = os.environ.get("TASKSET", "taskset")
+STRACE = os.environ.get("STRACE", "strace")
 STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 
 # glibc 2.36 (Debian 12): the frames above main, and those a thread starts
@@ -1627,6 +1628,49 @@ def t_exit_status(tmp):
         os.unlink(out)
         if says and not any(l.startswith("cfiprof: " + says) for l in err.splitlines()):
             raise Fail(f"record -- sh -c {script!r}: no line 'cfiprof: {says}'")
+
+
+@case("no-double-close")
+def t_no_double_close(tmp):
+    """Every fd cfiprof closes is its own to close, once: a close() that
+    fails with EBADF is an fd closed twice, and the second close of a
+    reused number closes another thread's file.  strace (main thread only:
+    -f would take the ptrace cfiprof holds CMD with) logs every close of a
+    whole recording."""
+    trace = os.path.join(tmp, "close.strace")
+    out = os.path.join(tmp, "closes.pb.gz")
+    run_record(["-o", out, "-F", "99", "--", fx("deep"), "20", "0.3"],
+               prefix=(STRACE, "-qq", "-e", "trace=close", "-o", trace))
+    with open(trace) as f:
+        closes = [l.rstrip() for l in f if l.startswith("close(")]
+    twice = [l for l in closes if "EBADF" in l]
+    log(f"{len(closes)} close() calls, {len(twice)} of them EBADF")
+    if len(closes) - len(twice) < 10:
+        raise Fail(f"strace saw only {len(closes)} close() calls: not the whole run")
+    if twice:
+        raise Fail("fds closed twice:\n" + "\n".join(twice))
+
+
+@case("read-error")
+def t_read_error(tmp):
+    """A ring buffer that fails to read (tests/record/rbfail.c, preloaded
+    into cfiprof, makes ring_buffer__poll fail with EIO once 100 records came)
+    ends the recording: exit status 1, one line saying how many records
+    were read, and the profile of what came is written all the same."""
+    out = os.path.join(tmp, "rb.pb.gz")
+    rc, err = run_record(["-o", out, "-F", "499", "--", fx("deep"), "20", "5"], check=False,
+                         prefix=("env", "LD_PRELOAD=" + os.environ["REC_RBFAIL"]))
+    if rc != 1:
+        raise Fail(f"exit status {rc} after a ring-buffer read error, want 1")
+    said = [l for l in err.splitlines() if l.startswith("cfiprof: reading the ring buffer")]
+    m = re.fullmatch(r"cfiprof: reading the ring buffer: Input/output error after (\d+) "
+                     r"records; recording stopped there", said[0]) if len(said) == 1 else None
+    if not m or int(m.group(1)) < 100:
+        raise Fail(f"want one line saying how many records were read, got {said}")
+    samples, _ = read_pprof(out)
+    if not samples:
+        raise Fail("the profile written holds no sample")
+    log(f"{m.group(1)} records read, {len(samples)} samples in the profile")
 
 
 def one_cfiprof_line(err, what, *needles):

@@ -743,16 +743,19 @@ def t_sigint(tmp):
 @case("exit-status")
 def t_exit_status(tmp):
     """The command's own exit status, as the shell reports it (perf 6.1 here
-    is no oracle: it returns 0 instead of the command's status now and then)."""
+    is no oracle: it returns 0 instead of the command's status now and then);
+    127 or 126 for one that cannot be run."""
     for cmd in (["sh", "-c", "exit 3"], ["false"], ["true"], ["sh", "-c", "kill -TERM $$"]):
         want = subprocess.run(cmd).returncode
         want = 128 - want if want < 0 else want
         c = cf(["-x,", "-e", "cs", "--"] + cmd)
         check(c.returncode == want, f"{cmd}: exit status {c.returncode}, the command's {want}")
-    c = cf(["-e", "cs", "--", "/nonexistent/program"])
-    check(c.returncode == 1, f"missing program: exit status {c.returncode}")
-    check(c.stderr == "cfiprof stat: cannot run /nonexistent/program: No such file or directory\n",
-          f"stderr {c.stderr!r}")
+    # One that cannot be run: a shell's status, as record gives it.
+    for prog, want, reason in (("/nonexistent/program", 127, "No such file or directory"),
+                               ("/etc/passwd", 126, "Permission denied")):
+        c = cf(["-e", "cs", "--", prog])
+        check(c.returncode == want, f"{prog}: exit status {c.returncode}, want {want}")
+        check(c.stderr == f"cfiprof stat: {prog}: {reason}\n", f"stderr {c.stderr!r}")
 
 
 @case("output-file")

@@ -580,17 +580,27 @@ static char *split_fixture(const char *fx, const char *name, const char *debug, 
 	return stripped;
 }
 
+/* A stripped copy of the C fixture whose debug file is in tmpdir/dbg by
+ * build-id, at *debug (relative to tmpdir). */
+static char *split_by_build_id(const char *fx, char **debug)
+{
+	char *bid = readelf_build_id(fx), *stripped;
+
+	cr_assert_geq(asprintf(debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
+	stripped = split_fixture(fx, "stripped", *debug, "");
+	free(bid);
+	return stripped;
+}
+
 Test(symbolize, debug_dir_by_build_id)
 {
 	const char *fx = fixture("SYMB_FIXTURE_C");
 	uint64_t addr = inlined_addr(fx);
-	char *bid = readelf_build_id(fx), *debug, *dbgdir = tmp_path("dbg"), *stripped;
+	char *debug, *dbgdir = tmp_path("dbg"), *stripped = split_by_build_id(fx, &debug);
 	struct symbolizer_opts o = { .debug_dir = dbgdir };
 	struct symbolizer *s = symbolizer_new(&o), *plain = symbolizer_new(NULL);
 	struct sym_frame f[MAXF];
 
-	cr_assert_geq(asprintf(&debug, "dbg/.build-id/%.2s/%s.debug", bid, bid + 2), 0);
-	stripped = split_fixture(fx, "stripped", debug, "");
 	/* The debug dir has the DWARF: the full chain. */
 	cr_assert_eq(symbolizer_lookup(s, add_path(s, stripped), addr, f, MAXF), 3);
 	cr_assert_str_eq(f[0].function, "leaf_add");
@@ -605,7 +615,6 @@ Test(symbolize, debug_dir_by_build_id)
 	free(stripped);
 	free(debug);
 	free(dbgdir);
-	free(bid);
 }
 
 Test(symbolize, debug_file_by_debuglink)
@@ -624,6 +633,170 @@ Test(symbolize, debug_file_by_debuglink)
 	symbolizer_free(s);
 	free(stripped);
 	free(nodir);
+}
+
+/* ---- what a profiled program may put where its debug files are looked for ---- */
+
+/* Each test below hung before the symbolizer opened candidates itself: libdw
+ * opens them with a blocking open(2), which waits for a writer forever on a
+ * FIFO.  The timeouts make such a hang a failure. */
+#define HANG_TIMEOUT 30.
+
+static void make_fifo(const char *rel)
+{
+	char *p = tmp_path(rel);
+
+	free(run("mkdir -p \"$(dirname '%s')\" && rm -f '%s'", p, p));
+	cr_assert_eq(mkfifo(p, 0600), 0, "%s: %s", p, strerror(errno));
+	free(p);
+}
+
+/* Only the symbol table's name: no separate debug file was taken. */
+static void expect_symtab_only(struct symbolizer *s, const char *path, uint64_t addr,
+			       const char *name)
+{
+	struct sym_frame f[MAXF];
+
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, path), addr, f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, name);
+	cr_assert_null(f[0].file);
+}
+
+Test(symbolize, debuglink_fifos_are_refused, .timeout = HANG_TIMEOUT)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t addr = inlined_addr(fx);
+	char *stripped = split_fixture(fx, "p", "p.debug", "--add-gnu-debuglink=p.debug");
+	char *dbgdir = tmp_path("dbg"), *under;
+	struct symbolizer_opts o = { .debug_dir = dbgdir };
+	struct symbolizer *s = symbolizer_new(&o);
+
+	/* Every place the .gnu_debuglink name is looked for: next to the
+	 * object, in its .debug/, and under the debug dir by its path. */
+	make_fifo("p.debug");
+	make_fifo(".debug/p.debug");
+	cr_assert_geq(asprintf(&under, "dbg%s/p.debug", tmpdir), 0);
+	make_fifo(under);
+	expect_symtab_only(s, stripped, addr, "outer_work");
+	symbolizer_free(s);
+	free(under);
+	free(dbgdir);
+	free(stripped);
+}
+
+Test(symbolize, build_id_fifo_is_refused, .timeout = HANG_TIMEOUT)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t addr = inlined_addr(fx);
+	char *debug, *dbgdir = tmp_path("dbg"), *stripped = split_by_build_id(fx, &debug);
+	struct symbolizer_opts o = { .debug_dir = dbgdir };
+	struct symbolizer *s = symbolizer_new(&o);
+
+	make_fifo(debug);
+	expect_symtab_only(s, stripped, addr, "outer_work");
+	symbolizer_free(s);
+	free(stripped);
+	free(debug);
+	free(dbgdir);
+}
+
+/* A debug file found by name must still be the object's own: its build-id,
+ * or without one the CRC its .gnu_debuglink records. */
+Test(symbolize, debuglink_without_build_id_checks_crc)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C_NOID");
+	uint64_t addr = inlined_addr(fx);
+	char *stripped = split_fixture(fx, "noid-linked", "noid-linked.dbg",
+				       "--add-gnu-debuglink=noid-linked.dbg");
+	char *dbg = tmp_path("noid-linked.dbg"), *nodir = tmp_path("no-such-dir");
+	struct symbolizer_opts o = { .debug_dir = nodir };
+	struct symbolizer *s = symbolizer_new(&o), *t = symbolizer_new(&o);
+	struct sym_frame f[MAXF];
+
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, stripped), addr, f, MAXF), 3);
+	cr_assert_str_eq(symbolizer_module_build_id(s, 0), "");
+	cr_assert_str_eq(f[1].function, "mid_step");
+	/* One byte more: another file, whatever its DWARF says. */
+	free(run("printf x >> '%s'", dbg));
+	expect_symtab_only(t, stripped, addr, "outer_work");
+	symbolizer_free(s);
+	symbolizer_free(t);
+	free(nodir);
+	free(dbg);
+	free(stripped);
+}
+
+/* A copy of the dwz fixture whose .gnu_debugaltlink names `altname` with
+ * the build-id of the alt fixture. */
+static char *alt_linked(const char *altname)
+{
+	const char *fx = fixture("SYMB_FIXTURE_ALT"), *sup = fixture("SYMB_FIXTURE_ALT_SUP");
+	char *bid = readelf_build_id(sup), *sec = tmp_path("altlink.sec"), *out = tmp_path("alt");
+	FILE *fp = fopen(sec, "w");
+
+	cr_assert_not_null(fp);
+	fwrite(altname, 1, strlen(altname) + 1, fp);
+	for (size_t i = 0; bid[i] && bid[i + 1]; i += 2) {
+		unsigned int byte;
+
+		cr_assert_eq(sscanf(bid + i, "%2x", &byte), 1);
+		fputc((int)byte, fp);
+	}
+	fclose(fp);
+	free(run("objcopy --add-section .gnu_debugaltlink='%s' '%s' '%s'", sec, fx, out));
+	free(sec);
+	free(bid);
+	return out;
+}
+
+Test(symbolize, dwz_alt_file_names_function)
+{
+	char *altname = tmp_path("alt.debug"), *linked = alt_linked(altname), *nodir = tmp_path("none");
+	struct symbolizer_opts o = { .debug_dir = nodir };
+	struct symbolizer *s = symbolizer_new(&o);
+	struct sym_frame f[MAXF];
+
+	free(run("cp '%s' '%s'", fixture("SYMB_FIXTURE_ALT_SUP"), altname));
+	cr_assert_eq(symbolizer_lookup(s, add_path(s, linked),
+				       nm_symbol(linked, "alt_named", false, NULL), f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, "alt_dwarf_name");
+	symbolizer_free(s);
+	free(nodir);
+	free(linked);
+	free(altname);
+}
+
+/* The alt file is a FIFO, where it is named and in the .dwz/ folder beside
+ * the object: the DWARF name is lost, the symbol table still names it. */
+Test(symbolize, dwz_alt_fifo_is_refused, .timeout = HANG_TIMEOUT)
+{
+	char *altname = tmp_path("alt.debug"), *linked = alt_linked(altname), *nodir = tmp_path("none");
+	struct symbolizer_opts o = { .debug_dir = nodir };
+	struct symbolizer *s = symbolizer_new(&o);
+
+	make_fifo("alt.debug");
+	make_fifo(".dwz/alt.debug");
+	expect_symtab_only(s, linked, nm_symbol(linked, "alt_named", false, NULL), "alt_named");
+	symbolizer_free(s);
+	free(nodir);
+	free(linked);
+	free(altname);
+}
+
+/* The alt file is another ELF (a build-id of its own): not used, and not
+ * looked for again by libdw. */
+Test(symbolize, dwz_alt_with_other_build_id_is_refused)
+{
+	char *altname = tmp_path("alt.debug"), *linked = alt_linked(altname), *nodir = tmp_path("none");
+	struct symbolizer_opts o = { .debug_dir = nodir };
+	struct symbolizer *s = symbolizer_new(&o);
+
+	free(run("cp '%s' '%s'", fixture("SYMB_FIXTURE_C"), altname));
+	expect_symtab_only(s, linked, nm_symbol(linked, "alt_named", false, NULL), "alt_named");
+	symbolizer_free(s);
+	free(nodir);
+	free(linked);
+	free(altname);
 }
 
 /* ---- modules ---- */
