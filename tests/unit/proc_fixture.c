@@ -36,6 +36,10 @@ void test_child_release(struct test_child *c)
 	c->go_fd = -1;
 }
 
+/* Whether pid has an executable mapping of a file ending in suffix.  Only
+ * an executable one: an exec maps the program segment by segment, and a
+ * test that saw its first (read-only) segment could otherwise read the
+ * process while the exec is still loading it, under load. */
 static bool maps_file(pid_t pid, const char *suffix)
 {
 	char path[64], line[4200];
@@ -49,8 +53,10 @@ static bool maps_file(pid_t pid, const char *suffix)
 		return false;
 	while (!found && fgets(line, sizeof(line), f)) {
 		size_t n = strcspn(line, "\n");
+		const char *perms = strchr(line, ' ');
 
-		found = n >= ls && !memcmp(line + n - ls, suffix, ls);
+		found = n >= ls && !memcmp(line + n - ls, suffix, ls) && perms && strlen(perms) > 3 &&
+			perms[3] == 'x';
 	}
 	fclose(f);
 	return found;
