@@ -246,7 +246,8 @@ struct sample_event {
 	__u16 nkernel;
 	__u8  end_reason; /* enum cfiprof_walk_end */
 	__u8  flags;      /* SAMPLE_FLAG_* */
-	__u8  pad[2];
+	__u16 event;      /* on-CPU: index of the sampled event in the agent's list
+			   * (engine_event); off-CPU and waker records: 0 */
 	__u32 peer_tid;   /* waker records: the thread woken; otherwise 0 */
 	char  comm[CFIPROF_COMM_LEN];
 	__u64 addrs[CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK];

@@ -43,6 +43,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->weight = 1;
 	ev->flags = 0;
+	ev->event = 0;
 	ev->peer_tid = 0;
 	ev->nkernel = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));

@@ -107,6 +107,7 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 	ev->cpu = bpf_get_smp_processor_id();
 	ev->weight = 0;
 	ev->flags = flags | SAMPLE_FLAG_KERNEL_MODE;
+	ev->event = 0;
 	ev->peer_tid = 0;
 	ev->nuser = 0;
 	ev->nkernel = 0;

@@ -192,6 +192,29 @@ static int attach_tracking(struct record_engine *e)
 	return 0;
 }
 
+/* The one sampling event today: cycles, or cpu-clock where there is no
+ * PMU, at -F Hz. */
+static int describe_events(struct record_engine *e, char *err, size_t errlen)
+{
+	struct record_event_desc *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	d->name = e->sampler.event_name;
+	d->attr.size = sizeof(d->attr);
+	d->attr.type = e->sampler.hardware ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+	d->attr.config = e->sampler.hardware ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK;
+	d->attr.freq = 1;
+	d->attr.sample_freq = (__u64)e->o->freq;
+	d->period = e->sampler.hardware ? 1 : 1000000000ull / (uint64_t)e->o->freq;
+	d->unit = e->sampler.hardware ? "count" : "nanoseconds";
+	e->event_descs = d;
+	e->nevents = 1;
+	return 0;
+}
+
 int engine_load(struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
@@ -230,10 +253,22 @@ int engine_load(struct record_engine *e)
 	if (!ret && !o->off.only)
 		ret = perf_sampler_open(&e->sampler, o->cpu_set, o->ncpus, o->freq, err, sizeof(err));
 	if (!ret && !o->off.only)
+		ret = describe_events(e, err, sizeof(err));
+	if (!ret && !o->off.only)
 		ret = perf_sampler_attach(&e->sampler, e->skel->progs.on_cpu_sample, err, sizeof(err));
 	if (ret)
 		fprintf(stderr, "cfiprof: %s\n", err);
 	return ret;
+}
+
+uint32_t engine_nevents(const struct record_engine *e)
+{
+	return e->nevents;
+}
+
+const struct record_event_desc *engine_event(const struct record_engine *e, uint32_t idx)
+{
+	return idx < e->nevents ? &e->event_descs[idx] : NULL;
 }
 
 int engine_start(struct record_engine *e)
@@ -346,6 +381,7 @@ void engine_close(struct record_engine *e)
 	modules_free(&e->mods);
 	tables_free(&e->tables);
 	events_free(&e->events);
+	free(e->event_descs);
 	stack_agg_free(&e->agg);
 	if (e->sym)
 		symbolizer_free(e->sym);

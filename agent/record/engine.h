@@ -26,6 +26,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include <linux/perf_event.h>
+
 #include "agent/cli/record_options.h"
 #include "agent/container/cgroup_target.h"
 #include "agent/offcpu/offcpu.h"
@@ -39,6 +41,18 @@
 #include "agent/util/child.h"
 
 struct cfiprof_bpf;
+
+/* An event on-CPU samples are taken of; sample_event.event indexes the
+ * engine's list of them (engine_event).  What outputs need to name the
+ * samples' values and weigh them. */
+struct record_event_desc {
+	const char *name;            /* as the user spelt it, or the default's name */
+	struct perf_event_attr attr; /* as opened: type, config, freq or sample_period */
+	uint64_t period;             /* what one sample stands for: -c N, or the
+				      * nominal 1e9/F ns of a clock sampled at F Hz,
+				      * or 1 */
+	const char *unit;            /* of period: "nanoseconds" (clocks) or "count" */
+};
 struct ring_buffer;
 struct bpf_link;
 
@@ -57,6 +71,8 @@ struct record_engine {
 	struct record_events events; /* the records' handler and its counts */
 	struct offcpu off;
 	struct perf_sampler sampler;
+	struct record_event_desc *event_descs; /* engine_event */
+	uint32_t nevents;
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
 	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
@@ -107,6 +123,11 @@ void engine_stop(struct record_engine *e);
 /* Symbolizes the stacks aggregated since engine_start into `bp` (free it
  * with profile_built_free).  0 or -ENOMEM. */
 int engine_build_profile(struct record_engine *e, struct built_profile *bp);
+
+/* The events on-CPU samples are taken of (none with --off-cpu-only),
+ * known once engine_load has opened them; idx is sample_event.event. */
+uint32_t engine_nevents(const struct record_engine *e);
+const struct record_event_desc *engine_event(const struct record_engine *e, uint32_t idx);
 
 /* A BPF counter (enum cfiprof_counter) summed over CPUs. */
 uint64_t engine_counter(const struct record_engine *e, uint32_t idx);
