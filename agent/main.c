@@ -10,6 +10,7 @@
 
 #include "agent/cli/args.h"
 #include "agent/cmd_cfi.h"
+#include "agent/convert/cmd_convert.h"
 #include "agent/record/record.h"
 #include "agent/stat/stat.h"
 #include "bpf/abi.h"
@@ -26,6 +27,7 @@ static const struct command {
 	{ "record", "cfiprof record", cmd_record },
 	{ "stat", "cfiprof stat", cmd_stat },
 	{ "cfi", "cfiprof cfi", cmd_cfi },
+	{ "convert", "cfiprof convert", cmd_convert },
 };
 
 static void usage(FILE *f)
@@ -38,6 +40,8 @@ static void usage(FILE *f)
 		"  stat             count events (perf stat's events, layouts and metrics)\n"
 		"  cfi dump FILE    print the compiled CFI table of an ELF file\n"
 		"  cfi stats FILE   compile an ELF file's CFI and print statistics\n"
+		"  convert IN -o OUT  a pprof profile into flame graphs (.svg), folded\n"
+		"                   stacks (.folded) or perf.data (.data)\n"
 		"  version          print the version\n"
 		"\n"
 		"Run 'cfiprof COMMAND --help' for a command's options.\n");

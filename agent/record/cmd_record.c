@@ -121,7 +121,7 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 		goto out;
 	}
-	ret = report_write_output(&o, &bp, &output);
+	ret = report_write_output(&e, &bp, &output);
 	if (!o.quiet)
 		report_summary(&e, &bp, ret);
 	if (o.stats)

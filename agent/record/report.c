@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cfiprof.skel.h"
+#include "agent/output/flamegraph_svg.h"
 #include "agent/output/folded.h"
 #include "agent/output/pprof.h"
 
@@ -308,14 +309,46 @@ void report_stats(struct record_engine *e)
 	print_bpf_counts(e);
 }
 
-int report_write_output(const struct record_opts *o, const struct built_profile *bp,
+/* What the flame graphs' titles say was recorded: the command line, or
+ * the processes. */
+static void recorded_what(const struct record_opts *o, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	if (!o->cmd) {
+		snprintf(buf, len, "%s", o->all ? o->cgroup ? o->cgroup : "all processes" :
+			 o->npids == 1 ? "one process" : "the given processes");
+		return;
+	}
+	buf[0] = '\0';
+	for (char **a = o->cmd; *a && n + 1 < len; a++) {
+		int k = snprintf(buf + n, len - n, "%s%s", a == o->cmd ? "" : " ", *a);
+
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+}
+
+int report_write_output(const struct record_engine *e, const struct built_profile *bp,
 			struct output_file *of)
 {
+	const struct record_opts *o = e->o;
 	const struct profile *p = &bp->p;
 	uint32_t types[2], n = 0;
 	char err[512] = "";
 	int ret;
 
+	if (o->format == FORMAT_SVG) {
+		char what[256];
+		struct svg_title t = { what, engine_nevents(e) ? engine_event(e, 0)->name : NULL };
+
+		recorded_what(o, what, sizeof(what));
+		ret = flamegraph_svg_write_all(p, &t, o->output, of, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "cfiprof: %s\n", err[0] ? err : strerror(-ret));
+		return ret;
+	}
 	if (o->format == FORMAT_FOLDED && o->off.enabled) {
 		/* On- and off-CPU stacks in one flame graph: both in
 		 * microseconds. */

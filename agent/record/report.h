@@ -21,8 +21,10 @@ int report_open_output(const struct record_opts *o, struct output_file *of);
 void report_started(const struct record_engine *e);
 
 /* Writes the profile in the format asked for into `of`, and commits it
- * (or, failing, aborts it).  0, or a negative errno (message printed). */
-int report_write_output(const struct record_opts *o, const struct built_profile *bp,
+ * (or, failing, aborts it); with --format svg, the flame graphs after the
+ * first into files named after -o.  0, or a negative errno (message
+ * printed). */
+int report_write_output(const struct record_engine *e, const struct built_profile *bp,
 			struct output_file *of);
 
 /* The end-of-run summary; `write_ret` is what writing the profile
