@@ -17,6 +17,7 @@ PKGS=(
   linux-perf strace
   bpfcc-tools libbpf-tools
   python3 curl
+  chromium
 )
 
 missing=()
