@@ -15,18 +15,12 @@ import os
 import shutil
 import sys
 
+from make_seeds import uleb
+
 
 def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7f
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+    """protobuf's: a negative int64 as its 64-bit two's complement."""
+    return uleb(n & (1 << 64) - 1)
 
 
 def field(num, value):

@@ -16,20 +16,7 @@
 #include "synth.h"
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = tu_mkdtemp();
-}
-
-static void teardown(void)
-{
-	tu_rmdir(dir);
-	tu_leak_check();
-}
-
-TestSuite(pprof_read, .init = setup, .fini = teardown);
+TU_SCRATCH_SUITE(pprof_read);
 
 static char *folded_of(const struct profile *p, uint32_t type)
 {
@@ -233,59 +220,34 @@ Test(pprof_read, valid_small)
 	cr_expect_eq(read_msg(&m, err, sizeof(err)), 0, "%s", err);
 }
 
+/* msg_init's profile with `change` made to m, refused for `why`. */
+#define EXPECT_REFUSED(change, why)            \
+	do {                                   \
+		struct msg m;                  \
+		msg_init(&m);                  \
+		change;                        \
+		expect_refused(&m, why);       \
+	} while (0)
+
 Test(pprof_read, bad_indexes)
 {
-	struct msg m;
-
-	msg_init(&m);
-	m.fn.name = 6;
-	expect_refused(&m, "function name: string 6 out of range (6 strings)");
-	msg_init(&m);
-	m.fn.filename = -1;
-	expect_refused(&m, "function file name: string -1 out of range");
-	msg_init(&m);
-	m.vt.unit = 1000000;
-	expect_refused(&m, "sample type unit: string 1000000 out of range");
-	msg_init(&m);
-	m.label.key = 77;
-	expect_refused(&m, "label key: string 77");
-	msg_init(&m);
-	m.map.build_id = 8;
-	expect_refused(&m, "mapping build id: string 8");
-	msg_init(&m);
-	m.prof.default_sample_type = 99;
-	expect_refused(&m, "default sample type: string 99");
-	msg_init(&m);
-	m.locid[0] = 5;
-	expect_refused(&m, "sample 0: location id 5 not found");
-	msg_init(&m);
-	m.line.function_id = 8;
-	expect_refused(&m, "location 0: function id 8 not found");
-	msg_init(&m);
-	m.loc.mapping_id = 1;
-	expect_refused(&m, "location 0: mapping id 1 not found");
-	msg_init(&m);
-	m.loc2.id = 3;
-	expect_refused(&m, "location id 3 is used twice");
-	msg_init(&m);
-	m.prof.n_function = 2;
-	expect_refused(&m, "function id 7 is used twice");
-	msg_init(&m);
-	m.map.id = 0;
-	expect_refused(&m, "mapping 0 has id 0");
-	msg_init(&m);
-	m.sample.n_value = 2;
-	expect_refused(&m, "sample 0 has 2 values for 1 sample types");
-	msg_init(&m);
-	m.prof.n_sample_type = 0;
-	m.sample.n_value = 0;
-	expect_refused(&m, "the profile has no sample types");
-	msg_init(&m);
-	m.strings[0] = m.strings[1];
-	expect_refused(&m, "the string table does not start with \"\"");
-	msg_init(&m);
-	m.prof.n_string_table = 0;
-	expect_refused(&m, "the string table does not start with \"\"");
+	EXPECT_REFUSED(m.fn.name = 6, "function name: string 6 out of range (6 strings)");
+	EXPECT_REFUSED(m.fn.filename = -1, "function file name: string -1 out of range");
+	EXPECT_REFUSED(m.vt.unit = 1000000, "sample type unit: string 1000000 out of range");
+	EXPECT_REFUSED(m.label.key = 77, "label key: string 77");
+	EXPECT_REFUSED(m.map.build_id = 8, "mapping build id: string 8");
+	EXPECT_REFUSED(m.prof.default_sample_type = 99, "default sample type: string 99");
+	EXPECT_REFUSED(m.locid[0] = 5, "sample 0: location id 5 not found");
+	EXPECT_REFUSED(m.line.function_id = 8, "location 0: function id 8 not found");
+	EXPECT_REFUSED(m.loc.mapping_id = 1, "location 0: mapping id 1 not found");
+	EXPECT_REFUSED(m.loc2.id = 3, "location id 3 is used twice");
+	EXPECT_REFUSED(m.prof.n_function = 2, "function id 7 is used twice");
+	EXPECT_REFUSED(m.map.id = 0, "mapping 0 has id 0");
+	EXPECT_REFUSED(m.sample.n_value = 2, "sample 0 has 2 values for 1 sample types");
+	EXPECT_REFUSED((m.prof.n_sample_type = 0, m.sample.n_value = 0),
+		       "the profile has no sample types");
+	EXPECT_REFUSED(m.strings[0] = m.strings[1], "the string table does not start with \"\"");
+	EXPECT_REFUSED(m.prof.n_string_table = 0, "the string table does not start with \"\"");
 }
 
 Test(pprof_read, too_many_types)

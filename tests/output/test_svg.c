@@ -12,20 +12,7 @@
 #include "synth.h"
 #include "testutil.h"
 
-static char *dir;
-
-static void setup(void)
-{
-	dir = tu_mkdtemp();
-}
-
-static void teardown(void)
-{
-	tu_rmdir(dir);
-	tu_leak_check();
-}
-
-TestSuite(svg, .init = setup, .fini = teardown);
+TU_SCRATCH_SUITE(svg);
 
 /* ---- reading the SVG back --------------------------------------------- */
 

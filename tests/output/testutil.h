@@ -94,6 +94,18 @@ static inline void tu_rmdir(char *dir)
 	free(dir);
 }
 
+/* A suite whose every test gets a fresh scratch directory in `dir`,
+ * removed after it, and a leak check:  TU_SCRATCH_SUITE(name); */
+#define TU_SCRATCH_SUITE(name)                                                  \
+	static char *dir;                                                       \
+	static void tu_scratch_setup(void) { dir = tu_mkdtemp(); }              \
+	static void tu_scratch_teardown(void)                                   \
+	{                                                                       \
+		tu_rmdir(dir);                                                  \
+		tu_leak_check();                                                \
+	}                                                                       \
+	TestSuite(name, .init = tu_scratch_setup, .fini = tu_scratch_teardown)
+
 static inline char *tu_path(const char *dir, const char *name)
 {
 	char *p;
