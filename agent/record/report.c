@@ -315,13 +315,19 @@ static void recorded_what(const struct record_opts *o, char *buf, size_t len)
 {
 	size_t n = 0;
 
-	if (!o->cmd) {
-		snprintf(buf, len, "%s", o->all ? o->cgroup ? o->cgroup : "all processes" :
-			 o->npids == 1 ? "one process" : "the given processes");
+	buf[0] = '\0';
+	if (o->all) {
+		snprintf(buf, len, "%s", o->cgroup ? o->cgroup : "all processes");
 		return;
 	}
-	buf[0] = '\0';
-	for (char **a = o->cmd; *a && n + 1 < len; a++) {
+	for (int i = 0; !o->cmd && i < o->npids && n + 1 < len; i++) {
+		int k = snprintf(buf + n, len - n, "%s%d", i ? "," : "pid ", o->pids[i]);
+
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+	for (char **a = o->cmd; a && *a && n + 1 < len; a++) {
 		int k = snprintf(buf + n, len - n, "%s%s", a == o->cmd ? "" : " ", *a);
 
 		if (k < 0)
