@@ -5,7 +5,7 @@
 # usage: tests/fuzz/run_fuzz.sh [-b BUILDDIR] [-j JOBS] [--merge] [--no-build] [--keep-going] SECONDS [TARGET...]
 #
 #   SECONDS   time per target
-#   TARGET    ehframe, elf, table, cgroup (default: all four)
+#   TARGET    ehframe, elf, table, cgroup, pprof (default: all five)
 #   -b DIR    a clang sanitizer build (default: build-fuzz-asan), set up with
 #             CC=clang meson setup build-fuzz-asan -Db_sanitize=address,undefined -Db_lundef=false
 #   -j JOBS   targets fuzzed at the same time (default 1)
@@ -54,15 +54,15 @@ case $seconds in
 ''|*[!0-9]*) echo "run_fuzz.sh: SECONDS must be a number, not '$seconds'" >&2; exit 2 ;;
 esac
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(ehframe elf table cgroup)
+[ ${#targets[@]} -gt 0 ] || targets=(ehframe elf table cgroup pprof)
 
 # Longest input worth mutating: a few CIEs and FDEs, a small table, a
 # small ELF file (the fixtures in the corpus are 5 to 10 KiB).
-declare -A max_len=([ehframe]=8192 [elf]=16384 [table]=32768 [cgroup]=8192)
+declare -A max_len=([ehframe]=8192 [elf]=16384 [table]=32768 [cgroup]=8192 [pprof]=8192)
 
 for t in "${targets[@]}"; do
 	if [ -z "${max_len[$t]:-}" ]; then
-		echo "run_fuzz.sh: unknown target '$t' (expected ehframe, elf, table or cgroup)" >&2
+		echo "run_fuzz.sh: unknown target '$t' (expected ehframe, elf, table, cgroup or pprof)" >&2
 		exit 2
 	fi
 done
