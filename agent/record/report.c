@@ -376,6 +376,21 @@ int report_write_output(const struct record_engine *e, const struct built_profil
 	return ret;
 }
 
+/* The flame graphs after the first, where flamegraph_svg_write_all put
+ * them: " (and off-CPU in out.off-cpu.svg)". */
+static void print_other_graphs(const struct record_opts *o, const struct profile *p)
+{
+	struct svg_graph g[PROF_MAX_VALUES];
+	uint32_t n = flamegraph_svg_graphs(p, g, PROF_MAX_VALUES);
+	char path[4096];
+
+	for (uint32_t i = 1; i < n; i++)
+		if (!flamegraph_svg_derived_path(o->output, g[i].name, path, sizeof(path)))
+			fprintf(stderr, "%s%s in %s", i == 1 ? " (and " : ", ", g[i].name, path);
+	if (n > 1)
+		fprintf(stderr, ")");
+}
+
 void report_summary(const struct record_engine *e, const struct built_profile *bp, int write_ret)
 {
 	const struct record_opts *o = e->o;
@@ -391,10 +406,11 @@ void report_summary(const struct record_engine *e, const struct built_profile *b
 	fprintf(stderr, ", %llu lost, %.2f s",
 		(unsigned long long)engine_counter(e, CNT_RINGBUF_DROPS), (int64_t)e->duration_ns / 1e9);
 	if (!write_ret)
-		fprintf(stderr, "; profile written to %s\n",
+		fprintf(stderr, "; profile written to %s",
 			strcmp(o->output, "-") ? o->output : "stdout");
-	else
-		fprintf(stderr, "\n");
+	if (!write_ret && o->format == FORMAT_SVG)
+		print_other_graphs(o, &bp->p);
+	fprintf(stderr, "\n");
 	if (!o->off.only)
 		print_top(&bp->p, agg->samples[STACK_ON_CPU]);
 	if (o->off.enabled)

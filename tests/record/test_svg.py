@@ -210,7 +210,10 @@ def t_off_cpu(tmp):
     chain.  -o - cannot take the second: one line, non-zero exit."""
     out = os.path.join(tmp, "oc.svg")
     cmd = [tr.fx("ocsleep"), "20", "10", "0", "0", "1"]
-    tr.run_record(["--off-cpu", "-F", "499", "--format", "svg", "-o", out, "--", *cmd])
+    _, err = tr.run_record(["--off-cpu", "-F", "499", "--format", "svg", "-o", out, "--", *cmd])
+    said = f"; profile written to {out} (and off-cpu in {tmp}/oc.off-cpu.svg)\n"
+    if said not in err:
+        raise Fail(f"the summary does not name both files: want {said!r}")
     if sorted(os.listdir(tmp)) != ["oc.off-cpu.svg", "oc.svg"]:
         raise Fail(f"files: {sorted(os.listdir(tmp))}")
     title, frames, _ = read_svg(out)
