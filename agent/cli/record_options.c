@@ -34,9 +34,10 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
 		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
-		"  -o, --output FILE       output file, - for stdout (default cfiprof.pb.gz, or\n"
-		"                          cfiprof.folded)\n"
-		"      --format FMT        pprof (default) or folded\n"
+		"  -o, --output FILE       output file, - for stdout (default cfiprof.pb.gz,\n"
+		"                          cfiprof.folded or perf.data)\n"
+		"      --format FMT        pprof (default), folded, or perf (perf.data, for\n"
+		"                          perf report, perf script)\n"
 		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
 		"      --stats             print BPF cost per sample, table and memory figures\n"
@@ -188,8 +189,10 @@ static int handle_option(int key, char *arg, void *ctx)
 			o->format = FORMAT_PPROF;
 		else if (!strcmp(arg, "folded"))
 			o->format = FORMAT_FOLDED;
+		else if (!strcmp(arg, "perf"))
+			o->format = FORMAT_PERF;
 		else
-			return arg_invalid(PROG, "--format", "'%s' is not pprof or folded", arg);
+			return arg_invalid(PROG, "--format", "'%s' is not pprof, folded or perf", arg);
 		break;
 	case OPT_DEPTH:
 		if (arg_long(arg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v))
@@ -276,7 +279,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		return ret;
 	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
-		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" : "cfiprof.pb.gz";
+		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" :
+			    o->format == FORMAT_PERF ? "perf.data" : "cfiprof.pb.gz";
 	/* -C's bitmap (arg_cpu_set) has this size too. */
 	o->ncpus = cpu_count_possible();
 	return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/procs/lifecycle.h"
+#include "agent/record/sample_log.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
 
@@ -40,6 +41,8 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 	int pid = (int)pe->pid;
 
 	ev->proc_events[pe->kind]++;
+	if (ev->log)
+		sample_log_proc_event(ev->log, pe);
 	switch (pe->kind) {
 	case EVENT_EXIT:
 		procs_on_exit(ev->procs, pid, mono_ns());
@@ -139,6 +142,8 @@ int events_handle(void *ctx, void *data, size_t size)
 		return 0;
 
 	k = resolve_frames(ev, p, s, now);
+	if (ev->log)
+		sample_log_sample(ev->log, p, s);
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
 	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))
