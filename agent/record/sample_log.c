@@ -228,8 +228,10 @@ static void need_comm(struct sample_log *l, struct log_proc *lp, const struct sa
 	spool(l, at.time, perf_data_comm(l->rec, comm, exec, &at), false);
 }
 
-void sample_log_sample(struct sample_log *l, const struct proc *p, const struct sample_event *s)
+void sample_log_sample(struct sample_log *l, const struct proc *p, const struct sample_event *s,
+		       uint32_t kernel_skip)
 {
+	uint32_t nkernel = kernel_skip < s->nkernel ? s->nkernel - kernel_skip : 0;
 	struct perf_data_sid at = { .pid = s->pid, .tid = s->tid, .time = s->time_ns,
 				    .cpu = s->cpu };
 	struct log_proc *lp = log_proc(l, s->pid);
@@ -250,9 +252,10 @@ void sample_log_sample(struct sample_log *l, const struct proc *p, const struct 
 		for (uint32_t i = 0; p && i < s->nuser; i++)
 			need_mapping(l, p, lp, s->addrs[i], s->time_ns);
 	}
-	l->kernel_frames |= s->nkernel > 0;
-	spool(l, s->time_ns, perf_data_sample(l->rec, at.id, &at, period, s->nkernel > 0,
-					      (const uint64_t *)s->addrs + s->nuser, s->nkernel,
+	l->kernel_frames |= nkernel > 0;
+	spool(l, s->time_ns, perf_data_sample(l->rec, at.id, &at, period, nkernel > 0,
+					      (const uint64_t *)s->addrs + s->nuser + s->nkernel -
+					      nkernel, nkernel,
 					      (const uint64_t *)s->addrs, s->nuser),
 	      true);
 }

@@ -78,8 +78,10 @@ int sample_log_open(struct sample_log *l, const char *dir, const uint64_t *perio
 		    uint32_t nevents, char *errbuf, size_t errlen);
 
 /* Spools sample `s` of process `p` (NULL: unknown; its frames then have
- * no mapping).  Waker records are no samples: they are left out. */
-void sample_log_sample(struct sample_log *l, const struct proc *p, const struct sample_event *s);
+ * no mapping), without its `kernel_skip` leaf kernel frames.  Waker
+ * records are no samples: they are left out. */
+void sample_log_sample(struct sample_log *l, const struct proc *p, const struct sample_event *s,
+		       uint32_t kernel_skip);
 
 /* Spools FORK and EXIT records, and notes exec()s (a COMM_EXEC follows
  * with the process's next sample, which names the new program). */
