@@ -239,8 +239,8 @@ def t_syscall_kernel(tmp):
 
 @case("report")
 def t_report(tmp):
-    """perf report's header, and its percentages, which are pprof's; the
-    default output name is perf.data."""
+    """perf report's header, and its percentages and sample counts, which
+    are pprof's; perf annotate; the default output name is perf.data."""
     cwd = os.getcwd()
     os.chdir(tmp)
     try:
@@ -274,6 +274,9 @@ def t_report(tmp):
         seen += 1
     if "deep_leaf" not in leaf or not seen:
         raise Fail(f"no fixture function compared:\n{out}")
+    ann = perf(["annotate", "--stdio", "-s", "deep_leaf"], data)
+    if "deep_leaf" not in ann or "Percent" not in ann:
+        raise Fail(f"perf annotate -s deep_leaf:\n{ann[:2000]}")
     head = perf(["report", "--header-only"], data)
     for want in ["# hostname : ", "# os release : ", "# perf version : ", "# arch : ",
                  "# nrcpus online : ", "# cmdline : ", "# event : name = cpu-clock",
