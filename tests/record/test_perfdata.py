@@ -317,6 +317,41 @@ def t_off_cpu(tmp):
         raise Fail(f"perf report shows no offcpu-time event:\n{out[:2000]}")
 
 
+@case("spool-full")
+def t_spool_full(tmp):
+    """perf.data to stdout, its spool in $TMPDIR, there a 4 MiB tmpfs (in
+    bare_mounts.sh's mount namespace) that ~2,500 samples of 200 frames
+    fill: the samples that did not fit are counted on stderr, and the
+    file still holds the others, which perf reads."""
+    spool = os.path.join(tmp, "spool")
+    os.mkdir(spool)
+    pb = os.path.join(tmp, "deep.pb.gz")
+    mount = ["sh", "-c", 'mount -t tmpfs -o size=4m tmpfs "$0" && exec "$@"', spool]
+    args = tr.record_args(["-F", "999", "--format", "perf", "-o", "-", "--",
+                           tr.fx("deep"), "200", "3"], prefix=mount)
+    log("$ " + " ".join(args))
+    env = dict(os.environ, TMPDIR=spool, CFIPROF_TEST_PPROF=pb)
+    p = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, env=env, timeout=120)
+    err = p.stderr.decode(errors="replace")
+    log(err.rstrip())
+    if p.returncode != 0:
+        raise Fail(f"cfiprof record exited with {p.returncode}")
+    m = re.search(r"^cfiprof: -: (\d+) samples lost: the spool failed: No space left on device$",
+                  err, re.M)
+    if not m:
+        raise Fail("no line counting the samples the full spool lost")
+    data = os.path.join(tmp, "stdout.data")
+    with open(data, "wb") as f:
+        f.write(p.stdout)
+    samples, _ = tr.read_pprof(pb)
+    total = sum(s.values[0] for s in samples)
+    kept = len(perf_script(data))
+    log(f"{kept} samples in perf.data + {m[1]} lost = {total} in pprof")
+    if kept + int(m[1]) != total or not kept or not int(m[1]):
+        raise Fail(f"{kept} in perf.data and {m[1]} lost, of {total}")
+
+
 def main():
     if len(sys.argv) == 2 and sys.argv[1] == "--list":
         print("\n".join(CASES))
