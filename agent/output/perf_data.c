@@ -97,13 +97,17 @@ static struct rec begin(void *dst, uint32_t type, uint16_t misc)
 
 static size_t end(struct rec *r, const struct perf_data_sid *at)
 {
+	uint16_t size;
+
 	if (at) {
 		put32x2(r, at->pid, at->tid);
 		put64(r, at->time);
 		put32x2(r, at->cpu, 0);
 		put64(r, at->id);
 	}
-	((struct perf_event_header *)r->p)->size = (uint16_t)r->len;
+	/* dst need not be aligned: a spool's buffer is bytes */
+	size = (uint16_t)r->len;
+	memcpy(r->p + __builtin_offsetof(struct perf_event_header, size), &size, sizeof(size));
 	return r->len;
 }
 

@@ -25,8 +25,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_record as tr  # noqa: E402
@@ -43,14 +41,9 @@ PERF_NAMES = {"__libc_start_main": "__libc_start_main_impl", "read": tr.READ_WRA
 # otherwise: the 200-frame fixture needs more.
 MAX_STACK = "1024"
 
-CASES = {}
-
-
-def case(name):
-    def reg(f):
-        CASES[name] = f
-        return f
-    return reg
+# The cases go in test_record.py's registry, emptied, and its main runs them.
+tr.CASES.clear()
+case = tr.case
 
 
 def perf(args, data):
@@ -352,27 +345,5 @@ def t_spool_full(tmp):
         raise Fail(f"{kept} in perf.data and {m[1]} lost, of {total}")
 
 
-def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(__doc__, file=sys.stderr)
-        return 2
-    name = sys.argv[1]
-    if not tr.CFIPROF or not os.access(tr.CFIPROF, os.X_OK):
-        print(f"CFIPROF not set or not executable: {tr.CFIPROF!r}", file=sys.stderr)
-        return 1
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="perfdata-" + name + "-") as tmp:
-        try:
-            CASES[name](tmp)
-        except (Fail, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            print(f"FAIL {name}: {e}")
-            return 1
-    print(f"PASS {name} ({time.monotonic() - t0:.1f} s)")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tr.main())
