@@ -65,19 +65,20 @@ def perf_name(sym):
 
 
 class PerfSample:
-    def __init__(self, tid, period, event):
-        self.tid, self.period, self.event = tid, period, event
+    def __init__(self, comm, tid, period, event):
+        self.comm, self.tid, self.period, self.event = comm, tid, period, event
         self.addrs = []   # leaf first, as perf prints them
         self.frames = []  # names, root first
 
 
-HEAD_RE = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+):\s*$")
+HEAD_RE = re.compile(r"^\s*(\S+)\s+(\d+)\s+(\d+)\s+(\S+):\s*$")
 FRAME_RE = re.compile(r"^\s+([0-9a-f]+) (.*) \((.*)\)$")
 
 
 def perf_script(data):
     """The samples of `perf script` (PerfSample objects)."""
-    out = perf(["script", "--max-stack", MAX_STACK, "-F", "tid,period,event,ip,sym,dso"], data)
+    out = perf(["script", "--max-stack", MAX_STACK, "-F", "comm,tid,period,event,ip,sym,dso"],
+               data)
     samples, cur = [], None
     for line in out.splitlines():
         if not line.strip():
@@ -85,7 +86,7 @@ def perf_script(data):
             continue
         m = HEAD_RE.match(line)
         if m:
-            cur = PerfSample(int(m[1]), int(m[2]), m[3])
+            cur = PerfSample(m[1], int(m[2]), int(m[3]), m[4])
             samples.append(cur)
             continue
         m = FRAME_RE.match(line)
@@ -177,6 +178,27 @@ def t_deep_200(tmp):
 def t_shlib(tmp):
     chains_case(tmp, "shlib", ["-F", "499"], [tr.fx("shlib"), "2"], "shlib_leaf",
                 tr.SHLIB_CHAIN, [tr.fx("shlib"), os.environ["REC_CBLIB"]])
+
+
+@case("children-exec")
+def t_children_exec(tmp):
+    """-- CMD's children and the program they exec: FORK records, a COMM
+    with COMM_EXEC naming the new program, and MMAP2 records of its own
+    mappings (the shell's are gone), so that perf names both depths'
+    chains exactly, under the comm rec-deep."""
+    deep = tr.fx("deep")
+    data, samples, prof = record_both(tmp, "children", ["-F", "499"],
+                                      ["/bin/sh", "-c", f"{deep} 12 2; {deep} 25 2 & wait"])
+    ps = perf_script(data)
+    same_samples(ps, samples, prof, "children-exec")
+    short = len(tr.deep_chain(12))
+    mine = [s for s in ps if s.comm == "rec-deep"]
+    tr.check_chain([(s.frames, 1) for s in mine if len(s.frames) <= short], "deep_leaf",
+                   tr.deep_chain(12), "child running deep 12 (perf script)")
+    tr.check_chain([(s.frames, 1) for s in mine if len(s.frames) > short], "deep_leaf",
+                   tr.deep_chain(25), "background child running deep 25 (perf script)")
+    if len({s.tid for s in mine}) != 2:
+        raise Fail(f"rec-deep samples of {len({s.tid for s in mine})} threads, want 2")
 
 
 @case("signal")
