@@ -106,12 +106,15 @@ def rel_addr(prof, addr):
     return addr
 
 
-def same_samples(psamples, samples, prof, what):
-    """perf script's samples are pprof's, one for one: thread and chain."""
+def same_samples(psamples, samples, prof, what, value=0):
+    """perf script's samples are pprof's, one for one: thread and chain;
+    pprof's count of samples is values[value]."""
     mine = collections.Counter((s.tid, tuple(s.addrs)) for s in psamples)
     theirs = collections.Counter()
     for s in samples:
-        theirs[(s.labels.get("tid"), tuple(rel_addr(prof, a) for a in s.addrs))] += s.values[0]
+        if s.values[value]:
+            theirs[(s.labels.get("tid"), tuple(rel_addr(prof, a) for a in s.addrs))] += \
+                s.values[value]
     log(f"{what}: {sum(mine.values())} samples in perf script, {sum(theirs.values())} in pprof")
     if mine != theirs:
         extra = mine - theirs
@@ -307,13 +310,16 @@ def t_report(tmp):
 
 @case("off-cpu")
 def t_off_cpu(tmp):
-    """--off-cpu: a second event, offcpu-time, whose samples' periods are
-    the blocked nanoseconds pprof sums."""
-    data, samples, prof = record_both(tmp, "ocsleep", ["-F", "99", "--off-cpu"],
+    """--off-cpu --kernel: a second event, offcpu-time, whose samples'
+    periods are the blocked nanoseconds pprof sums, and whose chains are
+    pprof's: without the held command's stops and the scheduler's own
+    kernel frames, as the aggregation takes them."""
+    data, samples, prof = record_both(tmp, "ocsleep", ["-F", "99", "--off-cpu", "--kernel"],
                                       [tr.fx("ocsleep"), "40", "10"])
     types = [t for t, _ in prof["sample_type"]]
     oc, ev, cpu = types.index("off_cpu"), types.index("off_cpu_events"), types.index("samples")
     ps = perf_script(data)
+    same_samples([s for s in ps if s.event == "offcpu-time"], samples, prof, "off-cpu", ev)
     got = collections.Counter()
     for s in ps:
         got[s.event] += s.period
