@@ -295,12 +295,12 @@ def t_report(tmp):
     ann = perf(["annotate", "--stdio", "-s", "deep_leaf"], data)
     if "deep_leaf" not in ann or "Percent" not in ann:
         raise Fail(f"perf annotate -s deep_leaf:\n{ann[:2000]}")
-    head = perf(["report", "--header-only"], data)
+    head = perf(["report", "--header", "--stdio"], data)
     for want in ["# hostname : ", "# os release : ", "# perf version : ", "# arch : ",
                  "# nrcpus online : ", "# cmdline : ", "# event : name = cpu-clock",
                  "# cpudesc : ", "# total memory : ", "# time of first sample : "]:
         if want not in head:
-            raise Fail(f"perf report --header-only has no {want!r}:\n{head}")
+            raise Fail(f"perf report --header has no {want!r}:\n{head}")
     missing = re.search(r"# missing features: (.*)", head)
     need = {"BUILD_ID", "HOSTNAME", "OSRELEASE", "VERSION", "ARCH", "NRCPUS", "CMDLINE",
             "EVENT_DESC"}
