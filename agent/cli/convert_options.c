@@ -25,7 +25,7 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -o, --output FILE   where to write, - for stdout (the default; then\n"
 		"                      --format is needed)\n"
-		"      --format FMT    svg, folded or perf-data; the default is taken from\n"
+		"      --format FMT    svg, folded or perf (perf.data); the default is taken from\n"
 		"                      the output's extension\n");
 }
 
@@ -49,7 +49,7 @@ static int parse_format(const char *s, enum convert_format *f)
 		*f = CONVERT_SVG;
 	else if (!strcmp(s, "folded"))
 		*f = CONVERT_FOLDED;
-	else if (!strcmp(s, "perf-data") || !strcmp(s, "data"))
+	else if (!strcmp(s, "perf") || !strcmp(s, "perf-data") || !strcmp(s, "data"))
 		*f = CONVERT_PERF_DATA;
 	else
 		return -1;
@@ -68,7 +68,7 @@ static int handle_option(int key, char *arg, void *ctx)
 		break;
 	case OPT_FORMAT:
 		if (parse_format(arg, &st->o->format))
-			return arg_invalid(PROG, "--format", "'%s' is not svg, folded or perf-data",
+			return arg_invalid(PROG, "--format", "'%s' is not svg, folded or perf",
 					   arg);
 		st->format_given = true;
 		break;

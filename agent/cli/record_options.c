@@ -35,10 +35,11 @@ static void usage(FILE *f)
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
 		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
 		"  -o, --output FILE       output file, - for stdout (default cfiprof.pb.gz,\n"
-		"                          cfiprof.folded or cfiprof.svg)\n"
-		"      --format FMT        pprof (default), folded or svg: flame graphs, one\n"
+		"                          cfiprof.folded, cfiprof.svg or perf.data)\n"
+		"      --format FMT        pprof (default), folded, svg: flame graphs, one\n"
 		"                          per kind of sample; -o names the first (on-CPU),\n"
-		"                          the others are named after it (out.off-cpu.svg)\n"
+		"                          the others are named after it (out.off-cpu.svg),\n"
+		"                          or perf (perf.data, for perf report, perf script)\n"
 		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
 		"      --stats             print BPF cost per sample, table and memory figures\n"
@@ -192,8 +193,10 @@ static int handle_option(int key, char *arg, void *ctx)
 			o->format = FORMAT_FOLDED;
 		else if (!strcmp(arg, "svg"))
 			o->format = FORMAT_SVG;
+		else if (!strcmp(arg, "perf"))
+			o->format = FORMAT_PERF;
 		else
-			return arg_invalid(PROG, "--format", "'%s' is not pprof, folded or svg", arg);
+			return arg_invalid(PROG, "--format", "'%s' is not pprof, folded, svg or perf", arg);
 		break;
 	case OPT_DEPTH:
 		if (arg_long(arg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v))
@@ -281,7 +284,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	o->off.mark_root = o->format == FORMAT_FOLDED;
 	if (!o->output)
 		o->output = o->format == FORMAT_FOLDED ? "cfiprof.folded" :
-			    o->format == FORMAT_SVG ? "cfiprof.svg" : "cfiprof.pb.gz";
+			    o->format == FORMAT_SVG ? "cfiprof.svg" :
+			    o->format == FORMAT_PERF ? "perf.data" : "cfiprof.pb.gz";
 	/* -C's bitmap (arg_cpu_set) has this size too. */
 	o->ncpus = cpu_count_possible();
 	return 0;

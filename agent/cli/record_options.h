@@ -12,7 +12,7 @@
 #include "agent/offcpu/offcpu.h"
 #include "agent/unwind/modules.h"
 
-enum output_format { FORMAT_PPROF, FORMAT_FOLDED, FORMAT_SVG };
+enum output_format { FORMAT_PPROF, FORMAT_FOLDED, FORMAT_SVG, FORMAT_PERF };
 
 /* The default kernel memory budget for CFI tables.  libc's table takes
  * 0.2 MiB and the largest common object (libLLVM) 3 MiB; every object

@@ -19,6 +19,7 @@
 #include "agent/convert/pprof_read.h"
 #include "agent/output/flamegraph_svg.h"
 #include "agent/output/folded.h"
+#include "agent/output/perf_data.h"
 #include "agent/util/output_file.h"
 
 static int type_named(const struct profile *p, const char *type, const char *unit)
@@ -44,16 +45,6 @@ static int write_folded(const struct profile *p, struct output_file *of, char *e
 	flamegraph_svg_graphs(p, &g, 1);
 	types[0] = g.count_type >= 0 ? (uint32_t)g.count_type : g.value_type;
 	return folded_write_sum_to(p, types, 1, 1, of, err, errlen);
-}
-
-/* Where perf.data output will be wired in, once there is a writer. */
-static int write_perf_data(const struct profile *p, struct output_file *of, char *err,
-			   size_t errlen)
-{
-	(void)p;
-	(void)of;
-	snprintf(err, errlen, "perf.data output from convert is not available yet");
-	return -ENOTSUP;
 }
 
 int cmd_convert(int argc, char **argv)
@@ -85,7 +76,7 @@ int cmd_convert(int argc, char **argv)
 						 sizeof(err));
 			break;
 		case CONVERT_PERF_DATA:
-			ret = output_file_finish(&of, write_perf_data(&r.p, &of, err, sizeof(err)),
+			ret = output_file_finish(&of, perf_data_write_profile(&r.p, &of, err, sizeof(err)),
 						 err, sizeof(err));
 			break;
 		}

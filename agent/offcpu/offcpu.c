@@ -212,6 +212,22 @@ static uint32_t frames_before(struct offcpu *oc, const struct frame_ref *f, uint
 	return 0;
 }
 
+/* A stop of the held -- CMD.  The stops happen before the program has
+ * threads: its pid is the tid of the thread stopped. */
+static bool held_stop(const struct offcpu *oc, uint32_t pid, uint64_t time_ns)
+{
+	return pid == oc->held_cmd_pid && time_ns < oc->held_cmd_until_ns;
+}
+
+bool offcpu_sample_kept(struct offcpu *oc, uint32_t pid, uint64_t time_ns,
+			const struct frame_ref *frames, uint32_t nkernel, uint32_t *skip)
+{
+	if (held_stop(oc, pid, time_ns))
+		return false;
+	*skip = frames_before(oc, frames, nkernel, "__schedule");
+	return true;
+}
+
 /* The number of frames up to and including the first interrupt entry
  * point (x86-64 names them asm_*: asm_sysvec_apic_timer_interrupt,
  * asm_common_interrupt, ...); all n if there is none. */
@@ -298,10 +314,7 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 	char name[64];
 	int ret;
 
-	/* The stops happen before the program has threads: its pid is the
-	 * tid of the thread stopped. */
-	if ((flags & SAMPLE_FLAG_WAKER ? peer_tid : pid) == oc->held_cmd_pid &&
-	    time_ns < oc->held_cmd_until_ns) {
+	if (held_stop(oc, flags & SAMPLE_FLAG_WAKER ? peer_tid : pid, time_ns)) {
 		oc->held_cmd_stops += !(flags & SAMPLE_FLAG_WAKER);
 		return 0;
 	}

@@ -68,6 +68,13 @@ void offcpu_detach(struct offcpu *oc);
  * are the profiler's doing, not the program's, and are left out. */
 void offcpu_ignore_before(struct offcpu *oc, uint32_t pid, uint64_t until_ns);
 
+/* What offcpu_record keeps of an off-CPU sample (not a waker record), for
+ * outputs that list samples one by one: false for a stop of the held
+ * -- CMD, which it leaves out; otherwise *skip is the number of leaf
+ * kernel frames it drops (the scheduler's own, below __schedule). */
+bool offcpu_sample_kept(struct offcpu *oc, uint32_t pid, uint64_t time_ns,
+			const struct frame_ref *frames, uint32_t nkernel, uint32_t *skip);
+
 /* An off-CPU sample or waker record whose frames the caller resolved
  * (kernel frames first, then user frames, leaf first; nkernel of them
  * kernel).  Adds the stacks to `agg`.  Returns 0 or -ENOMEM. */

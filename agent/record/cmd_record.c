@@ -27,6 +27,7 @@
 
 #include "agent/cli/record_options.h"
 #include "agent/record/engine.h"
+#include "agent/record/perf_output.h"
 #include "agent/record/report.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -80,6 +81,7 @@ int cmd_record(int argc, char **argv)
 	struct record_engine e;
 	struct built_profile bp;
 	struct output_file output = OUTPUT_FILE_INIT;
+	struct sample_log log = { .fd = -1 };
 	uint64_t deadline = 0;
 	enum engine_stop_reason why;
 	int ret, status = 1;
@@ -104,6 +106,8 @@ int cmd_record(int argc, char **argv)
 		status = stopped_early(&o);
 		goto out;
 	}
+	if (o.format == FORMAT_PERF && perf_output_open(&e, &log))
+		goto out;
 	if (engine_start(&e)) {
 		/* -- CMD that ended before recording started: its status,
 		 * but never 0. */
@@ -121,7 +125,10 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 		goto out;
 	}
-	ret = report_write_output(&e, &bp, &output);
+	if (o.format == FORMAT_PERF)
+		ret = perf_output_write(&e, &log, &output) ?: perf_output_test_pprof(&bp);
+	else
+		ret = report_write_output(&e, &bp, &output);
 	if (!o.quiet)
 		report_summary(&e, &bp, ret);
 	if (o.stats)
@@ -131,6 +138,7 @@ int cmd_record(int argc, char **argv)
 out:
 	output_file_abort(&output);
 	engine_close(&e);
+	sample_log_close(&log);
 	record_opts_free(&o);
 	return status;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "agent/procs/lifecycle.h"
+#include "agent/record/sample_log.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
 
@@ -40,6 +41,8 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 	int pid = (int)pe->pid;
 
 	ev->proc_events[pe->kind]++;
+	if (ev->log)
+		sample_log_proc_event(ev->log, pe);
 	switch (pe->kind) {
 	case EVENT_EXIT:
 		procs_on_exit(ev->procs, pid, mono_ns());
@@ -103,6 +106,19 @@ static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
 	return k;
 }
 
+/* --format perf: each sample as the aggregation takes it (ev->frames
+ * resolved), off-CPU ones without what offcpu_record leaves out. */
+static void log_sample(struct record_events *ev, const struct proc *p,
+		       const struct sample_event *s)
+{
+	uint32_t skip = 0;
+
+	if ((s->flags & SAMPLE_FLAG_OFF_CPU) &&
+	    !offcpu_sample_kept(ev->off, s->pid, s->time_ns, ev->frames, s->nkernel, &skip))
+		return;
+	sample_log_sample(ev->log, p, s, skip);
+}
+
 int events_handle(void *ctx, void *data, size_t size)
 {
 	struct record_events *ev = ctx;
@@ -139,6 +155,8 @@ int events_handle(void *ctx, void *data, size_t size)
 		return 0;
 
 	k = resolve_frames(ev, p, s, now);
+	if (ev->log)
+		log_sample(ev, p, s);
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
 	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))

@@ -18,6 +18,8 @@
 #include "agent/unwind/modules.h"
 #include "agent/unwind/tables.h"
 
+struct sample_log;
+
 struct record_events {
 	/* where records go (set by the caller) */
 	struct proc_registry *procs;
@@ -25,6 +27,7 @@ struct record_events {
 	struct table_manager *tables;
 	struct stack_agg *agg;
 	struct offcpu *off;            /* off-CPU samples and waker records */
+	struct sample_log *log;        /* --format perf: every sample, or NULL */
 	/* what came */
 	uint64_t records;              /* every record handled */
 	uint64_t end_reasons[WALK_END_NR + 1]; /* per walk end; [WALK_END_NR]: unknown */

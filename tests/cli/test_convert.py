@@ -124,15 +124,25 @@ def test_bad(cfiprof, tmp):
             one_line(c, rc, err, 1, src, "No such file or directory")
     if wanted("perf-data"):
         with Case("perf-data") as c:
+            # Debian's perf reads what convert wrote: one sample per pprof
+            # sample, weighed by the default type's value (cpu ns 30, 10, 20).
             src = write(os.path.join(tmp, "ok.pb"), profile())
-            rc, _, err = run([cfiprof, "convert", src, "-o", os.path.join(tmp, "perf.data")])
-            one_line(c, rc, err, 1, "perf.data output from convert is not available yet")
+            out = os.path.join(tmp, "seed.data")
+            rc, _, err = run([cfiprof, "convert", src, "-o", out])
+            c.check(rc == 0 and err == "", "rc %d %r" % (rc, err))
+            rc, so, err = run(["perf", "script", "-i", out, "-F", "comm,tid,period"])
+            c.check(rc == 0 and err == "", "perf script: rc %d %r" % (rc, err))
+            got = sorted(tuple(l.split()) for l in so.decode().splitlines() if l.strip())
+            c.check(got == [("app", "42", "10"), ("app", "42", "20"), ("app", "42", "30")],
+                    "perf script: %r" % got)
+            rc, so, err = run(["perf", "report", "--stdio", "-i", out, "--sort", "comm"])
+            c.check(rc == 0 and err == "" and b"100.00%" in so, "perf report: rc %d %r" % (rc, err))
     usage = {
         "no-input": ([], "expected exactly one input file"),
         "two-inputs": (["a", "b", "-o", "x.svg"], "expected exactly one input file"),
         "unknown-extension": (["in.pb.gz", "-o", "out.png"], "out.png: cannot tell the format"),
         "stdout-no-format": (["in.pb.gz"], "stdout: cannot tell the format"),
-        "bad-format": (["in.pb.gz", "--format", "png"], "'png' is not svg, folded or perf-data"),
+        "bad-format": (["in.pb.gz", "--format", "png"], "'png' is not svg, folded or perf"),
     }
     for name, (args, reason) in usage.items():
         if not wanted(name):
