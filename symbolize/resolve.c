@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "srcpath.h"
 
 /* A symbol name as shown: demangled when asked and possible, interned. */
 static const char *show_name(struct sym_intern *in, const char *name, bool demangle)
@@ -80,6 +81,27 @@ static const char *die_function_name(Dwfl_Module *mod, struct sym_symtab *st, Dw
 	return s ? sym_intern(in, s) : NULL;
 }
 
+/* The source file `name` of the unit `cu` as shown: absolute (against
+ * the unit's DW_AT_comp_dir, else `other_cu`'s: a dwz partial unit has
+ * none), interned; NULL only for want of memory. */
+static const char *source_file(Dwarf_Die *cu, Dwarf_Die *other_cu, const char *name,
+			       struct sym_intern *in)
+{
+	Dwarf_Attribute a;
+	const char *dir = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)) : NULL;
+	const char *r;
+	char *path;
+
+	if (!dir && other_cu)
+		dir = dwarf_formstring(dwarf_attr(other_cu, DW_AT_comp_dir, &a));
+	path = sym_source_path(dir, name);
+	if (!path)
+		return NULL;
+	r = sym_intern(in, path);
+	free(path);
+	return r;
+}
+
 /* The call site of an inlined subroutine: file (interned or NULL) and line. */
 static int call_site(Dwarf_Die *die, Dwarf_Die *fallback_cu, struct sym_intern *in,
 		     const char **file, int *line)
@@ -88,7 +110,7 @@ static int call_site(Dwarf_Die *die, Dwarf_Die *fallback_cu, struct sym_intern *
 	Dwarf_Word fileno, lineno;
 	Dwarf_Files *files;
 	size_t nfiles;
-	Dwarf_Die cu;
+	Dwarf_Die cu, *files_cu = &cu;
 
 	*file = NULL;
 	*line = 0;
@@ -100,11 +122,12 @@ static int call_site(Dwarf_Die *die, Dwarf_Die *fallback_cu, struct sym_intern *
 	if (!dwarf_diecu(die, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) {
 		if (!fallback_cu || dwarf_getsrcfiles(fallback_cu, &files, &nfiles) != 0)
 			return 0;
+		files_cu = fallback_cu;
 	}
 	if (fileno < nfiles) {
 		const char *f = dwarf_filesrc(files, fileno, NULL, NULL);
 
-		if (f && !(f = sym_intern(in, f)))
+		if (f && !(f = source_file(files_cu, fallback_cu, f, in)))
 			return -ENOMEM;
 		*file = f;
 	}
@@ -196,7 +219,7 @@ static int unit_line(Dwarf_Die *cu, Dwarf_Addr pc, struct sym_intern *in, const 
 
 	if (!f)
 		return 0;
-	if (!(*file = sym_intern(in, f)))
+	if (!(*file = source_file(cu, NULL, f, in)))
 		return -ENOMEM;
 	dwarf_lineno(l, &lineno);
 	*line = lineno > 0 ? lineno : 0;
@@ -240,7 +263,7 @@ int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st,
 		 * source, as addr2line shows it. */
 		const char *f = dwarf_diename(cudie);
 
-		if (f && !(file = sym_intern(in, f)))
+		if (f && !(file = source_file(cudie, NULL, f, in)))
 			return -ENOMEM;
 	}
 	if (cudie) {

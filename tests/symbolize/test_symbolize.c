@@ -20,6 +20,7 @@
 
 #include "symbolize/demangle.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/srcpath.h"
 #include "symbolize/symbolize.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -1117,4 +1118,68 @@ Test(symbolize, release_keeps_cached_results)
 	cr_assert_eq(symbolizer_lookup(s, mod + 1000, a, &f, 1), -EINVAL);
 	symbolizer_release(s, mod + 1000);   /* a bad id: ignored */
 	symbolizer_free(s);
+}
+
+/* ---- source paths ---- */
+
+/* meson compiles from the build directory with relative paths: DWARF
+ * names the fixture's source "../tests/symbolize/fixture_inline.c", to
+ * be read against DW_AT_comp_dir.  The symbolizer joins them, so that
+ * pprof -list finds the file from any directory. */
+Test(symbolize, source_paths_are_absolute)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *units = run("readelf --debug-dump=info '%s' | grep -m1 'DW_AT_name'", fx);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f[MAXF];
+	int n;
+
+	cr_assert(strstr(units, ": ../") != NULL, "the fixture's unit name is not relative: %s", units);
+	free(units);
+	n = symbolizer_lookup(s, mod, inlined_addr(fx), f, MAXF);
+	cr_assert_eq(n, 3);
+	for (int i = 0; i < n; i++) {
+		cr_assert_not_null(f[i].file);
+		cr_assert_eq(f[i].file[0], '/', "frame %d: %s", i, f[i].file);
+		cr_assert_null(strstr(f[i].file, "/../"), "frame %d: %s not cleaned", i, f[i].file);
+		cr_assert_str_eq(base_of(f[i].file), "fixture_inline.c");
+		cr_assert_eq(access(f[i].file, R_OK), 0, "frame %d: %s: %s", i, f[i].file,
+			     strerror(errno));
+	}
+	symbolizer_free(s);
+}
+
+Test(symbolize, source_path_join_and_clean)
+{
+	const struct {
+		const char *dir, *name, *out;
+	} cases[] = {
+		{ "/b/build", "../src/x.c", "/b/src/x.c" },
+		{ "/b/build/", "./x.c", "/b/build/x.c" },
+		{ "/b/build", "/usr/include/stdio.h", "/usr/include/stdio.h" },
+		{ "/b//build/.", "a/./b//c.c", "/b/build/a/b/c.c" },
+		{ "/", "../../x.c", "/x.c" },
+		{ "/a", "b/../../../x.c", "/x.c" },
+		{ "/usr/../usr/lib", "x.c", "/usr/lib/x.c" },
+		/* Debian's glibc: a relative comp_dir, relative to the tree */
+		{ "./csu", "../sysdeps/nptl/libc_start_call_main.h",
+		  "sysdeps/nptl/libc_start_call_main.h" },
+		{ "src", "../../x.c", "../x.c" },
+		{ "../..", "../x.c", "../../../x.c" },
+		{ "a", "../b/..", "." },
+		{ NULL, "../x.c", "../x.c" },
+		{ "", "x.c", "x.c" },
+		{ NULL, "/abs//x.c", "/abs/x.c" },
+		{ "/b", "", "/b" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = sym_source_path(cases[i].dir, cases[i].name);
+
+		cr_assert_not_null(p);
+		cr_expect_str_eq(p, cases[i].out, "(%s, %s) -> %s, want %s", cases[i].dir ? cases[i].dir : "NULL",
+				 cases[i].name, p, cases[i].out);
+		free(p);
+	}
 }
