@@ -17,6 +17,7 @@
 
 struct sym_frame {
 	const char *function;  /* demangled; never NULL: "module+0xOFFSET" if unknown */
+	const char *system_name;   /* as the object names it (mangled); never NULL */
 	const char *file;      /* source file, or NULL */
 	int line;              /* 0 if unknown */
 	bool inlined;          /* an inlined call inside the next frame of the chain */
