@@ -179,9 +179,9 @@ Test(pprof, mapping_flags)
 		{ 0x5000, 0x6000, 0, "/c", "" },        /* inlined */
 		{ 0x7000, 0x8000, 0, "/d", "" },        /* no locations */
 	};
-	static const struct prof_frame fa[] = { { "fa", NULL, 0 } };
-	static const struct prof_frame fb[] = { { "fb", "b.c", 3 } };
-	static const struct prof_frame fc[] = { { "fc1", NULL, 0 }, { "fc2", NULL, 0 } };
+	static const struct prof_frame fa[] = { { "fa", NULL, 0, NULL } };
+	static const struct prof_frame fb[] = { { "fb", "b.c", 3, NULL } };
+	static const struct prof_frame fc[] = { { "fc1", NULL, 0, NULL }, { "fc2", NULL, 0, NULL } };
 	static const struct prof_location locs[] = {
 		{ 0x1100, 1, 1, fa }, { 0x3100, 2, 1, fb }, { 0x5100, 3, 2, fc },
 	};
@@ -337,7 +337,7 @@ Test(pprof, large)
 	cr_assert(frames && locs && samples && idx && names);
 	for (uint32_t i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "fn_%u", i * 2654435761u);
-		frames[i] = (struct prof_frame){ names[i], (i & 1) ? "odd.c" : "even.c", (int)i };
+		frames[i] = (struct prof_frame){ names[i], (i & 1) ? "odd.c" : "even.c", (int)i, NULL };
 		locs[i] = (struct prof_location){ 0x1000 + i, 0, 1, &frames[i] };
 		idx[i] = i;
 		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1, .values = { i } };
