@@ -109,6 +109,13 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	p->due_listed = due_listed;
 }
 
+void procs_unpublish(struct proc_registry *r, struct proc *p)
+{
+	if (p->published || p->slots.n[0] || p->slots.n[1])
+		bpf_proc_unpublish(&r->bpf, (uint32_t)p->pid, &p->slots);
+	p->published = false;
+}
+
 void procs_forget(struct proc_registry *r, int pid)
 {
 	int32_t id = proc_id(r, pid);

@@ -36,7 +36,9 @@ struct code_mapping {
 enum proc_state {
 	PROC_UNREAD,               /* known from an event; mappings not read yet */
 	PROC_READ,                 /* mappings read, and published unless that failed */
-	PROC_EXITED,               /* its exit record came: remembered, mapping nothing */
+	PROC_EXITED,               /* its exit record came: remembered; its mappings
+				    * (if read) still resolve its last samples, but
+				    * are in BPF no more */
 };
 
 struct proc {
@@ -103,6 +105,10 @@ struct proc *procs_add(struct proc_registry *r, int pid);
  * that pid is read afresh.  Samples already aggregated keep their
  * resolved frames. */
 void procs_reset(struct proc_registry *r, struct proc *p);
+
+/* Removes what BPF has of `p` (its walks have ended: its epoch did),
+ * keeping its mappings to resolve the samples still to come. */
+void procs_unpublish(struct proc_registry *r, struct proc *p);
 
 /* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);
