@@ -15,7 +15,7 @@
  * as they are, others in single quotes, so that the line can be pasted
  * back into a shell. */
 static const char shell_plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				  "0123456789_-+=/.,:@%^";
+				  "0123456789_-+=/.,:@%";
 
 static void put_quoted(FILE *f, const char *arg)
 {
