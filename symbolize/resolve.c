@@ -63,8 +63,8 @@ static const char *symtab_name(struct sym_symtab *st, Dwfl_Module *mod, uint64_t
 /* The name of a subprogram or inlined subroutine: its (demangled) linkage
  * name, else DW_AT_name.  For a C++ function whose DWARF has no linkage
  * name, DW_AT_name lacks the scope: the mangled symbol starting at the
- * function's entry is used if there is one.  *system: the name unmangled
- * (DW_AT_name's own when there is no linkage name). */
+ * function's entry is used if there is one.  *system: that name as the
+ * object has it, mangled (DW_AT_name when there is no linkage name). */
 static const char *die_function_name(Dwfl_Module *mod, struct sym_symtab *st, Dwarf_Die *die,
 				     bool real, bool demangle, struct sym_intern *in,
 				     const char **system)

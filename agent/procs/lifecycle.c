@@ -97,14 +97,16 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 	 * whole teardown of its address space comes after it.  Those
 	 * samples have just the leaf (_exit: the user stack is gone), to be
 	 * resolved with the mappings read while it lived: they stay until
-	 * the pid is forgotten.  BPF's go now: its walks are over (the
-	 * exit ended their epoch). */
+	 * the pid is forgotten.  Its walks are over (the exit ended their
+	 * epoch): BPF's entries and the table references go now. */
 	if (!p && !(p = procs_add(r, pid)))
 		return;
-	if (p->state == PROC_READ)
-		procs_unpublish(r, p);
-	else
+	if (p->state == PROC_READ) {
+		procs_end_walks(r, p);
+		p->scan_due_ns = 0;
+	} else {
 		procs_reset(r, p);
+	}
 	/* The queue of exits to forget only ever grows at the tail: take
 	 * the forgotten head back before growing it. */
 	live = r->nexited - r->exited_head;

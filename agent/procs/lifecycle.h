@@ -11,7 +11,8 @@
  *          exit record was lost: what was known of it goes first.
  *   mmap   (and munmap) code mapped or unmapped: read a moment after the
  *          first change, as ld.so and dlopen() map in bursts.
- *   exit   its entries in BPF go.  The pid is remembered as exited for
+ *   exit   its entries in BPF and its table references go, and a pending
+ *          read is cancelled.  The pid is remembered as exited for
  *          PROCS_EXITED_KEEP_NS: the exiting task still runs, and is
  *          sampled, after its exit record (the teardown of its address
  *          space in exit_group: kernels since 6.15 trace the exit before
@@ -19,8 +20,8 @@
  *          samples, and reading them anew would bring back a process that
  *          is gone.  Only a fork, exec or mmap of the pid -- things a live
  *          process does -- end that early.  Then it is forgotten (its
- *          mappings, their table references) and the pid listed in the
- *          registry's `gone`: its samples are all in.
+ *          mappings) and the pid listed in the registry's `gone`: its
+ *          samples are all in.
  *   sample of a process not read yet: read at once.  Of one whose walk
  *          met code outside its known mappings: read again, at most every
  *          PROCS_RESCAN_MIN_NS unless changes are pending.

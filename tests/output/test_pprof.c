@@ -403,3 +403,38 @@ Test(pprof, invalid_profiles)
 	p.samples = badsample;
 	check_refused(&p, "location index");
 }
+
+/* Function.system_name is the frame's system name (mangled), and the
+ * name where it has none; functions of one name and file but other
+ * system names (C++ overloads shown without parameters) stay apart. */
+Test(pprof, system_names)
+{
+	static const struct prof_frame f[] = {
+		{ "ns::f(int)", "a.cc", 1, "_ZN2ns1fEi" },
+		{ "ns::f", "a.cc", 2, "_ZN2ns1fEl" },
+		{ "ns::f", "a.cc", 3, "_ZN2ns1fEd" },
+		{ "plain", "a.c", 4, NULL },
+	};
+	static const struct prof_location locs[] = {
+		{ 0x100, 0, 1, &f[0] }, { 0x200, 0, 1, &f[1] }, { 0x300, 0, 1, &f[2] },
+		{ 0x400, 0, 1, &f[3] },
+	};
+	static const uint32_t ids[] = { 0, 1, 2, 3 };
+	static const struct prof_sample s = { .locs = ids, .nlocs = 4, .values = { 1 } };
+	static const struct profile p = { .types = { { "samples", "count" } }, .ntypes = 1,
+					  .locations = locs, .nlocations = 4, .samples = &s,
+					  .nsamples = 1 };
+	Profile *pr = roundtrip(&p);
+	const char *want[][2] = { { "ns::f(int)", "_ZN2ns1fEi" }, { "ns::f", "_ZN2ns1fEl" },
+				  { "ns::f", "_ZN2ns1fEd" }, { "plain", "plain" } };
+
+	cr_assert_eq(pr->n_location, 4);
+	cr_expect_eq(pr->n_function, 4);
+	for (size_t i = 0; i < 4; i++) {
+		const Perftools__Profiles__Function *fn = func(pr, pr->location[i]->line[0]->function_id);
+
+		cr_expect_str_eq(str(pr, fn->name), want[i][0]);
+		cr_expect_str_eq(str(pr, fn->system_name), want[i][1]);
+	}
+	perftools__profiles__profile__free_unpacked(pr, NULL);
+}

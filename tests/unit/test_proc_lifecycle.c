@@ -317,6 +317,25 @@ Test(lifecycle, exit_cancels_a_pending_read)
 	expect_nothing_published();
 }
 
+/* The same for a process read before: its pending read is not made
+ * (it would publish a process that is gone), its mappings stay. */
+Test(lifecycle, exit_cancels_a_pending_read_of_a_read_process)
+{
+	uint64_t now = mono_ns();
+	struct proc *p = read_child();
+	uint32_t n = p->n;
+
+	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_exit(&t.procs, child.pid, now + MS);
+	procs_run_due(&t.procs, now + 10 * MS);
+	cr_expect_eq(t.procs.rescans, 0);
+	expect_nothing_published();
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_EXITED);
+	cr_expect_eq(p->n, n);
+}
+
 Test(lifecycle, samples_read_unknown_code_at_most_every_few_ms)
 {
 	uint64_t now;
