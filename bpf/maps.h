@@ -41,7 +41,8 @@ struct {
  *                  it attaches the process tracking programs
  *                  (proc_track.h), and never again.  From then on only
  *                  those programs write it: on_fork adds the children of
- *                  targets, on_exit removes the processes that exit.
+ *                  targets, on_free removes the processes that exited
+ *                  once their task is freed.
  *   proc_epochs    BPF only (proc_track.h).  At the fork, exec and exit of
  *                  a profiled process its entry becomes the time, before
  *                  the record telling the agent is sent.

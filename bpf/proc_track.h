@@ -89,7 +89,23 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	 * reading them right now, and must learn that it has to forget them. */
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
 		end_mappings(tgid, EVENT_EXIT);
-	bpf_map_delete_elem(&target_pids, &tgid);
+	return 0;
+}
+
+/* An exited process stays a target until its task is freed: kernels
+ * since 6.15 trace sched_process_exit before exit_mm, and the teardown of
+ * its address space that follows is its time too (often most of a short
+ * process's).  A free comes after the parent reaped it, one RCU grace
+ * period after its pid was released: a pid reused within that grace
+ * period would be taken for a target meanwhile. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(on_free, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	/* (the group leader goes last) */
+	if (p->pid == p->tgid)
+		bpf_map_delete_elem(&target_pids, &tgid);
 	return 0;
 }
 

@@ -7,16 +7,20 @@
 #include <string.h>
 
 #include "demangle.h"
+#include "srcpath.h"
 
-/* A symbol name as shown: demangled when asked and possible, interned. */
-static const char *show_name(struct sym_intern *in, const char *name, bool demangle)
+/* A symbol name as shown: demangled when asked and possible, interned;
+ * *system gets the name as the object has it (mangled), interned. */
+static const char *show_name(struct sym_intern *in, const char *name, bool demangle,
+			     const char **system)
 {
 	char *d = demangle ? sym_demangle(name) : NULL;
 	const char *r;
 
+	*system = sym_intern(in, name);
 	if (!d)
-		return sym_intern(in, name);
-	r = sym_intern(in, d);
+		return *system;
+	r = *system ? sym_intern(in, d) : NULL;
 	free(d);
 	return r;
 }
@@ -59,14 +63,16 @@ static const char *symtab_name(struct sym_symtab *st, Dwfl_Module *mod, uint64_t
 /* The name of a subprogram or inlined subroutine: its (demangled) linkage
  * name, else DW_AT_name.  For a C++ function whose DWARF has no linkage
  * name, DW_AT_name lacks the scope: the mangled symbol starting at the
- * function's entry is used if there is one. */
+ * function's entry is used if there is one.  *system: that name as the
+ * object has it, mangled (DW_AT_name when there is no linkage name). */
 static const char *die_function_name(Dwfl_Module *mod, struct sym_symtab *st, Dwarf_Die *die,
-				     bool real, bool demangle, struct sym_intern *in)
+				     bool real, bool demangle, struct sym_intern *in,
+				     const char **system)
 {
 	const char *s = die_linkage_name(die);
 
 	if (s)
-		return show_name(in, s, demangle);
+		return show_name(in, s, demangle, system);
 	if (real && is_cplusplus(die)) {
 		Dwarf_Addr entry, bias = 0, start;
 		const char *sym;
@@ -74,10 +80,32 @@ static const char *die_function_name(Dwfl_Module *mod, struct sym_symtab *st, Dw
 		if (dwfl_module_getdwarf(mod, &bias) && dwarf_entrypc(die, &entry) == 0 &&
 		    (sym = symtab_name(st, mod, entry + bias, &start)) && start == entry + bias &&
 		    strncmp(sym, "_Z", 2) == 0)
-			return show_name(in, sym, demangle);
+			return show_name(in, sym, demangle, system);
 	}
 	s = dwarf_diename(die);
-	return s ? sym_intern(in, s) : NULL;
+	*system = s ? sym_intern(in, s) : NULL;
+	return *system;
+}
+
+/* The source file `name` of the unit `cu` as shown: absolute (against
+ * the unit's DW_AT_comp_dir, else `other_cu`'s: a dwz partial unit has
+ * none), interned; NULL only for want of memory. */
+static const char *source_file(Dwarf_Die *cu, Dwarf_Die *other_cu, const char *name,
+			       struct sym_intern *in)
+{
+	Dwarf_Attribute a;
+	const char *dir = cu ? dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a)) : NULL;
+	const char *r;
+	char *path;
+
+	if (!dir && other_cu)
+		dir = dwarf_formstring(dwarf_attr(other_cu, DW_AT_comp_dir, &a));
+	path = sym_source_path(dir, name);
+	if (!path)
+		return NULL;
+	r = sym_intern(in, path);
+	free(path);
+	return r;
 }
 
 /* The call site of an inlined subroutine: file (interned or NULL) and line. */
@@ -88,7 +116,7 @@ static int call_site(Dwarf_Die *die, Dwarf_Die *fallback_cu, struct sym_intern *
 	Dwarf_Word fileno, lineno;
 	Dwarf_Files *files;
 	size_t nfiles;
-	Dwarf_Die cu;
+	Dwarf_Die cu, *files_cu = &cu;
 
 	*file = NULL;
 	*line = 0;
@@ -100,11 +128,12 @@ static int call_site(Dwarf_Die *die, Dwarf_Die *fallback_cu, struct sym_intern *
 	if (!dwarf_diecu(die, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nfiles) != 0) {
 		if (!fallback_cu || dwarf_getsrcfiles(fallback_cu, &files, &nfiles) != 0)
 			return 0;
+		files_cu = fallback_cu;
 	}
 	if (fileno < nfiles) {
 		const char *f = dwarf_filesrc(files, fileno, NULL, NULL);
 
-		if (f && !(f = sym_intern(in, f)))
+		if (f && !(f = source_file(files_cu, fallback_cu, f, in)))
 			return -ENOMEM;
 		*file = f;
 	}
@@ -170,12 +199,14 @@ static int dwarf_chain(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symt
 	/* chain[]: the function, then the inlined calls, outermost first. */
 	for (int j = depth - 1; j >= 0; j--) {
 		Dwarf_Die *die = &chain[j];
-		const char *name = die_function_name(mod, st, die, j == 0, demangle, in);
+		const char *system = NULL;
+		const char *name = die_function_name(mod, st, die, j == 0, demangle, in, &system);
 
-		if (!name && j > 0 && !(name = sym_intern(in, "??")))
+		if (!name && j > 0 && !(name = system = sym_intern(in, "??")))
 			return -ENOMEM;
 		/* (an unnamed function is named from the symbol table later) */
 		out[n].function = name;
+		out[n].system_name = system;
 		out[n].file = file;
 		out[n].line = line;
 		out[n].inlined = j > 0;
@@ -196,7 +227,7 @@ static int unit_line(Dwarf_Die *cu, Dwarf_Addr pc, struct sym_intern *in, const 
 
 	if (!f)
 		return 0;
-	if (!(*file = sym_intern(in, f)))
+	if (!(*file = source_file(cu, NULL, f, in)))
 		return -ENOMEM;
 	dwarf_lineno(l, &lineno);
 	*line = lineno > 0 ? lineno : 0;
@@ -240,7 +271,7 @@ int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st,
 		 * source, as addr2line shows it. */
 		const char *f = dwarf_diename(cudie);
 
-		if (f && !(file = sym_intern(in, f)))
+		if (f && !(file = source_file(cudie, NULL, f, in)))
 			return -ENOMEM;
 	}
 	if (cudie) {
@@ -255,15 +286,16 @@ int sym_resolve(Dwfl_Module *mod, struct sym_fnindex *fx, struct sym_symtab *st,
 	 * left NULL is for the caller to fill in. */
 	sym = symtab_name(st, mod, addr, NULL);
 	if (n > 0) {
-		if (sym && !(out[n - 1].function = show_name(in, sym, demangle)))
+		if (sym && !(out[n - 1].function = show_name(in, sym, demangle,
+							     &out[n - 1].system_name)))
 			return -ENOMEM;
 		return n;
 	}
 	if (!sym && !file)
 		return 0;
 	/* (without a symbol, the line table may still place the address) */
-	out[0].function = NULL;
-	if (sym && !(out[0].function = show_name(in, sym, demangle)))
+	out[0].function = out[0].system_name = NULL;
+	if (sym && !(out[0].function = show_name(in, sym, demangle, &out[0].system_name)))
 		return -ENOMEM;
 	out[0].file = file;
 	out[0].line = line;

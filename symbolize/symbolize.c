@@ -24,6 +24,7 @@
 #include "debugfile.h"
 #include "intern.h"
 #include "kallsyms.h"
+#include "plt.h"
 #include "resolve.h"
 #include "table.h"
 
@@ -44,6 +45,7 @@ struct module {
 	int alt_fd;
 	struct sym_fnindex functions;   /* of its DWARF, per unit */
 	struct sym_symtab symbols;      /* of its symbol table */
+	struct sym_plt plt;             /* its PLT stubs */
 	bool dwfl_tried;
 	uint64_t start, end;     /* the module's address range */
 };
@@ -170,6 +172,7 @@ static void module_release(struct module *m)
 {
 	sym_fnindex_free(&m->functions);
 	sym_symtab_free(&m->symbols);
+	sym_plt_free(&m->plt);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
 	m->dwfl = NULL;
@@ -538,6 +541,28 @@ static const char *unknown_name(struct symbolizer *s, const char *base, uint64_t
 	return r;
 }
 
+/* "sin@plt" for an address in the stub of sin: 1, 0 if in no stub,
+ * -ENOMEM. */
+static int plt_name(struct symbolizer *s, struct module *m, uint64_t vaddr,
+		    struct sym_frame *out)
+{
+	const char *target = sym_plt_find(&m->plt, m->dmod, vaddr);
+	char *name;
+
+	if (!target)
+		return 0;
+	if (asprintf(&name, "%s@plt", target) < 0)
+		return -ENOMEM;
+	out->function = out->system_name = sym_intern(&s->strings, name);
+	free(name);
+	if (!out->function)
+		return -ENOMEM;
+	out->file = NULL;
+	out->line = 0;
+	out->inlined = false;
+	return 1;
+}
+
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max)
 {
@@ -561,8 +586,12 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 			open_dwfl(s, m);
 		n = 0;
 		if (m->dmod && vaddr >= m->start && vaddr < m->end) {
-			n = sym_resolve(m->dmod, &m->functions, &m->symbols, vaddr, s->demangle,
-					&s->strings, frames);
+			/* (PLT stubs have no symbols, and no DWARF but for the
+			 * nearest unit's line table: first) */
+			n = plt_name(s, m, vaddr, frames);
+			if (n == 0)
+				n = sym_resolve(m->dmod, &m->functions, &m->symbols, vaddr,
+						s->demangle, &s->strings, frames);
 			if (n < 0)
 				return n;
 		}
@@ -573,9 +602,15 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 			frames[0].function = NULL;
 			n = 1;
 		}
-		if (!frames[n - 1].function &&
-		    !(frames[n - 1].function = unknown_name(s, m->base, vaddr)))
-			return -ENOMEM;
+		if (!frames[n - 1].function) {
+			frames[n - 1].function = unknown_name(s, m->base, vaddr);
+			if (!frames[n - 1].function)
+				return -ENOMEM;
+			frames[n - 1].system_name = frames[n - 1].function;
+		}
+		for (int i = 0; i < n; i++)
+			if (!frames[i].system_name)
+				frames[i].system_name = frames[i].function;
 		rc = cache_add(s, module, vaddr, frames, n, &c);
 		if (rc)
 			return rc;
@@ -609,7 +644,7 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 	name = k ? k->name : unknown_name(s, "[kernel]", addr);
 	if (!name)
 		return -ENOMEM;
-	out->function = name;
+	out->function = out->system_name = name;
 	out->file = NULL;
 	out->line = 0;
 	out->inlined = false;

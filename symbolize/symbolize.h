@@ -4,9 +4,11 @@
  * Modules (ELF objects) are registered by open file descriptor, so that a
  * binary stays readable after its process exits or its file is replaced,
  * and are shared by build-id.  Function names come from .symtab/.dynsym
- * and DWARF, file:line and inline chains from libdw, with separate debug
- * files found by build-id or .gnu_debuglink.  C++ and Rust names are
- * demangled.  Results are cached per (module, address).
+ * and DWARF (PLT stubs: "sin@plt", from their relocations), file:line and
+ * inline chains from libdw, with separate debug files found by build-id
+ * or .gnu_debuglink; source files are absolute where the unit's
+ * DW_AT_comp_dir is.  C++ and Rust names are demangled, the mangled name
+ * kept as the system name.  Results are cached per (module, address).
  */
 #ifndef SYMBOLIZE_SYMBOLIZE_H
 #define SYMBOLIZE_SYMBOLIZE_H
@@ -17,6 +19,7 @@
 
 struct sym_frame {
 	const char *function;  /* demangled; never NULL: "module+0xOFFSET" if unknown */
+	const char *system_name;   /* as the object names it (mangled); never NULL */
 	const char *file;      /* source file, or NULL */
 	int line;              /* 0 if unknown */
 	bool inlined;          /* an inlined call inside the next frame of the chain */

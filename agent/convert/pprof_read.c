@@ -310,6 +310,8 @@ static int read_frames(struct reader *rd, const Perftools__Profiles__Location *p
 			return -EINVAL;
 		}
 		if (string_at(rd, m->function[fi]->name, &f[j].function, "function name") ||
+		    opt_string_at(rd, m->function[fi]->system_name, &f[j].system_name,
+				  "function system name") ||
 		    opt_string_at(rd, m->function[fi]->filename, &f[j].file, "function file name"))
 			return -EINVAL;
 		f[j].line = pl->line[j]->line > 0 && pl->line[j]->line <= INT_MAX ?

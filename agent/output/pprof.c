@@ -4,7 +4,12 @@
  * and written to an output file (agent/util/output_file.h).
  *
  * Ids: mapping i has id i + 1, location i has id i + 1, functions are
- * numbered 1.. in order of first use and deduplicated by (name, file).
+ * numbered 1.. in order of first use and deduplicated by (name, system
+ * name, file).  Function.system_name holds the name as the object has it
+ * (mangled): pprof then takes Function.name as demangled already and
+ * leaves it alone, where it would otherwise "simplify" a C++ or Rust
+ * looking name by cutting what is between <> and () (to
+ * "::park_timeout" for Rust's "<std::thread::Thread>::park_timeout").
  * The string table starts with "" and holds every other string once.
  */
 #include "agent/output/pprof.h"
@@ -126,22 +131,23 @@ static void *alloc_array(size_t n, size_t size)
 
 struct func_ref {
 	const struct builder *b;
-	int64_t name, file;
+	int64_t name, system_name, file;
 };
 
 static bool func_eq(void *ctx, int32_t id)
 {
 	const struct func_ref *r = ctx;
 
-	return r->b->funcs[id].name == r->name && r->b->funcs[id].filename == r->file;
+	return r->b->funcs[id].name == r->name && r->b->funcs[id].system_name == r->system_name &&
+	       r->b->funcs[id].filename == r->file;
 }
 
-/* Id of the function (name, file), adding it if new.  Out of memory sets
- * b->st.oom and returns 0. */
-static uint64_t function_id(struct builder *b, int64_t name, int64_t file)
+/* Id of the function (name, system_name, file), adding it if new.  Out of
+ * memory sets b->st.oom and returns 0. */
+static uint64_t function_id(struct builder *b, int64_t name, int64_t system_name, int64_t file)
 {
-	uint64_t key[2] = { (uint64_t)name, (uint64_t)file };
-	struct func_ref r = { b, name, file };
+	uint64_t key[3] = { (uint64_t)name, (uint64_t)system_name, (uint64_t)file };
+	struct func_ref r = { b, name, system_name, file };
 	uint64_t h = sym_hash_bytes(key, sizeof(key));
 	int32_t id = sym_table_find(&b->func_index, h, func_eq, &r);
 	Perftools__Profiles__Function *f;
@@ -157,7 +163,7 @@ static uint64_t function_id(struct builder *b, int64_t name, int64_t file)
 	perftools__profiles__function__init(f);
 	f->id = b->nfuncs + 1;
 	f->name = name;
-	f->system_name = name;
+	f->system_name = system_name;
 	f->filename = file;
 	b->funcp[b->nfuncs++] = f;
 	return f->id;
@@ -323,10 +329,11 @@ static int build(struct builder *b, const struct profile *p, char *errbuf, size_
 			const struct prof_frame *f = &l->frames[j];
 			Perftools__Profiles__Line *ln = &b->lines[li];
 			int64_t name = intern(&b->st, f->function);
+			int64_t system_name = f->system_name ? intern(&b->st, f->system_name) : name;
 			int64_t file = intern(&b->st, f->file);
 
 			perftools__profiles__line__init(ln);
-			ln->function_id = function_id(b, name, file);
+			ln->function_id = function_id(b, name, system_name, file);
 			ln->line = f->line > 0 ? f->line : 0;
 			b->linep[li] = ln;
 			if (pm) {

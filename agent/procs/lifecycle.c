@@ -44,11 +44,12 @@ static void mark_due(struct proc_registry *r, int pid, uint64_t now)
 	p->scan_due_ns = now + PROCS_SCAN_DELAY_NS;
 }
 
-/* A live process holds the pid again. */
-static void revive(struct proc *p)
+/* A live process holds the pid again: what the exited one left is not
+ * its own. */
+static void revive(struct proc_registry *r, struct proc *p)
 {
 	if (p && p->state == PROC_EXITED)
-		p->state = PROC_UNREAD;
+		procs_reset(r, p);
 }
 
 void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now)
@@ -65,7 +66,7 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 {
 	struct proc *p = procs_get(r, pid);
 
-	revive(p);
+	revive(r, p);
 	/* Already read after the exec (record -- CMD reads the program
 	 * before releasing it), and published in the exec's epoch: that
 	 * view is the new program's. */
@@ -91,11 +92,21 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 	struct proc *p = procs_get(r, pid);
 	uint32_t live;
 
-	/* Its samples are all before this record: they already hold their
-	 * resolved frames. */
+	/* The exiting task still runs after this record, and is sampled:
+	 * kernels since 6.15 trace sched_process_exit before exit_mm, so the
+	 * whole teardown of its address space comes after it.  Those
+	 * samples have just the leaf (_exit: the user stack is gone), to be
+	 * resolved with the mappings read while it lived: they stay until
+	 * the pid is forgotten.  Its walks are over (the exit ended their
+	 * epoch): BPF's entries and the table references go now. */
 	if (!p && !(p = procs_add(r, pid)))
 		return;
-	procs_reset(r, p);
+	if (p->state == PROC_READ) {
+		procs_end_walks(r, p);
+		p->scan_due_ns = 0;
+	} else {
+		procs_reset(r, p);
+	}
 	/* The queue of exits to forget only ever grows at the tail: take
 	 * the forgotten head back before growing it. */
 	live = r->nexited - r->exited_head;
@@ -119,7 +130,7 @@ void procs_on_mmap(struct proc_registry *r, int pid, uint64_t now)
 {
 	/* Only a live process maps code: a pid remembered as exited is a
 	 * new process whose fork record was lost. */
-	revive(procs_get(r, pid));
+	revive(r, procs_get(r, pid));
 	mark_due(r, pid, now);
 }
 
@@ -128,7 +139,9 @@ struct proc *procs_on_sample(struct proc_registry *r, int pid, unsigned end_reas
 {
 	struct proc *p = procs_get(r, pid);
 
-	if (pid == 0 || end_reason == WALK_END_NO_USER || (p && p->state == PROC_EXITED))
+	if (p && p->state == PROC_EXITED)
+		return p->n ? p : NULL;   /* its last samples: never read again */
+	if (pid == 0 || end_reason == WALK_END_NO_USER)
 		goto out;
 	/* Mappings changed since we last looked (the walk met an address
 	 * outside the known ones): read them now, so that this sample

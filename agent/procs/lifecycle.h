@@ -11,13 +11,17 @@
  *          exit record was lost: what was known of it goes first.
  *   mmap   (and munmap) code mapped or unmapped: read a moment after the
  *          first change, as ld.so and dlopen() map in bursts.
- *   exit   forgotten: its table references, its entries in BPF.  The pid
- *          is remembered as exited for PROCS_EXITED_KEEP_NS: the exiting
- *          task still runs, and is sampled, after its exit record, and
- *          reading its mappings then would bring back a process that is
- *          gone.  Only a fork, exec or mmap of the pid -- things a live
- *          process does -- end that early.  Then the pid is listed in
- *          the registry's `gone`: its samples are all in.
+ *   exit   its entries in BPF and its table references go, and a pending
+ *          read is cancelled.  The pid is remembered as exited for
+ *          PROCS_EXITED_KEEP_NS: the exiting task still runs, and is
+ *          sampled, after its exit record (the teardown of its address
+ *          space in exit_group: kernels since 6.15 trace the exit before
+ *          it), so the mappings read while it lived stay to resolve those
+ *          samples, and reading them anew would bring back a process that
+ *          is gone.  Only a fork, exec or mmap of the pid -- things a live
+ *          process does -- end that early.  Then it is forgotten (its
+ *          mappings) and the pid listed in the registry's `gone`: its
+ *          samples are all in.
  *   sample of a process not read yet: read at once.  Of one whose walk
  *          met code outside its known mappings: read again, at most every
  *          PROCS_RESCAN_MIN_NS unless changes are pending.
@@ -58,7 +62,7 @@ void procs_on_mmap(struct proc_registry *r, int pid, uint64_t now);
  * cfiprof_walk_end) after `nuser` frames, the outermost at `outermost`.
  * Reads the process's mappings first if the rules above say so, so that
  * this sample symbolizes and the next ones walk.  Returns the process if
- * its mappings are known, else NULL. */
+ * its mappings are known (an exited one's too), else NULL. */
 struct proc *procs_on_sample(struct proc_registry *r, int pid, unsigned end_reason, uint32_t nuser,
 			     uint64_t outermost, uint64_t now);
 

@@ -96,7 +96,8 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	int pid = p->pid;
 	bool due_listed = p->due_listed;
 
-	release_maps(r, p->maps, p->n);
+	if (!p->tables_dropped)
+		release_maps(r, p->maps, p->n);
 	/* (Most exits on a busy host are of processes never read.) */
 	if (p->published || p->slots.n[0] || p->slots.n[1])
 		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
@@ -107,6 +108,16 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	p->pid = pid;
 	/* The due list still holds the pid: say so, or it would be added twice. */
 	p->due_listed = due_listed;
+}
+
+void procs_end_walks(struct proc_registry *r, struct proc *p)
+{
+	if (p->published || p->slots.n[0] || p->slots.n[1])
+		bpf_proc_unpublish(&r->bpf, (uint32_t)p->pid, &p->slots);
+	p->published = false;
+	if (!p->tables_dropped)
+		release_maps(r, p->maps, p->n);
+	p->tables_dropped = true;
 }
 
 void procs_forget(struct proc_registry *r, int pid)

@@ -36,7 +36,9 @@ struct code_mapping {
 enum proc_state {
 	PROC_UNREAD,               /* known from an event; mappings not read yet */
 	PROC_READ,                 /* mappings read, and published unless that failed */
-	PROC_EXITED,               /* its exit record came: remembered, mapping nothing */
+	PROC_EXITED,               /* its exit record came: remembered; its mappings
+				    * (if read) still resolve its last samples, but
+				    * are in BPF no more */
 };
 
 struct proc {
@@ -48,6 +50,7 @@ struct proc {
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	bool published;            /* its mappings are in BPF */
+	bool tables_dropped;       /* exited: its mappings hold no table reference */
 	uint64_t epoch;            /* the epoch they were published with */
 	struct bpf_proc_slots slots;
 	bool main_marked;          /* its executable's module is marked is_main */
@@ -103,6 +106,11 @@ struct proc *procs_add(struct proc_registry *r, int pid);
  * that pid is read afresh.  Samples already aggregated keep their
  * resolved frames. */
 void procs_reset(struct proc_registry *r, struct proc *p);
+
+/* `p` exited: no walk uses its mappings any more (its epoch ended), so
+ * what BPF has of it and its tables' references go; the mappings stay,
+ * to resolve the samples still to come. */
+void procs_end_walks(struct proc_registry *r, struct proc *p);
 
 /* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);

@@ -1,7 +1,8 @@
 /*
  * The in-memory profile that `record` aggregates and the writers
  * (pprof.c, folded.c) serialize.  Samples refer to locations by index;
- * locations to mappings by index + 1 (0: no mapping, e.g. the kernel).
+ * locations to mappings by index + 1 (0: no mapping, e.g. the marks of
+ * off-CPU stacks; kernel frames have a "[kernel.kallsyms]" mapping).
  * All strings are owned by whoever built the profile.
  */
 #ifndef AGENT_PROFILE_H
@@ -17,6 +18,7 @@ struct prof_frame {
 	const char *function;   /* never NULL */
 	const char *file;       /* NULL if unknown */
 	int line;               /* 0 if unknown */
+	const char *system_name;/* the name in the object (mangled); NULL: function */
 };
 
 struct profile_mapping {

@@ -84,6 +84,7 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 
 	if (f->mapping == FRAME_MARK) {
 		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
+		out->system_name = NULL;
 		out->file = NULL;
 		out->line = 0;
 		return 1;
@@ -94,6 +95,7 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 		} else {
 			out->function = keep(b, "[kernel]+0x%llx", (unsigned long long)f->addr);
 		}
+		out->system_name = NULL;
 		out->file = NULL;
 		out->line = 0;
 		return 1;
@@ -104,6 +106,7 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 			if (n > 0) {
 				for (i = 0; i < n; i++) {
 					out[i].function = sf[i].function;
+					out[i].system_name = sf[i].system_name;
 					out[i].file = sf[i].file;
 					out[i].line = sf[i].line;
 				}
@@ -116,6 +119,7 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	} else {
 		out->function = keep(b, "[unknown]+0x%llx", (unsigned long long)f->addr);
 	}
+	out->system_name = NULL;
 	out->file = NULL;
 	out->line = 0;
 	return 1;
@@ -270,7 +274,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	struct frame_ref *loc_made_from = NULL;
 	uint32_t nloc = 0, nf = 0, ns = 0, nl = 0, i, j, k;
 	uint32_t *profile_mapping_of = NULL;
-	uint32_t nmappings = 0;
+	uint32_t nmappings = 0, kernel_mapping = 0;
+	uint64_t kernel_lo = UINT64_MAX, kernel_hi = 0;
 	uint32_t locs_used = 0, frames_cap = 0, *frame_start = NULL;
 	const struct stack *s;
 	size_t pos;
@@ -282,10 +287,15 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	for (pos = 0; (s = stack_agg_next(a, &pos)); nstacks++) {
 		total_frames += s->nframes;
 		for (j = 0; j < s->nframes; j++) {
-			const struct frame_mapping *fm = stack_agg_mapping(a, s, s->frames[j].mapping);
+			const struct frame_ref *f = &s->frames[j];
+			const struct frame_mapping *fm = stack_agg_mapping(a, s, f->mapping);
 
 			if (fm && !prof_map_id(&pm, fm, true))
 				goto out;
+			if (f->mapping == FRAME_KERNEL) {
+				kernel_lo = f->addr < kernel_lo ? f->addr : kernel_lo;
+				kernel_hi = f->addr > kernel_hi ? f->addr : kernel_hi;
+			}
 		}
 	}
 	if (nstacks != stack_agg_count(a) || nstacks > UINT32_MAX - 1)
@@ -301,7 +311,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
 	nlabels = (nstacks + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
-	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));
+	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));   /* + the kernel's */
 	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
 	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
 	    !b->mappings || !profile_mapping_of || !frame_start)
@@ -324,6 +334,19 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			m->build_id = fm->mod->build_id;
 			profile_mapping_of[i + 1] = nmappings;
 		}
+	}
+	/* Kernel frames get a mapping of their own, named as perf names it,
+	 * so that pprof tells them from user code (-show_from, the mapping
+	 * of a location).  It spans the kernel addresses sampled: the
+	 * kernel's text is not ours to read. */
+	if (kernel_lo <= kernel_hi) {
+		struct profile_mapping *m = &b->mappings[nmappings++];
+
+		m->start = kernel_lo;
+		m->limit = kernel_hi == UINT64_MAX ? kernel_hi : kernel_hi + 1;
+		m->path = "[kernel.kallsyms]";
+		m->build_id = "";
+		kernel_mapping = nmappings;
 	}
 
 	for (pos = 0; (s = stack_agg_next(a, &pos));) {
@@ -357,7 +380,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				struct prof_location *l = &b->locations[nloc];
 
 				l->address = f->addr;
-				l->mapping = map_id ? profile_mapping_of[map_id] : 0;
+				l->mapping = map_id ? profile_mapping_of[map_id] :
+					     f->mapping == FRAME_KERNEL ? kernel_mapping : 0;
 				if (nloc > INT32_MAX ||
 				    array_reserve_first(&b->frames, &frames_cap, nf + MAX_INLINE, 4096) ||
 				    sym_table_insert(&loc_index, h, (int32_t)nloc))

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "agent/cli/record_options.h"
+#include "agent/profile/comments.h"
 #include "agent/record/engine.h"
 #include "agent/record/perf_output.h"
 #include "agent/record/report.h"
@@ -82,19 +83,28 @@ int cmd_record(int argc, char **argv)
 	struct built_profile bp;
 	struct output_file output = OUTPUT_FILE_INIT;
 	struct sample_log log = { .fd = -1 };
+	struct profile_comments comments = { 0 };
 	uint64_t deadline = 0;
 	enum engine_stop_reason why;
 	int ret, status = 1;
 
 	catch_stop_signals();
+	/* The command line as typed: parsing reorders argv and splits
+	 * --tag values in place. */
+	if (profile_comments_init(&comments, argc, argv)) {
+		fprintf(stderr, "cfiprof: record: out of memory\n");
+		return 1;
+	}
 	ret = record_parse_args(argc, argv, &o);
 	if (ret) {
+		profile_comments_free(&comments);
 		record_opts_free(&o);
 		return ret > 0 ? 0 : 2;
 	}
 	/* A command that cannot be run is told before the BPF programs
 	 * load, with a shell's status for it. */
 	if (o.cmd && (ret = held_child_check("cfiprof", o.cmd[0]))) {
+		profile_comments_free(&comments);
 		record_opts_free(&o);
 		return ret;
 	}
@@ -125,6 +135,8 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cfiprof: building the profile: out of memory\n");
 		goto out;
 	}
+	bp.p.comments = (const char *const *)comments.lines;
+	bp.p.ncomments = comments.n;
 	if (o.format == FORMAT_PERF)
 		ret = perf_output_write(&e, &log, &output) ?: perf_output_test_pprof(&bp);
 	else
@@ -136,6 +148,7 @@ int cmd_record(int argc, char **argv)
 	profile_built_free(&bp);
 	status = ret || why == ENGINE_READ_ERROR ? 1 : cmd_status(&e, 0);
 out:
+	profile_comments_free(&comments);
 	output_file_abort(&output);
 	engine_close(&e);
 	sample_log_close(&log);

@@ -99,7 +99,8 @@ static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
 
 		ev->frames[k].addr = s->addrs[i];
 		ev->frames[k].mapping = m ? stack_agg_frame_mapping(ev->agg, m) : 0;
-		if (m && m->mod)
+		/* (an exited process's holds no table: walks are done) */
+		if (m && m->mod && p->state != PROC_EXITED)
 			tables_touch(m->mod, now);
 		k++;
 	}

@@ -21,20 +21,20 @@ static const struct profile_mapping syn_mappings[] = {
 
 /* innermost first: inl_leaf inlined into inl_mid inlined into work */
 static const struct prof_frame syn_f_work_inl[] = {
-	{ "inl_leaf", "/src/app/inl.h", 11 },
-	{ "inl_mid", "/src/app/inl.h", 22 },
-	{ "work", "/src/app/work.c", 33 },
+	{ "inl_leaf", "/src/app/inl.h", 11, NULL },
+	{ "inl_mid", "/src/app/inl.h", 22, NULL },
+	{ "work", "/src/app/work.c", 33, NULL },
 };
-static const struct prof_frame syn_f_main[] = { { "main", "/src/app/main.c", 7 } };
-static const struct prof_frame syn_f_work2[] = { { "work", "/src/app/work.c", 38 } };
+static const struct prof_frame syn_f_main[] = { { "main", "/src/app/main.c", 7, NULL } };
+static const struct prof_frame syn_f_work2[] = { { "work", "/src/app/work.c", 38, NULL } };
 /* helper: same name as the static function in the app, other file */
 static const struct prof_frame syn_f_lib[] = {
-	{ "helper", "/src/lib/helper.c", 5 },
-	{ "lib_compute", "/src/lib/compute.c", 42 },
+	{ "helper", "/src/lib/helper.c", 5, NULL },
+	{ "lib_compute", "/src/lib/compute.c", 42, NULL },
 };
-static const struct prof_frame syn_f_app_helper[] = { { "helper", "/src/app/work.c", 50 } };
-static const struct prof_frame syn_f_weird[] = { { "ns;weird", "/src/app/weird.c", 60 } };
-static const struct prof_frame syn_f_kernel[] = { { "do_syscall_64", NULL, 0 } };
+static const struct prof_frame syn_f_app_helper[] = { { "helper", "/src/app/work.c", 50, NULL } };
+static const struct prof_frame syn_f_weird[] = { { "ns;weird", "/src/app/weird.c", 60, NULL } };
+static const struct prof_frame syn_f_kernel[] = { { "do_syscall_64", NULL, 0, NULL } };
 
 enum { L_WORK_INL, L_MAIN, L_WORK2, L_LIB, L_APP_HELPER, L_WEIRD, L_KERNEL, SYN_NLOC };
 

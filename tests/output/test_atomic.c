@@ -156,7 +156,7 @@ static struct profile *big_profile(void)
 
 	for (uint32_t i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "fn_%08x", i * 2654435761u);
-		frames[i] = (struct prof_frame){ names[i], NULL, 0 };
+		frames[i] = (struct prof_frame){ names[i], NULL, 0, NULL };
 		locs[i] = (struct prof_location){ i * 0x9e3779b1u, 0, 1, &frames[i] };
 		idx[i] = i;
 		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1,

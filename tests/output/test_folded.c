@@ -70,11 +70,11 @@ Test(folded, counts)
  * its comm; the order is bytewise whatever the sample order */
 Test(folded, merge_and_sanitize)
 {
-	static const struct prof_frame f_a1[] = { { "a", "x.c", 1 } };
-	static const struct prof_frame f_a2[] = { { "a", "x.c", 2 } };
-	static const struct prof_frame f_b[] = { { "b\nc", NULL, 0 } };
-	static const struct prof_frame f_inl[] = { { "in2", NULL, 0 }, { "in1", NULL, 0 },
-						   { "B", NULL, 0 } };
+	static const struct prof_frame f_a1[] = { { "a", "x.c", 1, NULL } };
+	static const struct prof_frame f_a2[] = { { "a", "x.c", 2, NULL } };
+	static const struct prof_frame f_b[] = { { "b\nc", NULL, 0, NULL } };
+	static const struct prof_frame f_inl[] = { { "in2", NULL, 0, NULL }, { "in1", NULL, 0, NULL },
+						   { "B", NULL, 0, NULL } };
 	static const struct prof_location locs[] = {
 		{ 0x10, 0, 1, f_a1 }, { 0x20, 0, 1, f_a2 }, { 0x30, 0, 1, f_b },
 		{ 0x40, 0, 3, f_inl },

@@ -179,9 +179,9 @@ Test(pprof, mapping_flags)
 		{ 0x5000, 0x6000, 0, "/c", "" },        /* inlined */
 		{ 0x7000, 0x8000, 0, "/d", "" },        /* no locations */
 	};
-	static const struct prof_frame fa[] = { { "fa", NULL, 0 } };
-	static const struct prof_frame fb[] = { { "fb", "b.c", 3 } };
-	static const struct prof_frame fc[] = { { "fc1", NULL, 0 }, { "fc2", NULL, 0 } };
+	static const struct prof_frame fa[] = { { "fa", NULL, 0, NULL } };
+	static const struct prof_frame fb[] = { { "fb", "b.c", 3, NULL } };
+	static const struct prof_frame fc[] = { { "fc1", NULL, 0, NULL }, { "fc2", NULL, 0, NULL } };
 	static const struct prof_location locs[] = {
 		{ 0x1100, 1, 1, fa }, { 0x3100, 2, 1, fb }, { 0x5100, 3, 2, fc },
 	};
@@ -337,7 +337,7 @@ Test(pprof, large)
 	cr_assert(frames && locs && samples && idx && names);
 	for (uint32_t i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "fn_%u", i * 2654435761u);
-		frames[i] = (struct prof_frame){ names[i], (i & 1) ? "odd.c" : "even.c", (int)i };
+		frames[i] = (struct prof_frame){ names[i], (i & 1) ? "odd.c" : "even.c", (int)i, NULL };
 		locs[i] = (struct prof_location){ 0x1000 + i, 0, 1, &frames[i] };
 		idx[i] = i;
 		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1, .values = { i } };
@@ -402,4 +402,39 @@ Test(pprof, invalid_profiles)
 	p = syn_profile;
 	p.samples = badsample;
 	check_refused(&p, "location index");
+}
+
+/* Function.system_name is the frame's system name (mangled), and the
+ * name where it has none; functions of one name and file but other
+ * system names (C++ overloads shown without parameters) stay apart. */
+Test(pprof, system_names)
+{
+	static const struct prof_frame f[] = {
+		{ "ns::f(int)", "a.cc", 1, "_ZN2ns1fEi" },
+		{ "ns::f", "a.cc", 2, "_ZN2ns1fEl" },
+		{ "ns::f", "a.cc", 3, "_ZN2ns1fEd" },
+		{ "plain", "a.c", 4, NULL },
+	};
+	static const struct prof_location locs[] = {
+		{ 0x100, 0, 1, &f[0] }, { 0x200, 0, 1, &f[1] }, { 0x300, 0, 1, &f[2] },
+		{ 0x400, 0, 1, &f[3] },
+	};
+	static const uint32_t ids[] = { 0, 1, 2, 3 };
+	static const struct prof_sample s = { .locs = ids, .nlocs = 4, .values = { 1 } };
+	static const struct profile p = { .types = { { "samples", "count" } }, .ntypes = 1,
+					  .locations = locs, .nlocations = 4, .samples = &s,
+					  .nsamples = 1 };
+	Profile *pr = roundtrip(&p);
+	const char *want[][2] = { { "ns::f(int)", "_ZN2ns1fEi" }, { "ns::f", "_ZN2ns1fEl" },
+				  { "ns::f", "_ZN2ns1fEd" }, { "plain", "plain" } };
+
+	cr_assert_eq(pr->n_location, 4);
+	cr_expect_eq(pr->n_function, 4);
+	for (size_t i = 0; i < 4; i++) {
+		const Perftools__Profiles__Function *fn = func(pr, pr->location[i]->line[0]->function_id);
+
+		cr_expect_str_eq(str(pr, fn->name), want[i][0]);
+		cr_expect_str_eq(str(pr, fn->system_name), want[i][1]);
+	}
+	perftools__profiles__profile__free_unpacked(pr, NULL);
 }

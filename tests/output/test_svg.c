@@ -246,11 +246,11 @@ Test(svg, colours_stable_per_module)
 Test(svg, escaping)
 {
 	static const struct prof_frame evil[] = {
-		{ "</title><script>alert(1)</script>", NULL, 0 },
-		{ "a&b\"c'd<e>", NULL, 0 },
-		{ "x\ny\x01z\x7f", NULL, 0 },
-		{ "bad\xff\xfe utf8 \xed\xa0\x80 \xc0\xaf", NULL, 0 },
-		{ "caf\xc3\xa9 ]]> \xf0\x9f\x94\xa5", NULL, 0 },
+		{ "</title><script>alert(1)</script>", NULL, 0, NULL },
+		{ "a&b\"c'd<e>", NULL, 0, NULL },
+		{ "x\ny\x01z\x7f", NULL, 0, NULL },
+		{ "bad\xff\xfe utf8 \xed\xa0\x80 \xc0\xaf", NULL, 0, NULL },
+		{ "caf\xc3\xa9 ]]> \xf0\x9f\x94\xa5", NULL, 0, NULL },
 	};
 	static const struct prof_location locs[] = {
 		{ 1, 0, 5, evil },

@@ -20,6 +20,7 @@
 
 #include "symbolize/demangle.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/srcpath.h"
 #include "symbolize/symbolize.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
@@ -1116,5 +1117,166 @@ Test(symbolize, release_keeps_cached_results)
 	cr_assert(strstr(f.function, "+0x") != NULL, "after release: %s", f.function);
 	cr_assert_eq(symbolizer_lookup(s, mod + 1000, a, &f, 1), -EINVAL);
 	symbolizer_release(s, mod + 1000);   /* a bad id: ignored */
+	symbolizer_free(s);
+}
+
+/* ---- source paths ---- */
+
+/* meson compiles from the build directory with relative paths: DWARF
+ * names the fixture's source "../tests/symbolize/fixture_inline.c", to
+ * be read against DW_AT_comp_dir.  The symbolizer joins them, so that
+ * pprof -list finds the file from any directory. */
+Test(symbolize, source_paths_are_absolute)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *units = run("readelf --debug-dump=info '%s' | grep -m1 'DW_AT_name'", fx);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct sym_frame f[MAXF];
+	int n;
+
+	cr_assert(strstr(units, ": ../") != NULL, "the fixture's unit name is not relative: %s", units);
+	free(units);
+	n = symbolizer_lookup(s, mod, inlined_addr(fx), f, MAXF);
+	cr_assert_eq(n, 3);
+	for (int i = 0; i < n; i++) {
+		cr_assert_not_null(f[i].file);
+		cr_assert_eq(f[i].file[0], '/', "frame %d: %s", i, f[i].file);
+		cr_assert_null(strstr(f[i].file, "/../"), "frame %d: %s not cleaned", i, f[i].file);
+		cr_assert_str_eq(base_of(f[i].file), "fixture_inline.c");
+		cr_assert_eq(access(f[i].file, R_OK), 0, "frame %d: %s: %s", i, f[i].file,
+			     strerror(errno));
+	}
+	symbolizer_free(s);
+}
+
+Test(symbolize, source_path_join_and_clean)
+{
+	const struct {
+		const char *dir, *name, *out;
+	} cases[] = {
+		{ "/b/build", "../src/x.c", "/b/src/x.c" },
+		{ "/b/build/", "./x.c", "/b/build/x.c" },
+		{ "/b/build", "/usr/include/stdio.h", "/usr/include/stdio.h" },
+		{ "/b//build/.", "a/./b//c.c", "/b/build/a/b/c.c" },
+		{ "/", "../../x.c", "/x.c" },
+		{ "/a", "b/../../../x.c", "/x.c" },
+		{ "/usr/../usr/lib", "x.c", "/usr/lib/x.c" },
+		/* Debian's glibc: a relative comp_dir, relative to the tree */
+		{ "./csu", "../sysdeps/nptl/libc_start_call_main.h",
+		  "sysdeps/nptl/libc_start_call_main.h" },
+		{ "src", "../../x.c", "../x.c" },
+		{ "../..", "../x.c", "../../../x.c" },
+		{ "a", "../b/..", "." },
+		{ NULL, "../x.c", "../x.c" },
+		{ "", "x.c", "x.c" },
+		{ NULL, "/abs//x.c", "/abs/x.c" },
+		{ "/b", "", "/b" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p = sym_source_path(cases[i].dir, cases[i].name);
+
+		cr_assert_not_null(p);
+		cr_expect_str_eq(p, cases[i].out, "(%s, %s) -> %s, want %s", cases[i].dir ? cases[i].dir : "NULL",
+				 cases[i].name, p, cases[i].out);
+		free(p);
+	}
+}
+
+/* ---- PLT stubs ---- */
+
+/* Every byte of every PLT stub objdump names ("<sin@plt>:", in .plt,
+ * .plt.sec and .plt.got) symbolizes to objdump's name.  Returns the
+ * stubs checked; *sections gets the PLT sections seen, space-separated. */
+static int check_plt_like_objdump(const char *fx, char *sections, size_t size)
+{
+	char *out = run("objdump -d -j .plt -j .plt.sec -j .plt.got '%s'", fx);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx), stubs = 0;
+	char *save = NULL;
+
+	cr_assert_geq(mod, 0);
+	sections[0] = '\0';
+	for (char *line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[256], sec[64];
+		unsigned long long addr;
+
+		if (sscanf(line, "Disassembly of section %63[^:]:", sec) == 1) {
+			strncat(sections, sec, size - strlen(sections) - 2);
+			strcat(sections, " ");
+			continue;
+		}
+		/* (objdump calls PLT0 "strtod@plt-0x10": no stub of a function) */
+		if (sscanf(line, "%llx <%255[^>]>:", &addr, name) != 2 || strlen(name) < 5 ||
+		    strcmp(name + strlen(name) - 4, "@plt"))
+			continue;
+		/* (stubs are 16 bytes, .plt.got's without IBT 8) */
+		for (unsigned i = 0; i < 8; i++) {
+			struct sym_frame f;
+
+			cr_assert_eq(symbolizer_lookup(s, mod, addr + i, &f, 1), 1);
+			cr_assert_str_eq(f.function, name, "%#llx: %s, objdump says %s", addr + i,
+					 f.function, name);
+			cr_assert_str_eq(f.system_name, name);
+			cr_assert_null(f.file);
+		}
+		stubs++;
+	}
+	free(out);
+	symbolizer_free(s);
+	return stubs;
+}
+
+Test(symbolize, plt_stubs_named_like_objdump)
+{
+	char sections[256];
+
+	/* printf, atof's strtod, sin and cos (as sincos), and
+	 * __cxa_finalize in .plt.got */
+	cr_assert_geq(check_plt_like_objdump(fixture("SYMB_FIXTURE_PLT"), sections,
+					     sizeof(sections)), 4);
+	cr_assert(strstr(sections, ".plt ") && !strstr(sections, ".plt.sec"), "%s", sections);
+}
+
+Test(symbolize, plt_sec_stubs_named_like_objdump)
+{
+	char sections[256];
+
+	cr_assert_geq(check_plt_like_objdump(fixture("SYMB_FIXTURE_PLT_IBT"), sections,
+					     sizeof(sections)), 4);
+	cr_assert(strstr(sections, ".plt.sec "), "the fixture has no .plt.sec: %s", sections);
+}
+
+/* ---- system names ---- */
+
+/* A frame's system_name is the name as the object has it: mangled for
+ * C++ (DWARF's linkage name, or the symbol), the name itself for C; the
+ * function name stays demangled. */
+Test(symbolize, system_name_is_mangled)
+{
+	const char *cpp = fixture("SYMB_FIXTURE_CPP"), *c = fixture("SYMB_FIXTURE_C");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mcpp = add_path(s, cpp), mc = add_path(s, c);
+	struct sym_frame f[MAXF];
+	int n;
+
+	cr_assert_eq(symbolizer_lookup(s, mcpp, nm_symbol(cpp, FROB_MANGLED, false, NULL), f, 1), 1);
+	cr_assert_str_eq(f[0].function, "ns::Widget<int>::frob(int)");
+	cr_assert_str_eq(f[0].system_name, FROB_MANGLED);
+	/* the inlined callee too: its DIE's linkage name */
+	n = symbolizer_lookup(s, mcpp, nm_symbol(cpp, HELPER_MANGLED, false, NULL) + 8, f, MAXF);
+	cr_assert_geq(n, 1);
+	cr_assert_str_eq(f[n - 1].system_name, HELPER_MANGLED);
+	for (int i = 0; i < n; i++)
+		cr_assert(strncmp(f[i].system_name, "_Z", 2) == 0, "%s: %s", f[i].function,
+			  f[i].system_name);
+	n = symbolizer_lookup(s, mc, inlined_addr(c), f, MAXF);
+	cr_assert_eq(n, 3);
+	for (int i = 0; i < n; i++)
+		cr_assert_str_eq(f[i].system_name, f[i].function);
+	/* unknown addresses: the same "module+0x..." */
+	cr_assert_eq(symbolizer_lookup(s, mc, 0x7fffffff, f, 1), 1);
+	cr_assert_str_eq(f[0].system_name, f[0].function);
 	symbolizer_free(s);
 }

@@ -4,7 +4,8 @@
  * writes played by the test -- drive the registry over real child
  * processes, and the test checks what was published to the (fake) BPF
  * maps: a new program's mappings with its epoch after exec, nothing left
- * after exit, no resurrection by samples the exiting task takes, a reused
+ * after exit, no resurrection by samples the exiting task takes (which
+ * still resolve with its mappings), a reused
  * pid read afresh, and reads that wait for their due time.
  */
 #include <criterion/criterion.h>
@@ -175,22 +176,31 @@ Test(lifecycle, exec_between_epoch_and_mappings_is_read_again)
 
 Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
 {
-	uint64_t now;
-	uint32_t before;
+	uint64_t now, leaf;
+	uint32_t before, nmaps;
+	struct proc *p;
 
-	read_child();
+	p = read_child();
 	expect_published(0);
+	cr_assert_gt(p->n, 0);
+	nmaps = p->n;
+	leaf = p->maps[0].start;
 	now = mono_ns();
 	procs_on_exit(&t.procs, child.pid, now);
 	expect_nothing_published();
 	cr_expect_eq(procs_get(&t.procs, child.pid)->state, PROC_EXITED);
 	cr_expect_eq(procs_count(&t.procs), 0);
 	/* The exiting task is still sampled after its exit record (the child
-	 * really is still there: a read would succeed). */
+	 * really is still there: a read would succeed): in exit_group's
+	 * teardown of its memory, with just its leaf (_exit).  Those samples
+	 * resolve with the mappings it had, and read nothing. */
 	before = (uint32_t)t.procs.rescans;
-	cr_expect_null(procs_on_sample(&t.procs, child.pid, WALK_END_OUTERMOST, 3, 0x1234, now + MS));
-	cr_expect_null(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1234,
-				       now + 10 * MS));
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_OUTERMOST, 3, 0x1234, now + MS);
+	cr_assert_not_null(p, "a sample after the exit has no mappings to resolve with");
+	cr_expect_eq(p->n, nmaps);
+	cr_expect_not_null(proc_find(p, leaf));
+	cr_expect_eq(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1234,
+				     now + 10 * MS), p);
 	cr_expect_eq(t.procs.rescans, before, "a sample after the exit read the process");
 	expect_nothing_published();
 	/* Remembered a while only; then listed as gone, its samples final. */
@@ -202,6 +212,22 @@ Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
 	cr_expect_eq(t.procs.count, 0);
 	cr_assert_eq(t.procs.ngone, 1);
 	cr_expect_eq(t.procs.gone[0], (uint32_t)child.pid);
+}
+
+/* A live process holding the pid again (an mmap record: its fork record
+ * was lost) does not inherit the exited one's mappings. */
+Test(lifecycle, exited_mappings_go_when_the_pid_lives_again)
+{
+	uint64_t now = mono_ns();
+	struct proc *p;
+
+	read_child();
+	procs_on_exit(&t.procs, child.pid, now);
+	procs_on_mmap(&t.procs, child.pid, now + MS);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_UNREAD);
+	cr_expect_eq(p->n, 0);
 }
 
 /* A pid that came back before its time was up is no gone process. */
@@ -289,6 +315,25 @@ Test(lifecycle, exit_cancels_a_pending_read)
 	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
 	cr_expect_eq(t.procs.rescans, 0);
 	expect_nothing_published();
+}
+
+/* The same for a process read before: its pending read is not made
+ * (it would publish a process that is gone), its mappings stay. */
+Test(lifecycle, exit_cancels_a_pending_read_of_a_read_process)
+{
+	uint64_t now = mono_ns();
+	struct proc *p = read_child();
+	uint32_t n = p->n;
+
+	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_exit(&t.procs, child.pid, now + MS);
+	procs_run_due(&t.procs, now + 10 * MS);
+	cr_expect_eq(t.procs.rescans, 0);
+	expect_nothing_published();
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_EXITED);
+	cr_expect_eq(p->n, n);
 }
 
 Test(lifecycle, samples_read_unknown_code_at_most_every_few_ms)
