@@ -92,7 +92,10 @@ static int load_bpf(struct record_engine *e)
 	}
 	e->skel->rodata->cfg.max_depth = (__u32)o->max_depth;
 	e->skel->rodata->cfg.want_kernel = o->kernel;
-	e->skel->rodata->cfg.filter_pids = !o->all;
+	e->skel->rodata->cfg.filter_pids = !o->all && !o->uid_given;
+	e->skel->rodata->cfg.filter_tids = o->ntids > 0;
+	e->skel->rodata->cfg.filter_uid = o->uid_given;
+	e->skel->rodata->cfg.target_uid = o->uid;
 	e->skel->rodata->cfg.self_pid = (__u32)getpid();
 	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
 	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
@@ -277,7 +280,7 @@ int engine_start(struct record_engine *e)
 	e->start_ns = mono_ns();
 	/* -- CMD's tables are built once it is released: it takes the
 	 * figures then. */
-	if (e->o->cmd)
+	if (e->o->cmd && !e->o->cmd_times)
 		return targets_release_cmd(e);
 	tables_stats(&e->tables, &e->startup);
 	return targets_check_started(e);

@@ -75,8 +75,8 @@ struct record_engine {
 	uint32_t nevents;
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
-	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
-	struct pollfd *pid_fds;      /* -p's processes, to see them exit (targets.h) */
+	struct held_child cmd;       /* -- CMD (agent/record/launch.h; targets.h) */
+	struct pollfd *pid_fds;      /* -p's processes (-t's threads), to see them exit */
 	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
 	uint64_t last_sweep_ns;      /* tables_sweep */
 	/* the profile */
