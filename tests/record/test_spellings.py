@@ -41,8 +41,8 @@ def case(name):
 def deep_run(tmp, name, extra):
     """`record EXTRA --stats -- rec-deep 20 1` into pprof: (samples, stderr)."""
     out = os.path.join(tmp, name + ".pb.gz")
-    _, err = tr.run_record(["-F", "499", "--stats", "-o", out] + extra + ["--", fx("deep"), "20", "1"],
-                           env={"FX_WARMUP": "0"})
+    _, err = tr.run_record(["-F", "499", "--stats", "-o", out] + extra +
+                           ["--", fx("deep"), "20", "1"], env={"FX_WARMUP": "0"})
     samples, _ = tr.read_pprof(out)
     return samples, err
 
@@ -123,7 +123,7 @@ def t_tid(tmp):
                                          "thread_leaf")):
             out = os.path.join(tmp, f"t{tid}.pb.gz")
             tr.run_record(["-t", str(tid), "-F", "499", "--unwind", "dwarf", "-o", out,
-                           "--", "sleep", "1.5"])
+                           "--", "sleep", "2"])
             samples, _ = tr.read_pprof(out)
             tids = {s.labels.get("tid") for s in samples}
             if tids != {tid}:
@@ -205,9 +205,10 @@ def t_uid(tmp):
         samples, _ = tr.read_pprof(out)
         pids = {s.labels.get("pid") for s in samples}
         log(f"pids sampled: {sorted(pids)}; user's {before.pid}, {later.pid}; root's {rootp.pid}")
-        if pids - {before.pid, later.pid}:
-            raise Fail(f"-u {OTHER_UID}: samples of other processes {sorted(pids - {before.pid, later.pid})}"
-                       f" (root's fixture is {rootp.pid})")
+        others = pids - {before.pid, later.pid}
+        if others:
+            raise Fail(f"-u {OTHER_UID}: samples of other processes {sorted(others)} "
+                       f"(root's fixture is {rootp.pid})")
         tr.check_chain(tr.pprof_stacks(samples, lambda s: s.labels.get("pid") == before.pid),
                        "deep_leaf", tr.deep_chain(20), "-u, running before",
                        min_samples=tr.MIN_WALL, share=0.90)
@@ -224,10 +225,11 @@ def check_timed_by_cmd(samples, target, leaf, chain, what, share=tr.EXACT):
     """The target's samples are there, walked fully, and it outlived the
     recording.  Returns the pids sampled.  (-a and --cgroup load tables
     on the first miss: the first samples may stop short, as in
-    test_record.py's all-cpus.)"""
+    test_record.py's all-cpus.)  The recordings last as long as a CMD of
+    1 or 2 s: on a busy machine the target gets few samples of them."""
     pids = {s.labels.get("pid") for s in samples}
     tr.check_chain(tr.pprof_stacks(samples, lambda s: s.labels.get("pid") == target.pid),
-                   leaf, chain, what, min_samples=tr.MIN_WALL, share=share)
+                   leaf, chain, what, min_samples=tr.MIN_WALL // 2, share=share)
     if target.poll() is not None:
         raise Fail(f"{what}: the target exited: CMD's end did not stop the recording")
     return pids
@@ -236,13 +238,13 @@ def check_timed_by_cmd(samples, target, leaf, chain, what, share=tr.EXACT):
 @case("all-cmd")
 def t_all_cmd(tmp):
     """-a -- CMD: the whole system for as long as CMD runs, as perf record
-    -a -- sleep 1: a program running throughout is profiled and outlives
+    -a -- sleep 2: a program running throughout is profiled and outlives
     the recording, and CMD's status is record's."""
     target = tr.start_bg([fx("deep"), "20", "60"])
     try:
         tr.wait_started(target, 0.5)
         out = os.path.join(tmp, "all.pb.gz")
-        rc, err = tr.run_record(["-a", "-F", "499", "-o", out, "--", "sh", "-c", "sleep 1; exit 3"],
+        rc, err = tr.run_record(["-a", "-F", "499", "-o", out, "--", "sh", "-c", "sleep 2; exit 3"],
                                 check=False)
         if rc != 3:
             raise Fail(f"-a -- CMD exited with {rc}, want CMD's 3")
