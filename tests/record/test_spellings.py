@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -28,14 +27,10 @@ fx = tr.fx
 # A uid no process on the machine has but the fixtures run under it.
 OTHER_UID = 12345
 
-CASES = {}
-
-
-def case(name):
-    def reg(f):
-        CASES[name] = f
-        return f
-    return reg
+# test_record.py's registry and runner (root check, temporary directory,
+# PASS/FAIL lines, exit status), with this file's cases only.
+tr.CASES.clear()
+case = tr.case
 
 
 def deep_run(tmp, name, extra):
@@ -302,30 +297,5 @@ def t_cgroup_cmd(tmp):
         os.rmdir(cg)
 
 
-def main():
-    if len(sys.argv) == 2 and sys.argv[1] == "--list":
-        print("\n".join(CASES))
-        return 0
-    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
-        print(__doc__, file=sys.stderr)
-        return 2
-    name = sys.argv[1]
-    if not tr.CFIPROF or not os.access(tr.CFIPROF, os.X_OK):
-        print(f"CFIPROF not set or not executable: {tr.CFIPROF!r}", file=sys.stderr)
-        return 1
-    if os.geteuid() != 0:
-        print("SKIP: cfiprof record needs root", file=sys.stderr)
-        return 77
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rec-" + name + "-") as tmp:
-        try:
-            CASES[name](tmp)
-        except (Fail, subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-            print(f"FAIL {name}: {e}")
-            return 1
-    print(f"PASS {name} ({time.monotonic() - t0:.1f} s)")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(tr.main())
