@@ -143,6 +143,9 @@ static int watch_targets(struct record_engine *e)
 				o->ntids ? "thread" : "process");
 		else if (errno == EINVAL && !o->ntids)
 			fprintf(stderr, "cfiprof: pid %d: a thread, not a process\n", o->pids[i]);
+		else if (errno == EINVAL)
+			fprintf(stderr, "cfiprof: tid %d: this kernel cannot watch one thread "
+				"(PIDFD_THREAD: Linux 6.9)\n", o->tids[i]);
 		else
 			fprintf(stderr, "cfiprof: %s %d: %s\n", kind, watched(o, i), strerror(errno));
 		return -errno;

@@ -1,9 +1,10 @@
 /*
  * What `cfiprof record` profiles, set up before sampling starts: -p's
  * processes, -t's threads (their processes followed, the threads alone
- * sampled), every process (-a), a user's (-u) or a cgroup's, or -- CMD.  Their pids go
- * into target_pids before process tracking is attached (from then on BPF
- * alone writes it, bpf/maps.h); their mappings are read; and the tables
+ * sampled), every process (-a), a user's (-u) or a cgroup's, or -- CMD.
+ * Their pids go into target_pids (-t's tids into target_tids) before
+ * process tracking is attached (from then on BPF alone writes them,
+ * bpf/maps.h); their mappings are read; and the tables
  * of what the processes named on the command line map are loaded
  * up front, so that their stacks are complete from the first sample, not
  * from the first miss.  Everything else -- children, -a, --cgroup, later
@@ -15,12 +16,14 @@
 #include "agent/record/engine.h"
 
 /* Before process tracking is attached.  -- CMD is forked, held before
- * its exec; -p's processes are watched for their exit.  0, or a negative
- * errno (message printed). */
+ * its exec (untraced when it only times the recording, o->cmd_times);
+ * -p's processes and -t's threads are watched for their exit.  0, or a
+ * negative errno (message printed). */
 int targets_setup(struct record_engine *e);
 
 /* Whether every -p process (-t thread) has exited (false without -p or
- * -t): recording them is over.  Children they left are not waited for, as with `stat -p`. */
+ * -t): recording them is over.  Children they left are not waited for,
+ * as with `stat -p`. */
 bool targets_exited(const struct record_engine *e);
 
 /* Once sampling runs: -ESRCH, with a message, if the -p processes (-t
