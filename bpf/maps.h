@@ -98,7 +98,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, CFIPROF_MAX_TIDS);
+	__uint(max_entries, CFIPROF_MAX_TIDS); /* the agent sets -t's number */
 	__type(key, __u32);                 /* tid */
 	__type(value, __u8);
 } target_tids SEC(".maps");

@@ -98,6 +98,12 @@ static int load_bpf(struct record_engine *e)
 	e->skel->rodata->cfg.target_uid = o->uid;
 	e->skel->rodata->cfg.self_pid = (__u32)getpid();
 	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
+	/* Preallocated: room for -t's threads only, not CFIPROF_MAX_TIDS. */
+	err = bpf_map__set_max_entries(e->skel->maps.target_tids, o->ntids ? (__u32)o->ntids : 1);
+	if (err) {
+		fprintf(stderr, "cfiprof: sizing the -t map: %s\n", strerror(-err));
+		return err;
+	}
 	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
 	if (err) {
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
