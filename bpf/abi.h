@@ -108,6 +108,9 @@ struct cfi_table_header {
 /* Byte size of a page block with n rows and p palette entries. */
 #define CFI_BLOCK_SIZE(n, p) (3u * (n) + ((n) & 1u) + 2u * (p))
 
+/* Threads -t may name (target_tids' size). */
+#define CFIPROF_MAX_TIDS 4096
+
 /* Tables loaded at once (cfi_tables' size); table ids themselves are any
  * non-zero u32. */
 #define CFIPROF_MAX_TABLES 4096
@@ -285,6 +288,9 @@ struct cfiprof_config {
 	__u32 filter_pids;   /* 1: only tgids present in target_pids */
 	__u32 self_pid;      /* never sample the agent itself */
 	__u32 filter_cgroup; /* 1: only tasks under the cgroup in cgroup_filter[0] */
+	__u32 filter_tids;   /* 1: only threads present in target_tids (-t) */
+	__u32 filter_uid;    /* 1: only tasks whose real uid is target_uid (-u) */
+	__u32 target_uid;
 	/* off-CPU */
 	__u32 off_cpu;           /* attach-time switch: stash blocked threads */
 	__u32 off_cpu_preempted; /* also count time runnable but switched out */

@@ -27,7 +27,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct pt_regs regs;
 	struct sample_event *ev;
 
-	if (!wanted(tgid)) {
+	if (!wanted_thread(tgid, (__u32)pid_tgid)) {
 		count(CNT_NOT_TARGET);
 		return 0;
 	}

@@ -22,7 +22,8 @@ static __always_inline struct sample_scratch *scratch_get(void)
 	return bpf_map_lookup_elem(&scratch, &zero);
 }
 
-/* Whether the current task belongs to a process we profile. */
+/* Whether the current task, of process `tgid`, belongs to a process we
+ * profile.  The current task's: the cgroup and uid filters look at it. */
 static __always_inline int wanted(__u32 tgid)
 {
 	if (tgid == 0 || tgid == cfg.self_pid)
@@ -31,7 +32,21 @@ static __always_inline int wanted(__u32 tgid)
 		return 0;
 	if (cfg.filter_cgroup && bpf_current_task_under_cgroup(&cgroup_filter, 0) != 1)
 		return 0;
+	/* The real uid, as perf -u and ps -U take it: a set-user-ID
+	 * program run by the user stays the user's. */
+	if (cfg.filter_uid && (__u32)bpf_get_current_uid_gid() != cfg.target_uid)
+		return 0;
 	return 1;
+}
+
+/* Whether the current thread `tid` of process `tgid` is sampled: with -t
+ * only the threads named are, while their process is followed as a whole
+ * (its mappings, exec and exit: wanted()). */
+static __always_inline int wanted_thread(__u32 tgid, __u32 tid)
+{
+	if (!wanted(tgid))
+		return 0;
+	return !cfg.filter_tids || bpf_map_lookup_elem(&target_tids, &tid);
 }
 
 static __always_inline void send_proc_event(__u32 kind, __u32 tgid, __u32 ppid, __u64 start,

@@ -43,6 +43,10 @@ struct {
  *                  those programs write it: on_fork adds the children of
  *                  targets, on_free removes the processes that exited
  *                  once their task is freed.
+ *   target_tids    -t's threads: the agent writes them before it attaches
+ *                  process tracking, and never again; from then on only
+ *                  on_free writes it, removing each thread that exited once
+ *                  its task is freed (its tid, reused, names another thread).
  *   proc_epochs    BPF only (proc_track.h).  At the fork, exec and exit of
  *                  a profiled process its entry becomes the time, before
  *                  the record telling the agent is sent.
@@ -92,6 +96,13 @@ struct {
 	__type(key, __u32);                 /* tgid */
 	__type(value, __u8);
 } target_pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, CFIPROF_MAX_TIDS); /* the agent sets -t's number */
+	__type(key, __u32);                 /* tid */
+	__type(value, __u8);
+} target_tids SEC(".maps");
 
 /* The proc_info of `tgid` if its mappings are those of the program
  * running now, else NULL (see above). */

@@ -139,7 +139,7 @@ static __always_inline void offcpu_switch_out(void *ctx, bool preempt, struct ta
 			return;
 		flags |= SAMPLE_FLAG_PREEMPTED;
 	}
-	if (!wanted(prev->tgid) || (prev->flags & PF_KTHREAD))
+	if (!wanted_thread(prev->tgid, tid) || (prev->flags & PF_KTHREAD))
 		return;
 	sc = offcpu_scratch_get();
 	if (!sc)

@@ -53,6 +53,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (cfg.filter_pids) {
 		if (!bpf_map_lookup_elem(&target_pids, &ptgid))
 			return 0;
+		/* -t samples the threads named, not what their process
+		 * starts: perf -t does not inherit either. */
+		if (cfg.filter_tids)
+			return 0;
 		bpf_map_update_elem(&target_pids, &ctgid, &one, BPF_ANY);
 	}
 	if (wanted(ptgid)) {
@@ -80,9 +84,9 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
+	__u32 tgid = p->tgid, tid = p->pid;
 
-	offcpu_forget(p->pid);
+	offcpu_forget(tid);
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return 0;
 	/* Also when its mappings are not published (yet): the agent may be
@@ -92,7 +96,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
-/* An exited process stays a target until its task is freed: kernels
+/* An exited process (or -t thread) stays a target until its task is freed: kernels
  * since 6.15 trace sched_process_exit before exit_mm, and the teardown of
  * its address space that follows is its time too (often most of a short
  * process's).  A free comes after the parent reaped it, one RCU grace
@@ -101,8 +105,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(on_free, struct task_struct *p)
 {
-	__u32 tgid = p->tgid;
+	__u32 tgid = p->tgid, tid = p->pid;
 
+	if (cfg.filter_tids)
+		bpf_map_delete_elem(&target_tids, &tid);
 	/* (the group leader goes last) */
 	if (p->pid == p->tgid)
 		bpf_map_delete_elem(&target_pids, &tgid);

@@ -9,6 +9,7 @@
 #include "bpf/abi.h"
 #include "agent/unwind/cache.h"
 #include "agent/cli/args.h"
+#include "agent/cli/perf_spellings.h"
 #include "agent/perf/cpus.h"
 #include "agent/profile/profile_build.h"
 #include "agent/util/array.h"
@@ -19,7 +20,9 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cfiprof record [OPTIONS] (-p PID[,PID...] | -a | -- CMD [ARGS...])\n"
+		"usage: cfiprof record [OPTIONS] (-p PID[,...] | -t TID[,...] | -a | -u USER\n"
+		"                                 | --cgroup PATH) [-- CMD [ARGS...]]\n"
+		"       cfiprof record [OPTIONS] -- CMD [ARGS...]\n"
 		"\n"
 		"Samples on-CPU stacks of programs built without frame pointers, walking\n"
 		"them in BPF with DWARF call frame information.\n"
@@ -29,7 +32,12 @@ static void usage(FILE *f)
 		"  -a, --all-cpus          profile the whole system\n"
 		"      --cgroup PATH       only tasks in this cgroup (v2) or below it; alone,\n"
 		"                          every such process on the system\n"
-		"  -- CMD [ARGS...]        run CMD and profile it until it exits\n"
+		"  -t, --tid TID[,TID...]  profile only these threads (not those they start)\n"
+		"  -u, --uid USER          profile the processes of this user (name or uid, the\n"
+		"                          real uid), running or started while recording\n"
+		"  -- CMD [ARGS...]        run CMD and profile it until it exits; after a target\n"
+		"                          above, CMD is no target: it only times the recording\n"
+		"                          (as perf record -a -- sleep 5), its status is ours\n"
 		"\n"
 		"options:\n"
 		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
@@ -51,6 +59,13 @@ static void usage(FILE *f)
 		"      --unwind MODE       auto (default): CFI tables compiled when a walk first\n"
 		"                          needs them; dwarf: compiled up front; fp: frame\n"
 		"                          pointers only\n"
+		"  -g                      perf's spelling: stacks are always recorded, by the\n"
+		"                          DWARF walker unless --unwind or --call-graph fp says\n"
+		"                          otherwise (perf's -g means frame pointers)\n"
+		"      --call-graph MODE   perf's spelling of --unwind: dwarf (auto, or dwarf\n"
+		"                          with --unwind dwarf) or fp; dwarf,SIZE is taken, SIZE\n"
+		"                          ignored (no stack is copied: --max-depth bounds the\n"
+		"                          walk); lbr is not supported\n"
 		"      --max-table-memory SIZE\n"
 		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
 		"                          least recently used tables are evicted beyond it\n"
@@ -70,12 +85,15 @@ static void usage(FILE *f)
 enum {
 	OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
 	OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
-	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS
+	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS, OPT_CALL_GRAPH
 };
 
 static const struct option long_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "all-cpus", no_argument, NULL, 'a' },
+	{ "tid", required_argument, NULL, 't' },
+	{ "uid", required_argument, NULL, 'u' },
+	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "freq", required_argument, NULL, 'F' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
@@ -105,6 +123,7 @@ static const struct option long_options[] = {
 struct parse_state {
 	struct record_opts *o;
 	size_t cap_keys, cap_vals;
+	struct call_graph call_graph;   /* the last --call-graph, if o->call_graph */
 };
 
 /* KEY=VALUE, split in place: the strings stay argv's.  A key is given
@@ -159,6 +178,25 @@ static int handle_option(int key, char *arg, void *ctx)
 	case 'p':
 		if (arg_pid_list(arg, &o->pids, &o->npids, err, sizeof(err)))
 			return arg_invalid(PROG, "-p", "%s", err);
+		break;
+	case 't':
+		if (arg_pid_list(arg, &o->tids, &o->ntids, err, sizeof(err)))
+			return arg_invalid(PROG, "-t", "%s", err);
+		if (o->ntids > CFIPROF_MAX_TIDS)
+			return arg_invalid(PROG, "-t", "more than %d threads", CFIPROF_MAX_TIDS);
+		break;
+	case 'u':
+		if (user_parse(arg, &o->uid, err, sizeof(err)))
+			return arg_invalid(PROG, "-u", "%s", err);
+		o->uid_given = true;
+		o->user = arg;
+		break;
+	case 'g':
+		break;   /* stacks are always recorded: see the usage */
+	case OPT_CALL_GRAPH:
+		if (call_graph_parse(arg, &st->call_graph, err, sizeof(err)))
+			return arg_invalid(PROG, "--call-graph", "%s", err);
+		o->call_graph = arg;
 		break;
 	case 'F':
 		if (arg_long(arg, 1, 100000, &v))
@@ -215,6 +253,7 @@ static int handle_option(int key, char *arg, void *ctx)
 			o->unwind = UNWIND_FP;
 		else
 			return arg_invalid(PROG, "--unwind", "'%s' is not auto, dwarf or fp", arg);
+		o->unwind_given = true;
 		break;
 	case OPT_TABLE_MEM:
 		/* Below one page not even the smallest table fits: every
@@ -236,7 +275,7 @@ static int handle_option(int key, char *arg, void *ctx)
 static const struct arg_parser parser = {
 	.prog = PROG,
 	/* '+': stop at the first operand, so CMD's own options stay its own. */
-	.shortopts = "+p:aF:d:o:C:qh",
+	.shortopts = "+p:t:u:agF:d:o:C:qh",
 	.longopts = long_options,
 	.handle = handle_option,
 	.usage = usage,
@@ -245,12 +284,20 @@ static const struct arg_parser parser = {
 /* Which options go together, once all are known. */
 static int check_options(struct record_opts *o)
 {
-	/* --cgroup alone means the whole system, filtered to that cgroup. */
-	if (o->cgroup && !o->npids && !o->cmd)
+	int named = (o->npids > 0) + (o->ntids > 0);
+
+	/* -a and -u are the whole system, -u filtered to a user's tasks;
+	 * --cgroup filters any target, and alone means the whole system. */
+	if (named > 1 || (named && (o->all || o->uid_given)))
+		return arg_invalid(PROG, NULL, "give one target: -p PID, -t TID, -a or -u USER "
+				   "(--cgroup PATH narrows any; -- CMD then times it)");
+	if (o->cgroup && !named && !o->uid_given)
 		o->all = true;
-	if ((o->npids > 0) + o->all + (o->cmd != NULL) != 1)
-		return arg_invalid(PROG, NULL,
-				   "give exactly one target: -p PID, -a, --cgroup PATH, or -- CMD");
+	if (!named && !o->all && !o->uid_given && !o->cmd)
+		return arg_invalid(PROG, NULL, "give a target: -p PID, -t TID, -a, -u USER, "
+				   "--cgroup PATH or -- CMD");
+	/* As perf record -a -- sleep 5: the targets for as long as CMD runs. */
+	o->cmd_times = o->cmd && (named || o->all || o->uid_given);
 	if (!o->off.enabled && (o->off.min_given || o->off.preempted || o->off.wakers))
 		return arg_invalid(PROG, NULL, "--off-cpu-min, --off-cpu-preempted and --wakers "
 				   "need --off-cpu or --off-cpu-only");
@@ -259,6 +306,24 @@ static int check_options(struct record_opts *o)
 	if (o->off.only && (o->freq_given || o->cpus))
 		return arg_invalid(PROG, NULL, "%s samples on-CPU stacks, which --off-cpu-only does not take",
 				   o->freq_given ? "-F" : "-C");
+	return 0;
+}
+
+/* --call-graph onto --unwind: dwarf is the DWARF walker, lazy (auto) or
+ * eager as --unwind says; fp is --unwind fp.  An --unwind that says
+ * otherwise is a contradiction, not a choice of the last one given. */
+static int apply_call_graph(struct record_opts *o, const struct call_graph *cg)
+{
+	if (o->unwind_given && (o->unwind == UNWIND_FP) != cg->fp)
+		return arg_invalid(PROG, NULL, "--call-graph %s and --unwind %s disagree", o->call_graph,
+				   o->unwind == UNWIND_FP ? "fp" : o->unwind == UNWIND_DWARF ? "dwarf" : "auto");
+	if (cg->fp)
+		o->unwind = UNWIND_FP;
+	/* Said, not silently dropped: a perf user sized it for a reason. */
+	if (cg->dump_size && !o->quiet)
+		fprintf(stderr, "cfiprof record: --call-graph: the stack dump size %u is ignored: stacks "
+			"are walked in the kernel, none is copied (--max-depth bounds the walk)\n",
+			cg->dump_size);
 	return 0;
 }
 
@@ -277,6 +342,8 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 	ret = args_parse(&parser, argc, argv, &st, &o->cmd);
 	if (!ret)
 		ret = check_options(o);
+	if (!ret && o->call_graph)
+		ret = apply_call_graph(o, &st.call_graph);
 	if (!ret)
 		ret = arg_check_cache_dir(PROG, o->cache_dir);
 	if (ret)
@@ -294,10 +361,12 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 void record_opts_free(struct record_opts *o)
 {
 	free(o->pids);
+	free(o->tids);
 	free(o->tag_keys);
 	free(o->tag_vals);
 	free(o->cpu_set);
 	o->pids = NULL;
+	o->tids = NULL;
 	o->tag_keys = o->tag_vals = NULL;
 	o->cpu_set = NULL;
 }

@@ -25,8 +25,15 @@ enum output_format { FORMAT_PPROF, FORMAT_FOLDED, FORMAT_SVG, FORMAT_PERF };
 struct record_opts {
 	int *pids;                /* -p */
 	int npids;
+	int *tids;                /* -t */
+	int ntids;
 	bool all;                 /* -a, or --cgroup alone */
+	bool uid_given;           /* -u: the processes whose real uid is uid */
+	uint32_t uid;
+	const char *user;         /* -u as given */
 	char **cmd;               /* argv of the command to run, or NULL */
+	bool cmd_times;           /* a target was given too: CMD only times the
+				   * recording, it is no target of its own */
 	int freq;                 /* Hz per CPU */
 	bool freq_given;          /* -F was given */
 	double duration;          /* seconds, 0 = until stopped */
@@ -44,6 +51,8 @@ struct record_opts {
 	const char *debug_dir;
 	bool quiet;
 	enum unwind_mode unwind;
+	bool unwind_given;        /* --unwind was given */
+	const char *call_graph;   /* --call-graph as given, or NULL (perf_spellings.h) */
 	uint64_t max_table_memory;   /* bytes */
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */

@@ -9,7 +9,8 @@
  * as pprof or folded, and summed up on stderr (report.h).
  *
  * Exit status, as perf's: -- CMD's own when it ended by itself (128 + the
- * signal that killed it), also when it ended before recording started;
+ * signal that killed it), whether it was the target or only timed the
+ * recording of another, also when it ended before recording started;
  * otherwise 0 (stopped by -d, Ctrl-C or the -p processes' exit), 1 if
  * recording or writing failed (a ring buffer that fails to read stops
  * the recording: the profile of what came is still written), 126 or 127 for a command that cannot be

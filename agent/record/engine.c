@@ -92,9 +92,18 @@ static int load_bpf(struct record_engine *e)
 	}
 	e->skel->rodata->cfg.max_depth = (__u32)o->max_depth;
 	e->skel->rodata->cfg.want_kernel = o->kernel;
-	e->skel->rodata->cfg.filter_pids = !o->all;
+	e->skel->rodata->cfg.filter_pids = !o->all && !o->uid_given;
+	e->skel->rodata->cfg.filter_tids = o->ntids > 0;
+	e->skel->rodata->cfg.filter_uid = o->uid_given;
+	e->skel->rodata->cfg.target_uid = o->uid;
 	e->skel->rodata->cfg.self_pid = (__u32)getpid();
 	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
+	/* Preallocated: room for -t's threads only, not CFIPROF_MAX_TIDS. */
+	err = bpf_map__set_max_entries(e->skel->maps.target_tids, o->ntids ? (__u32)o->ntids : 1);
+	if (err) {
+		fprintf(stderr, "cfiprof: sizing the -t map: %s\n", strerror(-err));
+		return err;
+	}
 	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
 	if (err) {
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
@@ -278,7 +287,7 @@ int engine_start(struct record_engine *e)
 	e->start_ns = mono_ns();
 	/* -- CMD's tables are built once it is released: it takes the
 	 * figures then. */
-	if (e->o->cmd)
+	if (e->o->cmd && !e->o->cmd_times)
 		return targets_release_cmd(e);
 	tables_stats(&e->tables, &e->startup);
 	return targets_check_started(e);

@@ -75,8 +75,8 @@ struct record_engine {
 	uint32_t nevents;
 	struct ring_buffer *rb;
 	struct bpf_link *tracking[ENGINE_TRACKING_PROGS];
-	struct held_child cmd;       /* -- CMD (agent/record/launch.h) */
-	struct pollfd *pid_fds;      /* -p's processes, to see them exit (targets.h) */
+	struct held_child cmd;       /* -- CMD (agent/record/launch.h; targets.h) */
+	struct pollfd *pid_fds;      /* -p's processes (-t's threads), to see them exit */
 	int stats_fd;                /* BPF run-time statistics (--stats), or -1 */
 	uint64_t last_sweep_ns;      /* tables_sweep */
 	/* the profile */
@@ -91,7 +91,7 @@ enum engine_stop_reason {
 	ENGINE_STOP_REQUESTED,       /* *stop was set (a signal) */
 	ENGINE_DEADLINE,
 	ENGINE_CMD_EXITED,
-	ENGINE_TARGETS_EXITED,       /* every -p process exited */
+	ENGINE_TARGETS_EXITED,       /* every -p process (-t thread) exited */
 	ENGINE_READ_ERROR,           /* the ring buffer failed (message printed): what
 				      * came before is kept, the run has failed */
 };
@@ -107,7 +107,7 @@ int engine_load(struct record_engine *e);
 /* Releases -- CMD (once its libraries' tables are loaded) and starts the
  * profile's clock.  0, or a negative errno (message printed): also when
  * the targets exited while they were set up (-ECHILD for -- CMD, whose
- * status is then in e->cmd; -ESRCH for -p). */
+ * status is then in e->cmd; -ESRCH for -p and -t). */
 int engine_start(struct record_engine *e);
 
 /* Handles records until `deadline_ns` (monotonic; 0: none), *stop, or

@@ -31,12 +31,19 @@ int report_open_output(const struct record_opts *o, struct output_file *of)
 void report_started(const struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
-	const char *what = o->cmd ? o->cmd[0] : o->all ? "all processes" : "the given processes";
-	const char *until = o->duration > 0 ? "" : o->cmd ? "; until it exits" :
-		o->npids ? "; until they exit, or Ctrl-C" : "; Ctrl-C to stop";
+	const char *what = o->cmd && !o->cmd_times ? o->cmd[0] : o->all ? "all processes" :
+		o->ntids ? "the given threads" : "the given processes";
+	const char *until = o->duration > 0 ? "" : o->cmd && !o->cmd_times ? "; until it exits" :
+		o->cmd ? "; until CMD exits" :
+		o->npids || o->ntids ? "; until they exit, or Ctrl-C" : "; Ctrl-C to stop";
+	char user[64];
 
 	if (o->quiet)
 		return;
+	if (o->uid_given) {
+		snprintf(user, sizeof(user), "the processes of uid %u", o->uid);
+		what = user;
+	}
 	if (o->off.only)
 		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n", what, until);
 	else
@@ -178,7 +185,7 @@ static const char *preloaded_for(const struct record_opts *o)
 {
 	if (o->unwind != UNWIND_AUTO)
 		return NULL;
-	return o->cmd ? "CMD" : o->npids ? "-p" : NULL;
+	return o->cmd && !o->cmd_times ? "CMD" : o->npids ? "-p" : o->ntids ? "-t" : NULL;
 }
 
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */

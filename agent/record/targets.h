@@ -1,8 +1,10 @@
 /*
  * What `cfiprof record` profiles, set up before sampling starts: -p's
- * processes, every process (-a) or a cgroup's, or -- CMD.  Their pids go
- * into target_pids before process tracking is attached (from then on BPF
- * alone writes it, bpf/maps.h); their mappings are read; and the tables
+ * processes, -t's threads (their processes followed, the threads alone
+ * sampled), every process (-a), a user's (-u) or a cgroup's, or -- CMD.
+ * Their pids go into target_pids (-t's tids into target_tids) before
+ * process tracking is attached (from then on BPF alone writes them,
+ * bpf/maps.h); their mappings are read; and the tables
  * of what the processes named on the command line map are loaded
  * up front, so that their stacks are complete from the first sample, not
  * from the first miss.  Everything else -- children, -a, --cgroup, later
@@ -14,17 +16,22 @@
 #include "agent/record/engine.h"
 
 /* Before process tracking is attached.  -- CMD is forked, held before
- * its exec; -p's processes are watched for their exit.  0, or a negative
- * errno (message printed). */
+ * its exec (untraced when it only times the recording, o->cmd_times);
+ * -p's processes and -t's threads are watched for their exit.  0, or a
+ * negative errno (message printed). */
 int targets_setup(struct record_engine *e);
 
-/* Whether every -p process has exited (false without -p): recording them
- * is over.  Children they left are not waited for, as with `stat -p`. */
+/* Whether every -p process (-t thread) has exited (false without -p or
+ * -t): recording them is over.  Children they left are not waited for,
+ * as with `stat -p`. */
 bool targets_exited(const struct record_engine *e);
 
-/* Once sampling runs: -ESRCH, with a message, if the -p processes all
- * exited while it was set up (nothing of theirs can be recorded), or 0. */
-int targets_check_started(const struct record_engine *e);
+/* Once sampling runs: -ESRCH, with a message, if the -p processes (-t
+ * threads) all exited while it was set up (nothing of theirs can be
+ * recorded).  Then a -- CMD that times the recording of other targets
+ * (o->cmd_times) execs: 0, or its exec's negative errno (message
+ * printed). */
+int targets_check_started(struct record_engine *e);
 
 void targets_close(struct record_engine *e);
 

@@ -63,6 +63,10 @@ RECORD_BAD = {
                b"walk_end=x", b"k="],
     b"--off-cpu-min": [b"", b"1", b"-1ms", b"1e3ms", b"inf", b"1x", b"1 ms", b"0x10ms", b"ms"],
     b"--debug-dir": [b""],
+    b"-t": BAD_PIDS,
+    b"-u": [b"", b"-1", b"4294967295", b"99999999999", b"no-such-user-cfiprof", b"+5", b" 0"],
+    b"--call-graph": [b"", b"lbr", b"lbr,8", b"fp,8", b"dwarf,", b"dwarf,0", b"dwarf,65529",
+                      b"dwarf,+8", b"dwarf,0x10", b"DWARF", b"dwarfx", b"fp,", b"dwarf,8,8"],
 }
 STAT_BAD = {
     b"-p": BAD_PIDS,
@@ -201,7 +205,8 @@ def conflict(rng, cmd, groups, operands):
         if choice == 0:
             return groups + [[b"-a"]], operands
         if choice == 1:
-            return groups + [[b"--"], [b"/bin/true"]], operands
+            # (a target and -- CMD go together: CMD times the recording)
+            return groups + [rng.choice([[b"-t", NOPID], [b"-u", b"0"]])], operands
         if choice == 2:
             return without(groups, b"-p"), operands
         if choice == 3:

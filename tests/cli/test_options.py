@@ -16,6 +16,8 @@ Also the checks that are not usage errors:
   record-cpu-offline, stat-cpu-offline  -C refuses an offline CPU; the
       online set is made up in a private mount namespace (root)
   help                                  every --help: usage on stdout, exit 0
+  record-help-spellings                 record's usage names -t, -u, -g, --call-graph
+  record-call-graph-size-note[-quiet]   dwarf,SIZE: one line says SIZE is ignored
 
 Exit status: 0 when all pass, 1 otherwise.
 """
@@ -94,6 +96,49 @@ USAGE_ERRORS = [
     ("record-tag-empty-value", ["record", "--tag", "k=", "-p", NOPID], ["--tag", "'k='"]),
     ("record-tag-then-bad-F", ["record", "--tag", "k=v", "-F", "0", "-p", NOPID], ["-F", "'0'"]),
     ("record-two-targets", ["record", "-p", NOPID, "-a"], ["target"]),
+    ("record-no-target", ["record", "-d", "1"], ["target", "-t TID", "-u USER"]),
+    # perf's spellings: --call-graph onto --unwind, -t, -u
+    ("record-call-graph-lbr", ["record", "--call-graph", "lbr", "-p", NOPID],
+     ["--call-graph", "'lbr'", "not supported"]),
+    ("record-call-graph-lbr-size", ["record", "--call-graph", "lbr,8", "-p", NOPID],
+     ["--call-graph", "'lbr,8'"]),
+    ("record-call-graph-unknown", ["record", "--call-graph", "frame", "-p", NOPID],
+     ["--call-graph", "'frame'"]),
+    ("record-call-graph-empty", ["record", "--call-graph", "", "-p", NOPID], ["--call-graph"]),
+    ("record-call-graph-fp-size", ["record", "--call-graph", "fp,64", "-p", NOPID],
+     ["--call-graph", "'fp,64'", "--max-depth"]),
+    ("record-call-graph-dwarf-zero", ["record", "--call-graph", "dwarf,0", "-p", NOPID],
+     ["--call-graph", "'dwarf,0'", "65528"]),
+    ("record-call-graph-dwarf-too-big", ["record", "--call-graph", "dwarf,65529", "-p", NOPID],
+     ["--call-graph", "'dwarf,65529'", "65528"]),
+    ("record-call-graph-dwarf-empty-size", ["record", "--call-graph", "dwarf,", "-p", NOPID],
+     ["--call-graph", "'dwarf,'"]),
+    ("record-call-graph-dwarf-plus", ["record", "--call-graph", "dwarf,+8", "-p", NOPID],
+     ["--call-graph", "'dwarf,+8'"]),
+    ("record-call-graph-dwarf-prefix", ["record", "--call-graph", "dwarfx", "-p", NOPID],
+     ["--call-graph", "'dwarfx'"]),
+    ("record-call-graph-fp-unwind-dwarf", ["record", "--call-graph", "fp", "--unwind", "dwarf",
+                                           "-p", NOPID], ["--call-graph fp", "--unwind dwarf"]),
+    ("record-call-graph-dwarf-unwind-fp", ["record", "--unwind", "fp", "-g", "--call-graph",
+                                           "dwarf", "-p", NOPID],
+     ["--call-graph dwarf", "--unwind fp"]),
+    ("record-call-graph-fp-unwind-auto", ["record", "--unwind", "auto", "--call-graph", "fp",
+                                          "-p", NOPID], ["--call-graph fp", "--unwind auto"]),
+    ("record-g-value", ["record", "-gx", "-p", NOPID], ["-x", "unrecognized"]),
+    ("record-t-empty-item", ["record", "-t", NOPID + ",," + NOPID], ["-t", "empty"]),
+    ("record-t-plus", ["record", "-t", "+" + NOPID], ["-t", "'+" + NOPID + "'"]),
+    ("record-t-zero", ["record", "-t", "0"], ["-t", "'0'"]),
+    ("record-t-too-many", ["record", "-t", ",".join(str(n) for n in range(1, 4098))],
+     ["-t", "4096"]),
+    ("record-t-and-p", ["record", "-t", NOPID, "-p", NOPID], ["target"]),
+    ("record-t-and-a", ["record", "--tid", NOPID, "-a"], ["target"]),
+    ("record-u-unknown", ["record", "-u", "no-such-user-cfiprof"],
+     ["-u", "'no-such-user-cfiprof'"]),
+    ("record-u-empty", ["record", "--uid", ""], ["-u", "''"]),
+    ("record-u-minus-one", ["record", "-u", "4294967295"], ["-u", "'4294967295'"]),
+    ("record-u-negative", ["record", "-u", "-1"], ["-u", "'-1'"]),
+    ("record-u-and-p", ["record", "-u", "0", "-p", NOPID], ["target"]),
+    ("record-u-bad-then-cmd", ["record", "-u", "no-such-user-cfiprof", "--", TRUE], ["-u"]),
     # empty strings where a path is wanted
     ("record-debug-dir-empty", ["record", "--debug-dir", "", "-p", NOPID], ["--debug-dir", "empty"]),
     ("record-cgroup-empty", ["record", "--cgroup", ""], ["--cgroup", "empty"]),
@@ -186,6 +231,39 @@ def test_help(cfiprof, env, tmp):
                     "%s: exit %s, stdout %r, stderr %r" % (args, rc, out[:60], err[:200]))
 
 
+def test_record_help_spellings(cfiprof, env, tmp):
+    """record's usage names perf's spellings, and what -g and --call-graph
+    map onto."""
+    if not wanted("record-help-spellings"):
+        return
+    with Case("record-help-spellings") as c:
+        rc, out, err = run([cfiprof, "record", "--help"], env, tmp)
+        text = out.decode()
+        for w in ("-t, --tid TID", "-u, --uid USER", "  -g  ", "--call-graph MODE", "dwarf,SIZE",
+                  "lbr is not supported", "perf's -g means frame pointers", "times the recording"):
+            c.check(w in text, "the usage lacks %r" % w)
+
+
+def test_call_graph_size_note(cfiprof, env, tmp):
+    """--call-graph dwarf,SIZE: one line says SIZE (rounded up to 8 bytes,
+    as perf does) is ignored, before anything runs; -q leaves it out.
+    NOPID then ends the run (status 1)."""
+    for name, extra, want in (("record-call-graph-size-note", [], 1),
+                              ("record-call-graph-size-note-quiet", ["-q"], 0)):
+        if not wanted(name):
+            continue
+        with Case(name) as c:
+            rc, out, err = run([cfiprof, "record", "--call-graph", "dwarf,1001"] + extra +
+                               ["-p", NOPID, "-o", os.path.join(tmp, "x.pb.gz")], env, tmp)
+            notes = [l for l in err.decode().splitlines() if "ignored" in l]
+            log("rc=%s stderr=%r" % (rc, err))
+            c.check(rc == 1, "exit status %s, expected 1 (no such process)" % rc)
+            c.check(len(notes) == want, "%d lines say the size is ignored, want %d: %r" %
+                    (len(notes), want, err))
+            c.check(all(n.startswith("cfiprof record: --call-graph: the stack dump size 1008 ")
+                        for n in notes), "not the size perf would use: %r" % notes)
+
+
 # Waits for SIGUSR1, makes 42 write calls, exits.  Prints the id of a
 # second thread first, which sleeps until the end.
 WRITER = r"""
@@ -275,7 +353,8 @@ def main():
         env["CFIPROF_CACHE_DIR"] = os.path.join(tmp, "cache")
         work = os.path.join(tmp, "work")
         os.mkdir(work)
-        for t in (test_usage_errors, test_help, test_pid_dedup, test_offline_cpu):
+        for t in (test_usage_errors, test_help, test_record_help_spellings,
+                  test_call_graph_size_note, test_pid_dedup, test_offline_cpu):
             t(cfiprof, env, work if t is test_usage_errors else tmp)
     print("%(pass)d passed, %(fail)d failed" % RESULTS)
     sys.exit(exit_status())
