@@ -210,6 +210,10 @@ struct cfiprof_miss_event {
 
 #define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
 
+/* Sampling events of one recording (record -e): sample_event.event is
+ * below this.  Each is a perf event per CPU and two pprof sample types. */
+#define CFIPROF_MAX_EVENTS 64
+
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
 /* ---- off-CPU records (sched_switch; see README "Off-CPU profiling") ----
  * An off-CPU sample is a sample_event whose stacks were taken when the

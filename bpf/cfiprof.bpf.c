@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 /*
  * cfiprof's BPF programs.  on_cpu_sample runs on every perf_event sample
- * (on-CPU profiling), on_switch and on_waking (offcpu.h) at context
- * switches and wakeups (off-CPU profiling); the stack walker they share is
- * in walker.h.
+ * and on_tp_sample at every tracepoint hit (on-CPU profiling, record -e),
+ * on_switch and on_waking (offcpu.h) at context switches and wakeups
+ * (off-CPU profiling); the stack walker they share is in walker.h.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,8 +17,15 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-SEC("perf_event")
-int on_cpu_sample(struct bpf_perf_event_data *ctx)
+/* -c N of each tracepoint event (record -e), indexed by the attach cookie;
+ * 0 or 1: every hit. */
+const volatile __u64 tp_period[CFIPROF_MAX_EVENTS];
+
+/* One sample of the current task, a wanted one, for the event the
+ * program was attached for (its cookie).  `regs` are the registers where the event fired, or
+ * NULL when it fired in the kernel by definition (a tracepoint): the user
+ * stack is then walked from the registers saved at kernel entry. */
+static __always_inline int sample_current(void *ctx, const struct pt_regs *at)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -27,10 +34,6 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	struct pt_regs regs;
 	struct sample_event *ev;
 
-	if (!wanted(tgid)) {
-		count(CNT_NOT_TARGET);
-		return 0;
-	}
 	sc = scratch_get();
 	if (!sc)
 		return 0;
@@ -43,7 +46,7 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->weight = 1;
 	ev->flags = 0;
-	ev->event = 0;
+	ev->event = (__u16)bpf_get_attach_cookie(ctx);
 	ev->peer_tid = 0;
 	ev->nkernel = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
@@ -51,15 +54,17 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (task->flags & PF_KTHREAD) {
 		ev->nuser = 0;
 		ev->end_reason = WALK_END_NO_USER;
+		if (!at)
+			ev->flags |= SAMPLE_FLAG_KERNEL_MODE;
 	} else {
 		/* In kernel mode the user registers are those saved on entry,
 		 * so a sample inside a syscall keeps its whole user stack. */
-		if ((ctx->regs.csx & 3) == 0) {
+		if (!at || (at->csx & 3) == 0) {
 			ev->flags |= SAMPLE_FLAG_KERNEL_MODE;
 			if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
 				__builtin_memset(&regs, 0, sizeof(regs));
 		} else {
-			__builtin_memcpy(&regs, &ctx->regs, sizeof(regs));
+			__builtin_memcpy(&regs, at, sizeof(regs));
 		}
 		walk_user(sc, &regs, tgid);
 	}
@@ -67,5 +72,48 @@ int on_cpu_sample(struct bpf_perf_event_data *ctx)
 	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE))
 		add_kernel_stack(ctx, ev);
 	emit(ctx, sc);
+	return 0;
+}
+
+/* Hardware, software, cache and raw events: the kernel counts -c N or
+ * adjusts the period to -F itself, and runs this at each overflow. */
+SEC("perf_event")
+int on_cpu_sample(struct bpf_perf_event_data *ctx)
+{
+	if (!wanted(bpf_get_current_pid_tgid() >> 32)) {
+		count(CNT_NOT_TARGET);
+		return 0;
+	}
+	return sample_current(ctx, (const struct pt_regs *)&ctx->regs);
+}
+
+/* Tracepoint events: run at every hit on every CPU (the program belongs
+ * to the tracepoint, not to the perf event it was attached through), so
+ * every tp_period[event]-th hit of a wanted task on this CPU is sampled. */
+SEC("tracepoint")
+int on_tp_sample(void *ctx)
+{
+	__u32 event = (__u32)bpf_get_attach_cookie(ctx);
+	__u64 period, *hits;
+
+	if (event >= CFIPROF_MAX_EVENTS)
+		return 0;
+	/* The mask keeps the bound in the register the verifier sees. */
+	barrier_var(event);
+	period = tp_period[event & (CFIPROF_MAX_EVENTS - 1)];
+	if (!wanted(bpf_get_current_pid_tgid() >> 32)) {
+		count(CNT_NOT_TARGET);
+		return 0;
+	}
+	if (period > 1) {
+		hits = bpf_map_lookup_elem(&tp_hits, &event);
+		if (!hits)
+			return 0;
+		if (++*hits < period)
+			return 0;
+		*hits = 0;
+	}
+	sample_current(ctx, NULL);
+	/* 0: the perf event itself records nothing. */
 	return 0;
 }
