@@ -138,6 +138,11 @@ int events_handle(void *ctx, void *data, size_t size)
 	/* A probe only made the mappings be read: it is no sample. */
 	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
 		return 0;
+	if (ev->cmd_pid && s->pid == ev->cmd_pid && s->time_ns < ev->cmd_exec_ns &&
+	    !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))) {
+		ev->before_exec++;
+		return 0;
+	}
 
 	k = resolve_frames(ev, p, s, now);
 	if (ev->mark_events && !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER)))

@@ -345,6 +345,8 @@ static void print_event_stats(const struct record_engine *e)
 		else
 			fprintf(stderr, "period %llu %s\n", (unsigned long long)d->period, d->unit);
 	}
+	fprintf(stderr, "samples_before_cmd_exec: %llu (dropped: the agent's code)\n",
+		(unsigned long long)e->events.before_exec);
 }
 
 void report_stats(struct record_engine *e)

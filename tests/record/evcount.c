@@ -4,6 +4,7 @@
  *
  * usage: rec-evcount write N      N write(2)s of one byte to /dev/null
  *        rec-evcount fault N      first touches of N fresh pages
+ *        rec-evcount write-fault N  both, one after the other
  *        rec-evcount sleep K MS   K sleeps of MS milliseconds
  *        rec-evcount spin SECS    SECS of CPU time in a leaf
  *
@@ -12,7 +13,8 @@
  *   main -> ev_fault_outer -> ev_fault_leaf            (the touch itself)
  *   main -> ev_sleep_outer -> ev_sleep_leaf -> nanosleep (libc)
  *   main -> ev_spin_outer -> ev_spin_leaf
- * The fixture prints what it did ("write 500") on stdout.
+ * after fx_warmup (fx.h).  The fixture prints what it did ("write 500")
+ * on stdout.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -115,15 +117,22 @@ int main(int argc, char **argv)
 	int ret = -1;
 
 	if (argc < 3 || (n <= 0 && atof(argv[2]) <= 0)) {
-		fprintf(stderr, "usage: rec-evcount write|fault|sleep|spin N [MS]\n");
+		fprintf(stderr, "usage: rec-evcount write|fault|write-fault|sleep|spin N [MS]\n");
 		return 2;
 	}
+	/* Clear of the start (fx.h): the mappings of a program exec()ed
+	 * while recording are read as its first samples come. */
+	fx_warmup(fx_warmup_secs());
 	if (!strcmp(argv[1], "write")) {
 		int fd = open("/dev/null", O_WRONLY);
 
 		ret = fd < 0 ? -1 : ev_write_outer(fd, n);
 	} else if (!strcmp(argv[1], "fault")) {
 		ret = ev_fault_outer(n) < 0 ? -1 : 0;
+	} else if (!strcmp(argv[1], "write-fault")) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		ret = fd < 0 || ev_write_outer(fd, n) || ev_fault_outer(n) < 0 ? -1 : 0;
 	} else if (!strcmp(argv[1], "sleep")) {
 		ret = ev_sleep_outer(n, argc > 3 ? atol(argv[3]) : 5);
 	} else if (!strcmp(argv[1], "spin")) {
