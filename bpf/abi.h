@@ -213,6 +213,8 @@ struct cfiprof_miss_event {
 /* Sampling events of one recording (record -e): sample_event.event is
  * below this.  Each is a perf event per CPU and two pprof sample types. */
 #define CFIPROF_MAX_EVENTS 64
+/* The CPUs -C may name for tracepoint events, in 64-bit words. */
+#define CFIPROF_TP_CPU_WORDS 64
 
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
 /* ---- off-CPU records (sched_switch; see README "Off-CPU profiling") ----

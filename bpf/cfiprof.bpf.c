@@ -20,6 +20,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 /* -c N of each tracepoint event (record -e), indexed by the attach cookie;
  * 0 or 1: every hit. */
 const volatile __u64 tp_period[CFIPROF_MAX_EVENTS];
+/* -C for tracepoint events, which fire on every CPU: a bitmap of the CPUs
+ * sampled, when tp_filter_cpus. */
+const volatile __u32 tp_filter_cpus;
+const volatile __u64 tp_cpus[CFIPROF_TP_CPU_WORDS];
 
 /* One sample of the current task, a wanted one, for the event the
  * program was attached for (its cookie).  `regs` are the registers where the event fired, or
@@ -101,6 +105,13 @@ int on_tp_sample(void *ctx)
 	/* The mask keeps the bound in the register the verifier sees. */
 	barrier_var(event);
 	period = tp_period[event & (CFIPROF_MAX_EVENTS - 1)];
+	if (tp_filter_cpus) {
+		__u32 cpu = bpf_get_smp_processor_id();
+
+		if (cpu >= CFIPROF_TP_CPU_WORDS * 64 ||
+		    !(tp_cpus[(cpu / 64) & (CFIPROF_TP_CPU_WORDS - 1)] & (1ull << (cpu & 63))))
+			return 0;
+	}
 	if (!wanted(bpf_get_current_pid_tgid() >> 32)) {
 		count(CNT_NOT_TARGET);
 		return 0;

@@ -145,13 +145,19 @@ static int add_tag(struct parse_state *st, char *arg)
 static int add_events(struct record_opts *o, const char *arg)
 {
 	char err[512] = "";
-	int before = o->events.n;
+	int before = o->events.n, i;
 
 	if (strpbrk(arg, "{}"))
 		return arg_invalid(PROG, "-e", "'%s': groups ({...}) are not sampled together; list the events",
 				   arg);
 	if (event_list_add(&o->events, arg, err, sizeof(err)))
 		return arg_invalid(PROG, "-e", "%s", err);
+	/* perf samples a tracepoint only where it fires, in the kernel;
+	 * the BPF program would take every hit whatever the modifier. */
+	for (i = before; i < o->events.n; i++)
+		if (o->events.ev[i].kind == EVENT_TRACEPOINT && o->events.ev[i].attr.exclude_kernel)
+			return arg_invalid(PROG, "-e", "'%s': a tracepoint fires in the kernel: nothing is left "
+					   "to sample without k", o->events.ev[i].name);
 	if (o->events.n > CFIPROF_MAX_EVENTS && !before)
 		return arg_invalid(PROG, "-e", "'%s' makes %d events; at most %d are sampled at once", arg,
 				   o->events.n, CFIPROF_MAX_EVENTS);

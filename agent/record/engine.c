@@ -99,6 +99,11 @@ static int load_bpf(struct record_engine *e)
 	for (i = 0; i < o->events.n && i < CFIPROF_MAX_EVENTS; i++)
 		if (o->events.ev[i].kind == EVENT_TRACEPOINT)
 			e->skel->rodata->tp_period[i] = o->count ? o->count : 1;
+	/* A tracepoint's program runs on every CPU: -C is applied there. */
+	e->skel->rodata->tp_filter_cpus = o->cpu_set != NULL;
+	for (i = 0; o->cpu_set && i < o->ncpus && i < CFIPROF_TP_CPU_WORDS * 64; i++)
+		if (o->cpu_set[i])
+			e->skel->rodata->tp_cpus[i / 64] |= 1ull << (i % 64);
 	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
 	if (err) {
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));

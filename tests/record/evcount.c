@@ -94,10 +94,10 @@ FX_NOINLINE int ev_sleep_leaf(long k, long ms)
 
 FX_NOINLINE int ev_sleep_outer(long k, long ms)
 {
-	volatile char pad[32];
+	int ret = ev_sleep_leaf(k, ms);
 
-	pad[1] = 0;
-	return ev_sleep_leaf(k, ms) + pad[1];
+	fx_sink++;
+	return ret;
 }
 
 FX_NOINLINE void ev_spin_leaf(double secs)

@@ -88,6 +88,22 @@ def fixture_said(stdout, what):
         raise Fail(f"the fixture did not finish: want {what!r} in {stdout!r}")
 
 
+def check_writes(path, period, writes):
+    """The profile `path` of -e syscalls:sys_enter_write -c PERIOD: its two
+    sample types, and the `writes` of ev_write_leaf in writes / period
+    samples, all on the exact chain."""
+    by, types, prof = pprof_by_type(path)
+    want = [("syscalls:sys_enter_write-samples", "count"), ("syscalls:sys_enter_write", "count")]
+    if types != want:
+        raise Fail(f"sample types {types}, want {want}")
+    if prof["period"] != period:
+        raise Fail(f"period {prof['period']}, want {period}")
+    check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN,
+                writes // period, f"sys_enter_write -c {period}")
+    check_exact(by["syscalls:sys_enter_write"], "ev_write_leaf", WRITE_CHAIN, writes,
+                f"sys_enter_write -c {period} (value)")
+
+
 @case("tracepoint-write")
 def t_tracepoint_write(tmp):
     """-e syscalls:sys_enter_write -c 1: one sample per write(2), each with
@@ -97,16 +113,7 @@ def t_tracepoint_write(tmp):
     _, stdout, stderr = record(["-e", "syscalls:sys_enter_write", "-c", "1", "--stats", "-o", out,
                                 "--", tr.fx("evcount"), "write", "500"])
     fixture_said(stdout, "write 500")
-    by, types, prof = pprof_by_type(out)
-    want = [("syscalls:sys_enter_write-samples", "count"), ("syscalls:sys_enter_write", "count")]
-    if types != want:
-        raise Fail(f"sample types {types}, want {want}")
-    if prof["period"] != 1:
-        raise Fail(f"period {prof['period']}, want 1")
-    check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN, 500,
-                "sys_enter_write")
-    check_exact(by["syscalls:sys_enter_write"], "ev_write_leaf", WRITE_CHAIN, 500,
-                "sys_enter_write (value)")
+    check_writes(out, 1, 500)
     # The fixture's one other write: stdout flushed at exit.
     m = re.search(r"^event syscalls:sys_enter_write: samples (\d+), period 1 count$", stderr, re.M)
     if not m or int(m.group(1)) != 501:
@@ -127,13 +134,25 @@ def t_tracepoint_count(tmp):
     _, stdout, _ = record(["-e", "syscalls:sys_enter_write", "-c", "5", "-o", out, "--",
                            tr.fx("evcount"), "write", "500"], prefix=[tr.TASKSET, "-c", "0"])
     fixture_said(stdout, "write 500")
-    by, _, prof = pprof_by_type(out)
-    if prof["period"] != 5:
-        raise Fail(f"period {prof['period']}, want 5")
-    check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN, 100,
-                "sys_enter_write -c 5")
-    check_exact(by["syscalls:sys_enter_write"], "ev_write_leaf", WRITE_CHAIN, 500,
-                "sys_enter_write -c 5 (value)")
+    check_writes(out, 5, 500)
+
+
+@case("tracepoint-cpus")
+def t_tracepoint_cpus(tmp):
+    """A tracepoint is one perf event, on CPU 0, yet its program runs at
+    every hit on every CPU: the fixture on CPU 1 has all its writes
+    sampled; -C is applied in BPF: -C 0 takes none of them, -C 1 all."""
+    if os.cpu_count() < 2:
+        raise Fail("this case needs two CPUs")
+    for cpus, want in [([], 500), (["-C", "0"], 0), (["-C", "1"], 500)]:
+        out = os.path.join(tmp, "cpu.pb.gz")
+        _, stdout, _ = record(["-e", "syscalls:sys_enter_write", "-c", "1", "-o", out] + cpus +
+                              ["--", tr.fx("evcount"), "write", "500"],
+                              prefix=[tr.TASKSET, "-c", "1"])
+        fixture_said(stdout, "write 500")
+        by, _, _ = pprof_by_type(out)
+        check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN, want,
+                    f"writes on CPU 1 {' '.join(cpus)}")
 
 
 def perf_stat_faults(args):
@@ -310,6 +329,8 @@ def t_usage(tmp):
          "cfiprof record: -F: syscalls:sys_enter_write is a tracepoint"),
         (["-e", "{page-faults,cs}"], "cfiprof record: -e: '{page-faults,cs}': groups"),
         (["-c", "0"], "cfiprof record: -c: '0' is not a count"),
+        (["-e", "syscalls:sys_enter_write:u"],
+         "cfiprof record: -e: 'syscalls:sys_enter_write:u': a tracepoint fires in the kernel"),
         (["-e", "page-faults", "--off-cpu-only"], "cfiprof record: -e samples on-CPU stacks"),
         (["-e", "page-faults", "--off-cpu", "--format", "folded"],
          "cfiprof record: --format folded with --off-cpu weighs stacks in time"),
