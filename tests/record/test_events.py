@@ -83,6 +83,14 @@ def pprof_by_type(path):
     return out, types, prof
 
 
+def pprof_types(path, want):
+    """pprof_by_type of `path`, whose sample types must be `want`."""
+    by, types, prof = pprof_by_type(path)
+    if types != want:
+        raise Fail(f"sample types {types}, want {want}")
+    return by, prof
+
+
 def fixture_said(stdout, what):
     if not re.search(rf"^{what}$", stdout, re.M):
         raise Fail(f"the fixture did not finish: want {what!r} in {stdout!r}")
@@ -92,10 +100,8 @@ def check_writes(path, period, writes):
     """The profile `path` of -e syscalls:sys_enter_write -c PERIOD: its two
     sample types, and the `writes` of ev_write_leaf in writes / period
     samples, all on the exact chain."""
-    by, types, prof = pprof_by_type(path)
-    want = [("syscalls:sys_enter_write-samples", "count"), ("syscalls:sys_enter_write", "count")]
-    if types != want:
-        raise Fail(f"sample types {types}, want {want}")
+    by, prof = pprof_types(path, [("syscalls:sys_enter_write-samples", "count"),
+                                  ("syscalls:sys_enter_write", "count")])
     if prof["period"] != period:
         raise Fail(f"period {prof['period']}, want {period}")
     check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN,
@@ -243,11 +249,9 @@ def t_two_events(tmp):
     args = ["--", tr.fx("evcount"), "write-fault", "300"]
     _, stdout, _ = record(["-e", events, "-c", "1", "-o", out] + args)
     fixture_said(stdout, "write-fault 300")
-    by, types, prof = pprof_by_type(out)
-    want = [("syscalls:sys_enter_write-samples", "count"), ("syscalls:sys_enter_write", "count"),
-            ("page-faults-samples", "count"), ("page-faults", "count")]
-    if types != want:
-        raise Fail(f"sample types {types}, want {want}")
+    by, _ = pprof_types(out, [("syscalls:sys_enter_write-samples", "count"),
+                              ("syscalls:sys_enter_write", "count"),
+                              ("page-faults-samples", "count"), ("page-faults", "count")])
     check_exact(by["syscalls:sys_enter_write-samples"], "ev_write_leaf", WRITE_CHAIN, 300,
                 "write")
     check_exact(by["page-faults-samples"], "ev_fault_leaf", FAULT_CHAIN, 300, "page-faults")
@@ -277,11 +281,8 @@ def t_off_cpu(tmp):
     _, stdout, _ = record(["-e", "context-switches", "-c", "1", "--off-cpu", "-o", out, "--",
                            tr.fx("evcount"), "sleep", "20", "5"])
     fixture_said(stdout, "sleep 20")
-    by, types, _ = pprof_by_type(out)
-    want = [("context-switches-samples", "count"), ("context-switches", "count"),
-            ("off_cpu", "nanoseconds"), ("off_cpu_events", "count")]
-    if types != want:
-        raise Fail(f"sample types {types}, want {want}")
+    by, _ = pprof_types(out, [("context-switches-samples", "count"), ("context-switches", "count"),
+                              ("off_cpu", "nanoseconds"), ("off_cpu_events", "count")])
     total, exact = on_chain(by["context-switches-samples"], "ev_sleep_leaf", SLEEP_CHAIN, "cs")
     if exact < 20 or exact != total:
         raise Fail(f"context-switches: {exact} of {total} on the sleeping chain; want all, >= 20")
