@@ -34,7 +34,8 @@ static int sampler_alloc(struct perf_sampler *ps, size_t nfds, char *err, size_t
 	ps->links = calloc(nfds, sizeof(*ps->links));
 	ps->event_of = calloc(nfds, sizeof(*ps->event_of));
 	ps->tracepoint = calloc(nfds, sizeof(*ps->tracepoint));
-	if (!ps->fds || !ps->cpus || !ps->links || !ps->event_of || !ps->tracepoint) {
+	ps->names = calloc(nfds, sizeof(*ps->names));
+	if (!ps->fds || !ps->cpus || !ps->links || !ps->event_of || !ps->tracepoint || !ps->names) {
 		perf_sampler_close(ps);
 		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -42,8 +43,10 @@ static int sampler_alloc(struct perf_sampler *ps, size_t nfds, char *err, size_t
 	return 0;
 }
 
-static void sampler_add(struct perf_sampler *ps, int fd, int cpu, uint32_t event, bool tracepoint)
+static void sampler_add(struct perf_sampler *ps, int fd, int cpu, uint32_t event, bool tracepoint,
+			const char *name)
 {
+	ps->names[ps->n] = name;
 	ps->fds[ps->n] = fd;
 	ps->cpus[ps->n] = cpu;
 	ps->event_of[ps->n] = event;
@@ -102,7 +105,7 @@ int perf_sampler_open(struct perf_sampler *ps, const bool *cpus, int ncpus, int 
 			return -e;
 		}
 		probed = true;
-		sampler_add(ps, fd, cpu, 0, false);
+		sampler_add(ps, fd, cpu, 0, false, ps->event_name);
 	}
 	ps->ncpus_sampled = ps->n;
 	if (!ps->n) {
@@ -130,7 +133,7 @@ static int open_one(struct perf_sampler *ps, const struct sampler_event *ev, uin
 	int fd = perf_event_open(&attr, cpu);
 
 	if (fd >= 0) {
-		sampler_add(ps, fd, cpu, idx, ev->tracepoint);
+		sampler_add(ps, fd, cpu, idx, ev->tracepoint, ev->name);
 		return 0;
 	}
 	if (not_on_this_machine(ev, errno)) {
@@ -196,7 +199,7 @@ int perf_sampler_attach(struct perf_sampler *ps, struct bpf_program *on_perf,
 		} else {
 			int e = errno;
 
-			errbuf_set(err, errlen, "attaching to the event %u of cpu %d: %s", ps->event_of[i],
+			errbuf_set(err, errlen, "attaching to the %s event of cpu %d: %s", ps->names[i],
 				   ps->cpus[i], strerror(e));
 			for (; i >= 0; i--) {
 				bpf_link__destroy(ps->links[i]);
@@ -223,5 +226,6 @@ void perf_sampler_close(struct perf_sampler *ps)
 	free(ps->links);
 	free(ps->event_of);
 	free(ps->tracepoint);
+	free(ps->names);
 	memset(ps, 0, sizeof(*ps));
 }

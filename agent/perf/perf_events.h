@@ -34,6 +34,7 @@ struct perf_sampler {
 	int *cpus;
 	uint32_t *event_of; /* the index of each fd's event: its BPF cookie */
 	bool *tracepoint;   /* each fd's event is a tracepoint */
+	const char **names; /* each fd's event's name (the caller's strings) */
 	int n;              /* events opened (fds) */
 	int ncpus_sampled;  /* CPUs the per-CPU events are open on */
 	bool hardware;      /* default event: cycles, or else cpu-clock */

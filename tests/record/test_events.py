@@ -128,6 +128,24 @@ def t_tracepoint_write(tmp):
         raise Fail("summary: want '  syscalls:sys_enter_write: 501 samples'")
 
 
+@case("tracepoint-kernel")
+def t_tracepoint_kernel(tmp):
+    """--kernel with a tracepoint: the kernel stack where it fired, on top
+    of the whole user chain, for every write."""
+    out = os.path.join(tmp, "wk.pb.gz")
+    _, stdout, _ = record(["-e", "syscalls:sys_enter_write", "-c", "1", "--kernel", "-o", out,
+                           "--", tr.fx("evcount"), "write", "200"])
+    fixture_said(stdout, "write 200")
+    by, _ = pprof_types(out, [("syscalls:sys_enter_write-samples", "count"),
+                              ("syscalls:sys_enter_write", "count")])
+    n = len(WRITE_CHAIN)
+    with_kernel = sum(c for f, c in by["syscalls:sys_enter_write-samples"]
+                      if f[:n] == WRITE_CHAIN and len(f) > n)
+    log(f"--kernel: {with_kernel} writes with the user chain and kernel frames above it")
+    if with_kernel != 200:
+        raise Fail(f"--kernel: {with_kernel} of 200 writes have the user chain and a kernel stack")
+
+
 @case("tracepoint-count")
 def t_tracepoint_count(tmp):
     """-c 5 on a tracepoint, counted in BPF (the kernel runs the program at
