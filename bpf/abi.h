@@ -213,6 +213,12 @@ struct cfiprof_miss_event {
 
 #define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
 
+/* Sampling events of one recording (record -e): sample_event.event is
+ * below this.  Each is a perf event per CPU and two pprof sample types. */
+#define CFIPROF_MAX_EVENTS 64
+/* The CPUs -C may name for tracepoint events, in 64-bit words. */
+#define CFIPROF_TP_CPU_WORDS 64
+
 #define SAMPLE_FLAG_KERNEL_MODE 0x01  /* the sample interrupted kernel code */
 /* ---- off-CPU records (sched_switch; see README "Off-CPU profiling") ----
  * An off-CPU sample is a sample_event whose stacks were taken when the
@@ -244,7 +250,9 @@ struct sample_event {
 	__u32 tid;
 	__u32 cpu;
 	__u64 time_ns;    /* bpf_ktime_get_ns */
-	__u64 weight;     /* 1 for on-CPU samples */
+	__u64 weight;     /* on-CPU: the events the sample stands for (the perf event's
+			   * period at this overflow; -c N of a tracepoint); off-CPU:
+			   * nanoseconds blocked */
 	__u16 nuser;
 	__u16 nkernel;
 	__u8  end_reason; /* enum cfiprof_walk_end */

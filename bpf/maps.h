@@ -182,6 +182,16 @@ struct {
 	__type(value, struct sample_scratch);
 } scratch SEC(".maps");
 
+/* Hits of each tracepoint event since its last sample, per CPU: the
+ * kernel runs a tracepoint's programs at every hit whatever the perf
+ * event's sample_period, so -c N is counted here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CFIPROF_MAX_EVENTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} tp_hits SEC(".maps");
+
 /* --cgroup: the one cgroup (v2) whose tasks, and its descendants', are
  * profiled. */
 struct {

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,13 @@ static void usage(FILE *f)
 		"                          (as perf record -a -- sleep 5), its status is ours\n"
 		"\n"
 		"options:\n"
-		"  -F, --freq HZ           samples per second per CPU (default 99)\n"
+		"  -e, --event EV[,EV...]  sample these events (repeatable; names as in\n"
+		"                          'cfiprof stat', e.g. page-faults, context-switches,\n"
+		"                          syscalls:sys_enter_write; default cycles, or\n"
+		"                          cpu-clock without a hardware PMU)\n"
+		"  -F, --freq HZ           samples per second per CPU (default 99; not for\n"
+		"                          tracepoints)\n"
+		"  -c, --count N           sample every Nth event instead (tracepoints: default 1)\n"
 		"  -d, --duration SECONDS  stop after this long (default: until Ctrl-C or CMD exits)\n"
 		"  -o, --output FILE       output file, - for stdout (default cfiprof.pb.gz,\n"
 		"                          cfiprof.folded, cfiprof.svg or perf.data)\n"
@@ -95,6 +102,8 @@ static const struct option long_options[] = {
 	{ "uid", required_argument, NULL, 'u' },
 	{ "call-graph", required_argument, NULL, OPT_CALL_GRAPH },
 	{ "freq", required_argument, NULL, 'F' },
+	{ "event", required_argument, NULL, 'e' },
+	{ "count", required_argument, NULL, 'c' },
 	{ "duration", required_argument, NULL, 'd' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "format", required_argument, NULL, OPT_FORMAT },
@@ -153,6 +162,33 @@ static int add_tag(struct parse_state *st, char *arg)
 	return 0;
 }
 
+/* -e's list, added to those before.  Groups are counted together by
+ * stat; a sample is of one event, so they mean nothing here. */
+static int add_events(struct record_opts *o, const char *arg)
+{
+	char err[512] = "";
+	int before = o->events.n, i;
+
+	if (strpbrk(arg, "{}"))
+		return arg_invalid(PROG, "-e", "'%s': groups ({...}) are not sampled together; list the events",
+				   arg);
+	if (event_list_add(&o->events, arg, err, sizeof(err)))
+		return arg_invalid(PROG, "-e", "%s", err);
+	/* perf samples a tracepoint only where it fires, in the kernel;
+	 * the BPF program would take every hit whatever the modifier. */
+	for (i = before; i < o->events.n; i++)
+		if (o->events.ev[i].kind == EVENT_TRACEPOINT && o->events.ev[i].attr.exclude_kernel)
+			return arg_invalid(PROG, "-e", "'%s': a tracepoint fires in the kernel: nothing is left "
+					   "to sample without k", o->events.ev[i].name);
+	if (o->events.n > CFIPROF_MAX_EVENTS && !before)
+		return arg_invalid(PROG, "-e", "'%s' makes %d events; at most %d are sampled at once", arg,
+				   o->events.n, CFIPROF_MAX_EVENTS);
+	if (o->events.n > CFIPROF_MAX_EVENTS)
+		return arg_invalid(PROG, "-e", "'%s' makes %d more events, %d in all; at most %d are sampled "
+				   "at once", arg, o->events.n - before, o->events.n, CFIPROF_MAX_EVENTS);
+	return 0;
+}
+
 static int handle_option(int key, char *arg, void *ctx)
 {
 	struct parse_state *st = ctx;
@@ -203,6 +239,13 @@ static int handle_option(int key, char *arg, void *ctx)
 			return arg_invalid(PROG, "-F", "'%s' is not a rate in Hz (1-100000)", arg);
 		o->freq = (int)v;
 		o->freq_given = true;
+		break;
+	case 'e':
+		return add_events(o, arg);
+	case 'c':
+		if (arg_long(arg, 1, LONG_MAX, &v))
+			return arg_invalid(PROG, "-c", "'%s' is not a count (1 or more)", arg);
+		o->count = (uint64_t)v;
 		break;
 	case 'd':
 		if (arg_seconds(arg, &o->duration))
@@ -275,7 +318,7 @@ static int handle_option(int key, char *arg, void *ctx)
 static const struct arg_parser parser = {
 	.prog = PROG,
 	/* '+': stop at the first operand, so CMD's own options stay its own. */
-	.shortopts = "+p:t:u:agF:d:o:C:qh",
+	.shortopts = "+p:t:u:agF:c:e:d:o:C:qh",
 	.longopts = long_options,
 	.handle = handle_option,
 	.usage = usage,
@@ -285,6 +328,7 @@ static const struct arg_parser parser = {
 static int check_options(struct record_opts *o)
 {
 	int named = (o->npids > 0) + (o->ntids > 0);
+	int i;
 
 	/* -a and -u are the whole system, -u filtered to a user's tasks;
 	 * --cgroup filters any target, and alone means the whole system. */
@@ -303,9 +347,22 @@ static int check_options(struct record_opts *o)
 				   "need --off-cpu or --off-cpu-only");
 	/* They shape on-CPU sampling, which --off-cpu-only does not do:
 	 * accepting them would let a user believe they did something. */
-	if (o->off.only && (o->freq_given || o->cpus))
+	if (o->off.only && (o->freq_given || o->cpus || o->count || o->events.n))
 		return arg_invalid(PROG, NULL, "%s samples on-CPU stacks, which --off-cpu-only does not take",
-				   o->freq_given ? "-F" : "-C");
+				   o->freq_given ? "-F" : o->cpus ? "-C" : o->count ? "-c" : "-e");
+	if (o->freq_given && o->count)
+		return arg_invalid(PROG, NULL, "-F and -c: sample by frequency or by count, not both");
+	/* One flame graph of on- and off-CPU stacks is in microseconds. */
+	for (i = 0; o->format == FORMAT_FOLDED && o->off.enabled && i < o->events.n; i++)
+		if (!event_is_clock(&o->events.ev[i]))
+			return arg_invalid(PROG, NULL, "--format folded with --off-cpu weighs stacks in time: "
+					   "-e %s counts no time (use pprof)", o->events.ev[i].name);
+	/* The kernel runs a tracepoint's program at every hit: only a count
+	 * can thin them out. */
+	for (i = 0; o->freq_given && i < o->events.n; i++)
+		if (o->events.ev[i].kind == EVENT_TRACEPOINT)
+			return arg_invalid(PROG, "-F", "%s is a tracepoint: sampled every -c N hits, not at a "
+					   "frequency", o->events.ev[i].name);
 	return 0;
 }
 
@@ -334,6 +391,7 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 
 	*o = (struct record_opts){
 		.freq = 99,
+		.events = EVENT_LIST_INIT,
 		.max_depth = CFIPROF_MAX_DEPTH_DEFAULT,
 		.max_table_memory = MAX_TABLE_MEMORY_DEFAULT,
 		.off.min_ns = OFFCPU_MIN_DEFAULT_NS,
@@ -365,6 +423,7 @@ void record_opts_free(struct record_opts *o)
 	free(o->tag_keys);
 	free(o->tag_vals);
 	free(o->cpu_set);
+	event_list_free(&o->events);
 	o->pids = NULL;
 	o->tids = NULL;
 	o->tag_keys = o->tag_vals = NULL;

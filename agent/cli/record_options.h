@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "agent/offcpu/offcpu.h"
+#include "agent/perf/event_names.h"
 #include "agent/unwind/modules.h"
 
 enum output_format { FORMAT_PPROF, FORMAT_FOLDED, FORMAT_SVG, FORMAT_PERF };
@@ -36,6 +37,9 @@ struct record_opts {
 				   * recording, it is no target of its own */
 	int freq;                 /* Hz per CPU */
 	bool freq_given;          /* -F was given */
+	struct event_list events; /* -e; none: cycles, or cpu-clock without a PMU */
+	uint64_t count;           /* -c: sample every Nth event; 0: by frequency
+				   * (tracepoints: every hit) */
 	double duration;          /* seconds, 0 = until stopped */
 	const char *output;
 	enum output_format format;

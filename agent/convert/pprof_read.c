@@ -428,7 +428,7 @@ static int read_samples(struct reader *rd)
 			}
 			r->locs[li++] = (uint32_t)loc;
 		}
-		memcpy(s->values, ps->value, ps->n_value * sizeof(*ps->value));
+		s->values = ps->value; /* the message lives as long as r */
 		s->labels = &r->labels[lk];
 		s->nlabels = (uint32_t)ps->n_label;
 		for (size_t j = 0; j < ps->n_label; j++, lk++) {

@@ -185,7 +185,7 @@ int folded_write_sum_to(const struct profile *p, const uint32_t *types, uint32_t
 		const struct prof_sample *s = &p->samples[i];
 		struct stack *stk;
 
-		if (s->nlocs && !s->locs) {
+		if ((s->nlocs && !s->locs) || (ntypes && !s->values)) {
 			errbuf_set(errbuf, errlen, "folded: sample %u has a count without an array", i);
 			ret = -EINVAL;
 			goto out;

@@ -216,7 +216,7 @@ static int validate(const struct profile *p, size_t *nframes, size_t *nlocids,
 	for (uint32_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *s = &p->samples[i];
 
-		if ((s->nlocs && !s->locs) || (s->nlabels && !s->labels)) {
+		if ((s->nlocs && !s->locs) || (s->nlabels && !s->labels) || (p->ntypes && !s->values)) {
 			errbuf_set(errbuf, errlen, "pprof: sample %u has a count without an array", i);
 			return -EINVAL;
 		}

@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROF_MAX_VALUES 5
+/* Sample types a profile may have: two per sampled event (record -e)
+ * and off-CPU's three. */
+#define PROF_MAX_EVENTS 64
+#define PROF_MAX_VALUES (2 * PROF_MAX_EVENTS + 3)
 
 struct prof_frame {
 	const char *function;   /* never NULL */
@@ -45,7 +48,7 @@ struct prof_label {
 struct prof_sample {
 	const uint32_t *locs;   /* location indexes, leaf first */
 	uint32_t nlocs;
-	int64_t values[PROF_MAX_VALUES];
+	const int64_t *values;  /* [the profile's ntypes] */
 	const struct prof_label *labels;
 	uint32_t nlabels;
 	const char *comm;       /* the thread name, for folded output */

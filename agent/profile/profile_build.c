@@ -225,7 +225,22 @@ static void set_types(struct built_profile *b, const struct profile_opts *o)
 	struct profile *p = &b->p;
 
 	b->type_samples = b->type_cpu = b->type_off_cpu = b->type_off_events = b->type_woken_by = -1;
-	if (!o->off_cpu_only) {
+	b->type_event0 = -1;
+	if (!o->off_cpu_only && o->nevents) {
+		uint32_t i;
+
+		b->type_event0 = (int)p->ntypes;
+		b->nevents = o->nevents;
+		for (i = 0; i < o->nevents; i++) {
+			p->types[p->ntypes++] = (struct prof_value_type){
+				keep(b, "%s-samples", o->events[i].name), "count" };
+			p->types[p->ntypes++] = (struct prof_value_type){ o->events[i].name,
+									  o->events[i].unit };
+		}
+		p->period_type = p->types[b->type_event0 + 1];
+		p->period = o->events[0].period;
+		p->default_type = (uint32_t)b->type_event0 + 1;
+	} else if (!o->off_cpu_only) {
 		b->type_samples = (int)p->ntypes;
 		p->types[p->ntypes++] = (struct prof_value_type){ "samples", "count" };
 		b->type_cpu = (int)p->ntypes;
@@ -282,6 +297,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	int ret = -ENOMEM;
 
 	memset(b, 0, sizeof(*b));
+	if (o->nevents > PROF_MAX_EVENTS)
+		return -EINVAL;
 	sym_intern_init(&b->comms, &b->comm_arena);
 	set_types(b, o);
 	for (pos = 0; (s = stack_agg_next(a, &pos)); nstacks++) {
@@ -309,11 +326,12 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	frame_start = calloc(total_frames + 1, sizeof(*frame_start));
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
+	b->values = calloc((nstacks + 1) * b->p.ntypes, sizeof(*b->values));
 	nlabels = (nstacks + 1) * (6 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));   /* + the kernel's */
 	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
-	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->labels ||
+	if (!loc_made_from || !b->locations || !b->locs || !b->samples || !b->values || !b->labels ||
 	    !b->mappings || !profile_mapping_of || !frame_start)
 		goto out;
 
@@ -353,10 +371,13 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		const char *comm = sym_intern_n(&b->comms, s->comm, strnlen(s->comm, sizeof(s->comm)));
 		struct prof_sample *ps;
 		struct prof_label *lab;
+		int64_t *values;
 
 		if (!comm || ns == nstacks)
 			goto out;
-		ps = &b->samples[ns++];
+		ps = &b->samples[ns];
+		values = &b->values[(size_t)ns++ * b->p.ntypes];
+		ps->values = values;
 		ps->locs = &b->locs[locs_used];
 		ps->nlocs = s->nframes;
 		for (j = 0; j < s->nframes; j++) {
@@ -395,15 +416,23 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			b->locs[locs_used++] = (uint32_t)id;
 		}
 		if (b->type_samples >= 0)
-			ps->values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
+			values[b->type_samples] = (int64_t)s->count[STACK_ON_CPU];
 		if (b->type_cpu >= 0)
-			ps->values[b->type_cpu] = (int64_t)s->weight[STACK_ON_CPU] * o->period_ns;
+			values[b->type_cpu] = (int64_t)s->count[STACK_ON_CPU] * o->period_ns;
+		/* A stack is of one event: a stack_agg never holds an index
+		 * beyond the events it was given. */
+		if (b->type_event0 >= 0 && s->event < o->nevents) {
+			values[b->type_event0 + 2 * s->event] = (int64_t)s->count[STACK_ON_CPU];
+			/* the periods the samples carried: -F adapts a
+			 * non-clock event's period as it goes */
+			values[b->type_event0 + 2 * s->event + 1] = (int64_t)s->weight[STACK_ON_CPU];
+		}
 		if (b->type_off_cpu >= 0)
-			ps->values[b->type_off_cpu] = (int64_t)s->weight[STACK_OFF_CPU];
+			values[b->type_off_cpu] = (int64_t)s->weight[STACK_OFF_CPU];
 		if (b->type_off_events >= 0)
-			ps->values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
+			values[b->type_off_events] = (int64_t)s->count[STACK_OFF_CPU];
 		if (b->type_woken_by >= 0)
-			ps->values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
+			values[b->type_woken_by] = (int64_t)s->weight[STACK_WOKEN_BY];
 		ps->comm = comm;
 		lab = &b->labels[nl];
 		lab[0] = (struct prof_label){ .key = "pid", .num = s->pid };
@@ -459,6 +488,7 @@ void profile_built_free(struct built_profile *b)
 	free(b->locations);
 	free(b->frames);
 	free(b->samples);
+	free(b->values);
 	free(b->labels);
 	free(b->locs);
 	sym_intern_free(&b->comms);

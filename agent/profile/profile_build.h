@@ -8,6 +8,13 @@
 #include "agent/profile/stacks.h"
 #include "symbolize/intern.h"
 
+/* An event on-CPU samples were taken of (record -e). */
+struct profile_event {
+	const char *name;           /* NAME-samples/count and NAME/unit */
+	const char *unit;
+	int64_t period;             /* what one sample stands for, in unit */
+};
+
 struct profile_opts {
 	int64_t period_ns;          /* nanoseconds one sample stands for */
 	int64_t time_nanos;         /* wall-clock start */
@@ -21,17 +28,27 @@ struct profile_opts {
 	 * off_cpu/nanoseconds and off_cpu_events/count with off_cpu;
 	 * woken_by/nanoseconds with woken_by. */
 	bool off_cpu, off_cpu_only, woken_by;
+	/* record -e: the events stack.event indexes, a pair of sample types
+	 * each (NAME-samples/count, NAME/unit: the first's is the default)
+	 * in place of samples and cpu.  NULL: samples and cpu. */
+	const struct profile_event *events;
+	uint32_t nevents;
 };
 
 struct built_profile {
 	struct profile p;
 	/* index of each sample type in p.types, -1 if absent */
 	int type_samples, type_cpu, type_off_cpu, type_off_events, type_woken_by;
+	/* with events: event i's NAME-samples at type_event0 + 2 i, NAME/unit
+	 * next to it; -1 without */
+	int type_event0;
+	uint32_t nevents;
 	/* storage behind p's pointers */
 	struct profile_mapping *mappings;
 	struct prof_location *locations;
 	struct prof_frame *frames;
 	struct prof_sample *samples;
+	int64_t *values;            /* the samples', ntypes each */
 	struct prof_label *labels;
 	uint32_t *locs;
 	char **strings;
@@ -43,7 +60,8 @@ struct built_profile {
 
 /* The profile of `a`, symbolized by `sym` (NULL: addresses only), into
  * `out`, which owns its arrays and strings (profile_built_free).
- * Returns 0 or -ENOMEM (out is then empty). */
+ * Returns 0, -EINVAL (over PROF_MAX_EVENTS events) or -ENOMEM (out is then
+ * empty). */
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *out);
 void profile_built_free(struct built_profile *b);

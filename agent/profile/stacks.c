@@ -162,6 +162,7 @@ struct stack_key {
 	uint32_t pid, tid;
 	const char *comm;
 	uint8_t end_reason;
+	uint16_t event;
 	const struct frame_ref *frames;
 	uint32_t n;
 };
@@ -177,6 +178,7 @@ static uint64_t hash_stack(const struct stack_key *k, const char *container_id, 
 	h ^= (uintptr_t)cgroup * 0xc2b2ae3d27d4eb4full;
 
 	h = (h ^ k->end_reason) * 0x100000001b3ull;
+	h = (h ^ k->event) * 0x100000001b3ull;
 	for (i = 0; i < 16 && k->comm[i]; i++)
 		h = (h ^ (uint8_t)k->comm[i]) * 0x100000001b3ull;
 	for (i = 0; i < k->n; i++) {
@@ -189,7 +191,8 @@ static uint64_t hash_stack(const struct stack_key *k, const char *container_id, 
 
 static uint64_t hash_of(const struct stack_agg *a, const struct stack *s)
 {
-	struct stack_key k = { a, s->pid, s->tid, s->comm, s->end_reason, s->frames, s->nframes };
+	struct stack_key k = { a, s->pid, s->tid, s->comm, s->end_reason, s->event, s->frames,
+			       s->nframes };
 
 	return hash_stack(&k, s->container_id, s->cgroup);
 }
@@ -200,6 +203,7 @@ static bool stack_eq(void *ctx, int32_t id)
 	const struct stack *s = k->a->stacks[id];
 
 	return s->pid == k->pid && s->tid == k->tid && s->end_reason == k->end_reason &&
+	       s->event == k->event &&
 	       s->container_id == k->a->cur_container_id && s->cgroup == k->a->cur_cgroup &&
 	       s->nframes == k->n && !strncmp(s->comm, k->comm, sizeof(s->comm)) &&
 	       !memcmp(s->frames, k->frames, k->n * sizeof(*k->frames));
@@ -258,10 +262,22 @@ int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const ch
 	return err;
 }
 
+static int add_sample(struct stack_agg *a, enum stack_kind kind, const struct stack_key *k,
+		      uint64_t weight);
+
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight)
 {
-	return stack_agg_add_kind(a, STACK_ON_CPU, pid, tid, comm, end_reason, frames, n, weight);
+	return stack_agg_add_event(a, 0, pid, tid, comm, end_reason, frames, n, weight);
+}
+
+int stack_agg_add_event(struct stack_agg *a, uint16_t event, uint32_t pid, uint32_t tid,
+			const char *comm, uint8_t end_reason, const struct frame_ref *frames,
+			uint32_t n, uint64_t weight)
+{
+	struct stack_key k = { a, pid, tid, comm, end_reason, event, frames, n };
+
+	return add_sample(a, STACK_ON_CPU, &k, weight);
 }
 
 /* A new stack for the sample `k`, added to the index under `h`. */
@@ -280,6 +296,7 @@ static struct stack *new_stack(struct stack_agg *a, const struct stack_key *k, u
 	s->tid = k->tid;
 	strncpy(s->comm, k->comm, sizeof(s->comm) - 1);
 	s->end_reason = k->end_reason;
+	s->event = k->event;
 	s->container_id = a->cur_container_id;
 	s->cgroup = a->cur_cgroup;
 	s->nframes = k->n;
@@ -292,7 +309,15 @@ int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, 
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight)
 {
-	struct stack_key k = { a, pid, tid, comm, end_reason, frames, n };
+	struct stack_key k = { a, pid, tid, comm, end_reason, 0, frames, n };
+
+	return add_sample(a, kind, &k, weight);
+}
+
+static int add_sample(struct stack_agg *a, enum stack_kind kind, const struct stack_key *key,
+		      uint64_t weight)
+{
+	struct stack_key k = *key;
 	uint64_t h = hash_stack(&k, a->cur_container_id, a->cur_cgroup);
 	struct stack *s;
 	int32_t id;
@@ -381,7 +406,7 @@ static uint64_t unzigzag(uint64_t v)
 static int encode_stack(struct stack_agg *a, const struct stack *s)
 {
 	/* Every varint takes at most 10 bytes. */
-	size_t most = 16 + 10 * (8 + 7 * (size_t)s->nframes + 2 * STACK_KINDS) + sizeof(s->comm);
+	size_t most = 16 + 10 * (9 + 7 * (size_t)s->nframes + 2 * STACK_KINDS) + sizeof(s->comm);
 	size_t comm_len = strnlen(s->comm, sizeof(s->comm));
 	uint32_t *ids = s->nframes ? malloc(s->nframes * sizeof(*ids)) : NULL;
 	uint32_t nids = 0, i, k;
@@ -419,6 +444,7 @@ static int encode_stack(struct stack_agg *a, const struct stack *s)
 	*w++ = s->end_reason;
 	put_varint(&w, label_code(a, s->container_id));
 	put_varint(&w, label_code(a, s->cgroup));
+	put_varint(&w, s->event);
 	put_varint(&w, nids);
 	for (i = 0; i < nids; i++) {
 		const struct frame_mapping *m = stack_agg_mapping(a, NULL, ids[i]);
@@ -576,7 +602,7 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 					const unsigned char *end)
 {
 	struct stack_cursor *c = a->cursor;
-	uint64_t pid, tid, cid, cg, nframes, v, prev = 0;
+	uint64_t pid, tid, cid, cg, event, nframes, v, prev = 0;
 	unsigned comm_len, end_reason;
 	const unsigned char *comm;
 	uint32_t i, nmaps;
@@ -591,7 +617,8 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 	*r += comm_len;
 	end_reason = *(*r)++;
 	if (!get_varint(r, end, &cid) || !get_varint(r, end, &cg) || cid > a->nlabel_strs ||
-	    cg > a->nlabel_strs || !decode_maps(a, r, end, &nmaps) ||
+	    cg > a->nlabel_strs || !get_varint(r, end, &event) || event > UINT16_MAX ||
+	    !decode_maps(a, r, end, &nmaps) ||
 	    !get_varint(r, end, &nframes) || nframes > (uint64_t)(end - *r))
 		return NULL;
 	if (nframes > c->cap_frames) {
@@ -607,6 +634,7 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 	s->tid = (uint32_t)tid;
 	memcpy(s->comm, comm, comm_len);
 	s->end_reason = (uint8_t)end_reason;
+	s->event = (uint16_t)event;
 	s->container_id = cid ? a->label_strs[cid - 1] : NULL;
 	s->cgroup = cg ? a->label_strs[cg - 1] : NULL;
 	s->maps = c->maps;

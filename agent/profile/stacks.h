@@ -1,6 +1,6 @@
 /*
  * Aggregation of sampled stacks: identical (pid, tid, comm, walk end,
- * container labels, frames) samples are counted once, with a count and a
+ * sampled event, container labels, frames) samples are counted once, with a count and a
  * summed weight per kind of sample (on-CPU, off-CPU, ...).  Frames are resolved to the mapping
  * they were in when the sample arrived, so later exits, exec()s and
  * mapping changes cannot misattribute them.
@@ -46,6 +46,7 @@ struct stack {
 	uint32_t pid, tid;
 	char comm[16];
 	uint8_t end_reason;
+	uint16_t event;            /* on-CPU: the sampled event (sample_event.event) */
 	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
 	const char *container_id;  /* interned in the aggregation, or NULL */
 	const char *cgroup;        /* the same */
@@ -124,6 +125,11 @@ int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const ch
  * labels; frames[0..n) leaf first, copied.  Returns 0 or -ENOMEM. */
 int stack_agg_add(struct stack_agg *a, uint32_t pid, uint32_t tid, const char *comm,
 		  uint8_t end_reason, const struct frame_ref *frames, uint32_t n, uint64_t weight);
+/* An on-CPU sample of the sampled event `event` (record -e's index):
+ * part of the stack's identity, as the labels are. */
+int stack_agg_add_event(struct stack_agg *a, uint16_t event, uint32_t pid, uint32_t tid,
+			const char *comm, uint8_t end_reason, const struct frame_ref *frames,
+			uint32_t n, uint64_t weight);
 int stack_agg_add_kind(struct stack_agg *a, enum stack_kind kind, uint32_t pid, uint32_t tid,
 		       const char *comm, uint8_t end_reason, const struct frame_ref *frames,
 		       uint32_t n, uint64_t weight);

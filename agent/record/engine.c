@@ -20,6 +20,7 @@
 #include "agent/util/bpf_counters.h"
 #include "agent/util/caps.h"
 #include "agent/util/clock.h"
+#include "agent/util/errbuf.h"
 #include "agent/util/fdlimit.h"
 #include "agent/util/kernel_btf.h"
 
@@ -83,7 +84,7 @@ static void no_autoattach(struct cfiprof_bpf *skel)
 static int load_bpf(struct record_engine *e)
 {
 	const struct record_opts *o = e->o;
-	int err;
+	int err, i;
 
 	e->skel = cfiprof_bpf__open();
 	if (!e->skel) {
@@ -104,6 +105,14 @@ static int load_bpf(struct record_engine *e)
 		fprintf(stderr, "cfiprof: sizing the -t map: %s\n", strerror(-err));
 		return err;
 	}
+	for (i = 0; i < o->events.n && i < CFIPROF_MAX_EVENTS; i++)
+		if (o->events.ev[i].kind == EVENT_TRACEPOINT)
+			e->skel->rodata->tp_period[i] = o->count ? o->count : 1;
+	/* A tracepoint's program runs on every CPU: -C is applied there. */
+	e->skel->rodata->tp_filter_cpus = o->cpu_set != NULL;
+	for (i = 0; o->cpu_set && i < o->ncpus && i < CFIPROF_TP_CPU_WORDS * 64; i++)
+		if (o->cpu_set[i])
+			e->skel->rodata->tp_cpus[i / 64] |= 1ull << (i % 64);
 	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
 	if (err) {
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
@@ -202,26 +211,84 @@ static int attach_tracking(struct record_engine *e)
 	return 0;
 }
 
-/* The one sampling event today: cycles, or cpu-clock where there is no
- * PMU, at -F Hz. */
-static int describe_events(struct record_engine *e, char *err, size_t errlen)
+/* The on-CPU sampling events, opened and described (engine_event): -e's,
+ * or the default, cycles or cpu-clock where there is no PMU. */
+static int open_sampling(struct record_engine *e, char *err, size_t errlen)
 {
-	struct record_event_desc *d = calloc(1, sizeof(*d));
+	const struct record_opts *o = e->o;
+	uint32_t n = o->events.n ? (uint32_t)o->events.n : 1, i;
+	uint64_t clock_period = 1000000000ull / (uint64_t)o->freq;
+	struct record_event_desc *d;
+	struct sampler_event *evs;
+	int ret;
 
-	if (!d) {
-		snprintf(err, errlen, "out of memory");
+	e->event_descs = calloc(n, sizeof(*e->event_descs));
+	evs = calloc(n, sizeof(*evs));
+	if (!e->event_descs || !evs) {
+		free(evs);
+		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	d->name = e->sampler.event_name;
-	d->attr.size = sizeof(d->attr);
-	d->attr.type = e->sampler.hardware ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
-	d->attr.config = e->sampler.hardware ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK;
-	d->attr.freq = 1;
-	d->attr.sample_freq = (__u64)e->o->freq;
-	d->period = e->sampler.hardware ? 1 : 1000000000ull / (uint64_t)e->o->freq;
-	d->unit = e->sampler.hardware ? "count" : "nanoseconds";
-	e->event_descs = d;
-	e->nevents = 1;
+	if (!o->events.n) {
+		ret = perf_sampler_open(&e->sampler, o->cpu_set, o->ncpus, o->freq, o->count, err, errlen);
+		if (!ret) {
+			d = &e->event_descs[0];
+			d->name = e->sampler.event_name;
+			d->attr.size = sizeof(d->attr);
+			d->attr.type = e->sampler.hardware ? PERF_TYPE_HARDWARE : PERF_TYPE_SOFTWARE;
+			d->attr.config = e->sampler.hardware ? PERF_COUNT_HW_CPU_CYCLES : PERF_COUNT_SW_CPU_CLOCK;
+			d->attr.freq = !o->count;
+			d->attr.sample_freq = o->count ? o->count : (__u64)o->freq;
+			d->period = o->count ? o->count : e->sampler.hardware ? 1 : clock_period;
+			d->unit = e->sampler.hardware ? "count" : "nanoseconds";
+		}
+		free(evs);
+		e->nevents = ret ? 0 : 1;
+		return ret;
+	}
+	for (i = 0; i < n; i++) {
+		const struct event_spec *spec = &o->events.ev[i];
+		bool tracepoint = spec->kind == EVENT_TRACEPOINT, clock = event_is_clock(spec);
+
+		d = &e->event_descs[i];
+		d->name = spec->name;
+		d->attr = spec->attr;
+		/* A tracepoint's program runs at every hit whatever its
+		 * event's period: -c is counted in BPF (tp_period). */
+		if (tracepoint || o->count) {
+			d->attr.sample_period = tracepoint ? 1 : o->count;
+		} else {
+			d->attr.freq = 1;
+			d->attr.sample_freq = (__u64)o->freq;
+		}
+		d->period = o->count ? o->count : clock && !tracepoint ? clock_period : 1;
+		d->unit = clock ? "nanoseconds" : "count";
+		evs[i] = (struct sampler_event){ d->attr, d->name, tracepoint };
+	}
+	ret = perf_sampler_open_events(&e->sampler, evs, (int)n, o->cpu_set, o->ncpus, err, errlen);
+	free(evs);
+	e->nevents = ret ? 0 : n;
+	return ret;
+}
+
+/* Folded output of several events: "[EVENT]" at the root of each
+ * sample's stack tells them apart. */
+static int mark_events(struct record_engine *e)
+{
+	char name[300];
+	uint32_t i;
+
+	if (e->o->format != FORMAT_FOLDED || e->nevents < 2)
+		return 0;
+	for (i = 0; i < e->nevents; i++) {
+		snprintf(name, sizeof(name), "[%s]", e->event_descs[i].name);
+		e->events.event_marks[i] = stack_agg_mark(&e->agg, name);
+		if (e->events.event_marks[i] < 0) {
+			fprintf(stderr, "cfiprof: out of memory\n");
+			return -ENOMEM;
+		}
+	}
+	e->events.mark_events = true;
 	return 0;
 }
 
@@ -261,14 +328,15 @@ int engine_load(struct record_engine *e)
 	}
 	ret = o->off.enabled ? offcpu_attach(&e->off, e->skel, err, sizeof(err)) : 0;
 	if (!ret && !o->off.only)
-		ret = perf_sampler_open(&e->sampler, o->cpu_set, o->ncpus, o->freq, err, sizeof(err));
+		ret = open_sampling(e, err, sizeof(err));
 	if (!ret && !o->off.only)
-		ret = describe_events(e, err, sizeof(err));
-	if (!ret && !o->off.only)
-		ret = perf_sampler_attach(&e->sampler, e->skel->progs.on_cpu_sample, err, sizeof(err));
-	if (ret)
+		ret = perf_sampler_attach(&e->sampler, e->skel->progs.on_cpu_sample,
+					  e->skel->progs.on_tp_sample, err, sizeof(err));
+	if (ret) {
 		fprintf(stderr, "cfiprof: %s\n", err);
-	return ret;
+		return ret;
+	}
+	return mark_events(e);
 }
 
 uint32_t engine_nevents(const struct record_engine *e)
@@ -348,8 +416,13 @@ void engine_stop(struct record_engine *e)
 int engine_build_profile(struct record_engine *e, struct built_profile *bp)
 {
 	const struct record_opts *o = e->o;
+	const struct record_event_desc *first = engine_event(e, 0);
+	struct profile_event events[CFIPROF_MAX_EVENTS];
 	struct profile_opts po = {
-		.period_ns = 1000000000ll / o->freq,
+		/* A clock's -c N is in ns; cycles' is not, and stays weighed
+		 * at the nominal 1/F as without -c. */
+		.period_ns = first && !strcmp(first->unit, "nanoseconds") ? (int64_t)first->period
+									   : 1000000000ll / o->freq,
 		.time_nanos = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec,
 		.tag_keys = o->tag_keys,
 		.tag_vals = o->tag_vals,
@@ -359,7 +432,14 @@ int engine_build_profile(struct record_engine *e, struct built_profile *bp)
 		.woken_by = o->off.wakers,
 	};
 	struct rusage ru;
+	uint32_t i;
 
+	/* Without -e the sample types stay samples and cpu. */
+	for (i = 0; o->events.n && i < e->nevents && i < CFIPROF_MAX_EVENTS; i++)
+		events[i] = (struct profile_event){ e->event_descs[i].name, e->event_descs[i].unit,
+						    (int64_t)e->event_descs[i].period };
+	po.events = o->events.n ? events : NULL;
+	po.nevents = o->events.n ? i : 0;
 	e->duration_ns = mono_ns() - e->start_ns;
 	po.duration_nanos = (int64_t)e->duration_ns;
 	if (!getrusage(RUSAGE_SELF, &ru))

@@ -11,7 +11,8 @@
 
 int events_init(struct record_events *ev)
 {
-	ev->frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK, sizeof(*ev->frames));
+	/* and one for the event's mark */
+	ev->frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK + 1, sizeof(*ev->frames));
 	return ev->frames ? 0 : -ENOMEM;
 }
 
@@ -137,7 +138,7 @@ int events_handle(void *ctx, void *data, size_t size)
 		return 0;
 	}
 	if (size < hdr || s->kind != EVENT_SAMPLE || s->nuser > CFIPROF_MAX_DEPTH_LIMIT ||
-	    s->nkernel > CFIPROF_MAX_KSTACK ||
+	    s->nkernel > CFIPROF_MAX_KSTACK || s->event >= CFIPROF_MAX_EVENTS ||
 	    size < hdr + ((size_t)s->nuser + s->nkernel) * sizeof(uint64_t)) {
 		ev->bad_records++;
 		return 0;
@@ -154,10 +155,17 @@ int events_handle(void *ctx, void *data, size_t size)
 	/* A probe only made the mappings be read: it is no sample. */
 	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
 		return 0;
+	if (ev->cmd_pid && s->pid == ev->cmd_pid && s->time_ns < ev->cmd_exec_ns &&
+	    !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))) {
+		ev->before_exec++;
+		return 0;
+	}
 
 	k = resolve_frames(ev, p, s, now);
 	if (ev->log)
 		log_sample(ev, p, s);
+	if (ev->mark_events && !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER)))
+		ev->frames[k++] = (struct frame_ref){ (uint64_t)ev->event_marks[s->event], FRAME_MARK };
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
 	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))
@@ -166,9 +174,11 @@ int events_handle(void *ctx, void *data, size_t size)
 		ret = offcpu_record(ev->off, ev->agg, s->pid, s->tid, comm, s->end_reason, s->flags,
 				    s->peer_tid, s->time_ns, s->weight, ev->frames, k, s->nkernel);
 	else
-		ret = stack_agg_add(ev->agg, s->pid, s->tid, comm, s->end_reason, ev->frames, k,
-				    s->weight);
+		ret = stack_agg_add_event(ev->agg, s->event, s->pid, s->tid, comm, s->end_reason,
+					  ev->frames, k, s->weight);
 	if (ret)
 		ev->agg_errors++;
+	else if (!(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER)))
+		ev->event_samples[s->event]++;
 	return 0;
 }

@@ -28,12 +28,22 @@ struct record_events {
 	struct stack_agg *agg;
 	struct offcpu *off;            /* off-CPU samples and waker records */
 	struct sample_log *log;        /* --format perf: every sample, or NULL */
+	/* folded output of several events: the mark frame (stack_agg_mark)
+	 * put at the root of each event's samples */
+	bool mark_events;
+	int64_t event_marks[CFIPROF_MAX_EVENTS];
+	/* -- CMD, forked by the agent: what it does before its exec is the
+	 * agent's code, not the program's (perf counts from the exec too) */
+	uint32_t cmd_pid;
+	uint64_t cmd_exec_ns;          /* monotonic; UINT64_MAX: not yet */
 	/* what came */
 	uint64_t records;              /* every record handled */
 	uint64_t end_reasons[WALK_END_NR + 1]; /* per walk end; [WALK_END_NR]: unknown */
 	uint64_t bad_records;          /* malformed: wrong size, kind or counts */
 	uint64_t agg_errors;           /* samples not aggregated: out of memory */
 	uint64_t proc_events[EVENT_MUNMAP + 1]; /* process records, by kind */
+	uint64_t event_samples[CFIPROF_MAX_EVENTS]; /* on-CPU samples aggregated, per event */
+	uint64_t before_exec;          /* on-CPU samples of -- CMD before its exec: dropped */
 	uint64_t missed_samples;       /* walked partly by frame pointer: a table was missing */
 	/* time from a new process's exec to its first complete stack */
 	uint64_t *first_complete_ns;

@@ -29,23 +29,14 @@ static char *output_dir(const char *output)
 
 int perf_output_open(struct record_engine *e, struct sample_log *log)
 {
-	uint32_t n = engine_nevents(e);
-	uint64_t *periods = calloc(n ? n : 1, sizeof(*periods));
 	char *dir = output_dir(e->o->output), err[512];
-	int ret = -ENOMEM;
+	int ret;
 
-	if (periods) {
-		for (uint32_t i = 0; i < n; i++)
-			periods[i] = engine_event(e, i)->period;
-		ret = sample_log_open(log, dir, periods, n, err, sizeof(err));
-		if (!ret)
-			e->events.log = log;
-	} else {
-		snprintf(err, sizeof(err), "perf.data spool: out of memory");
-	}
-	if (ret)
+	ret = sample_log_open(log, dir, engine_nevents(e), err, sizeof(err));
+	if (!ret)
+		e->events.log = log;
+	else
 		fprintf(stderr, "cfiprof: %s\n", err);
-	free(periods);
 	free(dir);
 	return ret;
 }

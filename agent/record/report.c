@@ -38,18 +38,39 @@ void report_started(const struct record_engine *e)
 		o->npids || o->ntids ? "; until they exit, or Ctrl-C" : "; Ctrl-C to stop";
 	char user[64];
 
+	uint32_t i;
+
 	if (o->quiet)
 		return;
 	if (o->uid_given) {
 		snprintf(user, sizeof(user), "the processes of uid %u", o->uid);
 		what = user;
 	}
-	if (o->off.only)
+	if (o->off.only) {
 		fprintf(stderr, "cfiprof: recording off-CPU stacks of %s%s\n", what, until);
-	else
+	} else if (o->events.n) {
+		/* (Tracepoints are no CPU's: their programs run on all.) */
+		fprintf(stderr, "cfiprof: sampling %s", what);
+		if (e->sampler.ncpus_sampled)
+			fprintf(stderr, " on %d CPU%s", e->sampler.ncpus_sampled,
+				e->sampler.ncpus_sampled == 1 ? "" : "s");
+		fprintf(stderr, ":");
+		for (i = 0; i < engine_nevents(e); i++) {
+			const struct record_event_desc *d = engine_event(e, i);
+
+			if (d->attr.freq)
+				fprintf(stderr, "%s %s at %llu Hz", i ? "," : "", d->name,
+					(unsigned long long)d->attr.sample_freq);
+			else
+				fprintf(stderr, "%s %s every %llu", i ? "," : "", d->name,
+					(unsigned long long)d->period);
+		}
+		fprintf(stderr, "%s%s\n", o->off.enabled ? ", and off-CPU stacks" : "", until);
+	} else {
 		fprintf(stderr, "cfiprof: sampling %s at %d Hz on %d CPU%s (%s)%s%s\n", what, o->freq,
-			e->sampler.n, e->sampler.n == 1 ? "" : "s", e->sampler.event_name,
-			o->off.enabled ? ", and off-CPU stacks" : "", until);
+			e->sampler.ncpus_sampled, e->sampler.ncpus_sampled == 1 ? "" : "s",
+			e->sampler.event_name, o->off.enabled ? ", and off-CPU stacks" : "", until);
+	}
 }
 
 struct fn_count {
@@ -71,9 +92,9 @@ static int cmp_fn(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Self samples per leaf function: sort by name, sum runs, sort by count
- * (a profile can have many thousands of distinct stacks). */
-static void print_top(const struct profile *p, uint64_t total)
+/* Self samples (value `type`) per leaf function: sort by name, sum runs,
+ * sort by count (a profile can have many thousands of distinct stacks). */
+static void print_top(const struct profile *p, uint32_t type, const char *of, uint64_t total)
 {
 	struct fn_count *v = calloc(p->nsamples + 1, sizeof(*v));
 	uint32_t n = 0, i;
@@ -84,7 +105,7 @@ static void print_top(const struct profile *p, uint64_t total)
 		const struct prof_sample *s = &p->samples[i];
 
 		v[i].name = s->nlocs ? p->locations[s->locs[0]].frames[0].function : "[no stack]";
-		v[i].count = (uint64_t)s->values[0];
+		v[i].count = (uint64_t)s->values[type];
 	}
 	qsort(v, p->nsamples, sizeof(*v), cmp_name);
 	for (i = 0; i < p->nsamples; i++) {
@@ -94,7 +115,7 @@ static void print_top(const struct profile *p, uint64_t total)
 			v[n++] = v[i];
 	}
 	qsort(v, n, sizeof(*v), cmp_fn);
-	fprintf(stderr, "top functions by self samples:\n");
+	fprintf(stderr, "top functions by self samples%s%s:\n", of ? " of " : "", of ? of : "");
 	/* (Off-CPU stacks have no on-CPU samples: they sort last.) */
 	for (i = 0; i < n && i < 10 && v[i].count; i++)
 		fprintf(stderr, "  %6.2f%%  %8llu  %s\n", total ? 100.0 * v[i].count / total : 0.0,
@@ -149,12 +170,24 @@ static void print_prog_cost(const struct record_engine *e, struct bpf_program *p
 	fprintf(stderr, "bpf_runs_%s: %llu\n", what, (unsigned long long)info.run_cnt);
 }
 
+static bool any_tracepoint(const struct record_opts *o)
+{
+	int i;
+
+	for (i = 0; i < o->events.n; i++)
+		if (o->events.ev[i].kind == EVENT_TRACEPOINT)
+			return true;
+	return false;
+}
+
 /* What each BPF program cost, from the kernel's run-time statistics. */
 static void print_bpf_costs(const struct record_engine *e)
 {
 	struct bpf_program *prog;
 
 	print_prog_cost(e, e->skel->progs.on_cpu_sample, "sample");
+	if (any_tracepoint(e->o))
+		print_prog_cost(e, e->skel->progs.on_tp_sample, "tracepoint_hit");
 	bpf_object__for_each_program(prog, e->skel->obj) {
 		struct bpf_prog_info pi;
 		__u32 plen = sizeof(pi);
@@ -305,8 +338,28 @@ static void print_bpf_counts(const struct record_engine *e)
 			(unsigned long long)engine_counter(e, counts[i].idx));
 }
 
+/* The sampled events: how each was opened, and its samples. */
+static void print_event_stats(const struct record_engine *e)
+{
+	uint32_t i;
+
+	for (i = 0; i < engine_nevents(e); i++) {
+		const struct record_event_desc *d = engine_event(e, i);
+
+		fprintf(stderr, "event %s: samples %llu, ", d->name,
+			(unsigned long long)e->events.event_samples[i]);
+		if (d->attr.freq)
+			fprintf(stderr, "at %llu Hz\n", (unsigned long long)d->attr.sample_freq);
+		else
+			fprintf(stderr, "period %llu %s\n", (unsigned long long)d->period, d->unit);
+	}
+	fprintf(stderr, "samples_before_cmd_exec: %llu (dropped: the agent's code)\n",
+		(unsigned long long)e->events.before_exec);
+}
+
 void report_stats(struct record_engine *e)
 {
+	print_event_stats(e);
 	print_bpf_costs(e);
 	if (e->o->off.enabled)
 		offcpu_print_stats(&e->off, e->skel, stderr);
@@ -348,7 +401,7 @@ int report_write_output(const struct record_engine *e, const struct built_profil
 {
 	const struct record_opts *o = e->o;
 	const struct profile *p = &bp->p;
-	uint32_t types[2], n = 0;
+	uint32_t types[PROF_MAX_EVENTS + 1], n = 0, i;
 	char err[512] = "";
 	int ret;
 
@@ -362,7 +415,17 @@ int report_write_output(const struct record_engine *e, const struct built_profil
 			fprintf(stderr, "cfiprof: %s\n", err[0] ? err : strerror(-ret));
 		return ret;
 	}
-	if (o->format == FORMAT_FOLDED && o->off.enabled) {
+	if (o->format == FORMAT_FOLDED && bp->type_event0 >= 0) {
+		/* Each stack is of one event (its "[EVENT]" root frame when
+		 * there are several): each counts its samples, or with
+		 * off-CPU stacks its clock's microseconds (record_options.c
+		 * allows only clocks then). */
+		for (i = 0; i < bp->nevents; i++)
+			types[n++] = (uint32_t)bp->type_event0 + 2 * i + (o->off.enabled ? 1 : 0);
+		if (o->off.enabled)
+			types[n++] = (uint32_t)bp->type_off_cpu;
+		ret = folded_write_sum_to(p, types, n, o->off.enabled ? 1000 : 1, of, err, sizeof(err));
+	} else if (o->format == FORMAT_FOLDED && o->off.enabled) {
 		/* On- and off-CPU stacks in one flame graph: both in
 		 * microseconds. */
 		if (bp->type_cpu >= 0)
@@ -418,8 +481,17 @@ void report_summary(const struct record_engine *e, const struct built_profile *b
 	if (!write_ret && o->format == FORMAT_SVG)
 		print_other_graphs(o, &bp->p);
 	fprintf(stderr, "\n");
-	if (!o->off.only)
-		print_top(&bp->p, agg->samples[STACK_ON_CPU]);
+	if (bp->type_event0 >= 0) {
+		for (i = 0; i < engine_nevents(e); i++)
+			fprintf(stderr, "  %s: %llu samples\n", engine_event(e, i)->name,
+				(unsigned long long)e->events.event_samples[i]);
+		for (i = 0; i < engine_nevents(e); i++)
+			if (e->events.event_samples[i])
+				print_top(&bp->p, (uint32_t)bp->type_event0 + 2 * i, engine_event(e, i)->name,
+					  e->events.event_samples[i]);
+	} else if (!o->off.only) {
+		print_top(&bp->p, 0, NULL, agg->samples[STACK_ON_CPU]);
+	}
 	if (o->off.enabled)
 		offcpu_print_summary(&e->off, e->skel, &bp->p, bp->type_off_cpu, bp->type_off_events,
 				     stderr);

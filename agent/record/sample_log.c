@@ -73,8 +73,8 @@ static int spool_create(const char *dir)
 	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
-int sample_log_open(struct sample_log *l, const char *dir, const uint64_t *periods,
-		    uint32_t nevents, char *errbuf, size_t errlen)
+int sample_log_open(struct sample_log *l, const char *dir, uint32_t nevents, char *errbuf,
+		    size_t errlen)
 {
 	const char *tmpdir = getenv("TMPDIR");
 	const char *dirs[] = { dir, tmpdir && *tmpdir ? tmpdir : "/var/tmp", "/var/tmp", "/tmp" };
@@ -99,14 +99,11 @@ int sample_log_open(struct sample_log *l, const char *dir, const uint64_t *perio
 		return err;
 	}
 	l->buf = malloc(SPOOL_BUF);
-	l->periods = calloc(nevents ? nevents : 1, sizeof(*l->periods));
-	if (!l->buf || !l->periods) {
+	if (!l->buf) {
 		sample_log_close(l);
 		errbuf_set(errbuf, errlen, "perf.data spool: out of memory");
 		return -ENOMEM;
 	}
-	if (nevents)
-		memcpy(l->periods, periods, nevents * sizeof(*periods));
 	l->nevents = nevents;
 	return 0;
 }
@@ -245,7 +242,7 @@ void sample_log_sample(struct sample_log *l, const struct proc *p, const struct 
 		period = s->weight;
 	} else {
 		at.id = (uint64_t)s->event + 1;
-		period = s->event < l->nevents ? l->periods[s->event] : 1;
+		period = s->weight; /* the kernel's period at this sample, as perf records it */
 	}
 	if (lp) {
 		need_comm(l, lp, s);
@@ -308,9 +305,7 @@ void sample_log_close(struct sample_log *l)
 		close(l->fd);
 	l->fd = -1;
 	free(l->buf);
-	free(l->periods);
 	l->buf = NULL;
-	l->periods = NULL;
 	memo_free(&l->procs);
 	memo_free(&l->maps);
 	memo_free(&l->threads);

@@ -55,8 +55,7 @@ struct sample_log {
 	uint64_t samples;            /* samples spooled */
 	uint64_t lost;               /* samples not spooled: the spool failed (error) */
 	int error;                   /* the first write error, a negative errno */
-	uint64_t *periods;           /* on-CPU event i's period */
-	uint32_t nevents;
+	uint32_t nevents;            /* on-CPU events (off-CPU's attr comes after) */
 	/* What was spooled, so that it is spooled once: processes (struct
 	 * log_proc, by pid), the mappings their MMAP2 records gave (struct
 	 * log_map, by pid, gen, start), threads' names (struct log_thread, by
@@ -72,10 +71,11 @@ struct sample_log {
 };
 
 /* Creates the spool in `dir` (falling back on $TMPDIR, /var/tmp and
- * /tmp); periods[0..nevents) are the on-CPU events' (copied).  0, or a
- * negative errno with a one-line reason in errbuf. */
-int sample_log_open(struct sample_log *l, const char *dir, const uint64_t *periods,
-		    uint32_t nevents, char *errbuf, size_t errlen);
+ * /tmp), for samples of `nevents` on-CPU events, each with the period it
+ * carried (sample_event.weight).  0, or a negative errno with a one-line
+ * reason in errbuf. */
+int sample_log_open(struct sample_log *l, const char *dir, uint32_t nevents, char *errbuf,
+		    size_t errlen);
 
 /* Spools sample `s` of process `p` (NULL: unknown; its frames then have
  * no mapping), without its `kernel_skip` leaf kernel frames.  Waker

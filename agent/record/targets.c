@@ -16,6 +16,7 @@
 
 #include "agent/cli/args.h"
 #include "agent/record/launch.h"
+#include "agent/util/clock.h"
 #include "agent/util/kthread.h"
 #include "cfiprof.skel.h"
 
@@ -283,6 +284,8 @@ int targets_setup(struct record_engine *e)
 		ret = launch_start(&e->cmd, o->cmd);
 		if (ret)
 			return ret;
+		e->events.cmd_pid = (uint32_t)e->cmd.pid;
+		e->events.cmd_exec_ns = UINT64_MAX;
 		return bpf_proc_add_target(&e->procs.bpf, (uint32_t)e->cmd.pid);
 	}
 	return 0;
@@ -305,6 +308,8 @@ int targets_release_cmd(struct record_engine *e)
 	uint64_t released_ns;
 	int ret = launch_exec(&e->cmd, name);
 
+	/* Stopped right after its exec: its samples are its own from here. */
+	e->events.cmd_exec_ns = mono_ns();
 	if (ret)
 		return e->cmd.exited && ret == -ECHILD ? cmd_exited_early(e) : ret;
 	procs_scan(&e->procs, e->cmd.pid);

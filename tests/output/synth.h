@@ -70,12 +70,12 @@ static const struct prof_label syn_l_worker[] = {
 enum { S_INL_A, S_INL_B, S_LIB, S_KERNEL, S_HELPER, S_ZERO, SYN_NSAMPLES };
 
 static const struct prof_sample syn_samples[] = {
-	[S_INL_A]  = { syn_s_inl, 2, { 3, 30000000 }, syn_l_app1, 4, "synthapp" },
-	[S_INL_B]  = { syn_s_inl, 2, { 2, 20000000 }, syn_l_app1, 3, "synthapp" },
-	[S_LIB]    = { syn_s_lib, 3, { 1, 1500 }, syn_l_worker, 3, "worker;1" },
-	[S_KERNEL] = { syn_s_kernel, 3, { 7, 999 }, NULL, 0, NULL },
-	[S_HELPER] = { syn_s_helper, 2, { 5, 5000000 }, NULL, 0, "synthapp" },
-	[S_ZERO]   = { syn_s_main, 1, { 0, 0 }, NULL, 0, "synthapp" },
+	[S_INL_A]  = { syn_s_inl, 2, (const int64_t[]){ 3, 30000000 }, syn_l_app1, 4, "synthapp" },
+	[S_INL_B]  = { syn_s_inl, 2, (const int64_t[]){ 2, 20000000 }, syn_l_app1, 3, "synthapp" },
+	[S_LIB]    = { syn_s_lib, 3, (const int64_t[]){ 1, 1500 }, syn_l_worker, 3, "worker;1" },
+	[S_KERNEL] = { syn_s_kernel, 3, (const int64_t[]){ 7, 999 }, NULL, 0, NULL },
+	[S_HELPER] = { syn_s_helper, 2, (const int64_t[]){ 5, 5000000 }, NULL, 0, "synthapp" },
+	[S_ZERO]   = { syn_s_main, 1, (const int64_t[]){ 0, 0 }, NULL, 0, "synthapp" },
 };
 
 static const char *const syn_comments[] = { "cfiprof synthetic test", "second comment" };

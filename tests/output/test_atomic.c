@@ -151,6 +151,7 @@ static struct profile *big_profile(void)
 	static struct prof_location locs[N];
 	static struct prof_sample samples[N];
 	static uint32_t idx[N];
+	static int64_t values[N];
 	static char names[N][32];
 	static struct profile p = { .types = { { "samples", "count" } }, .ntypes = 1 };
 
@@ -159,8 +160,9 @@ static struct profile *big_profile(void)
 		frames[i] = (struct prof_frame){ names[i], NULL, 0, NULL };
 		locs[i] = (struct prof_location){ i * 0x9e3779b1u, 0, 1, &frames[i] };
 		idx[i] = i;
+		values[i] = i + 1;
 		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1,
-						   .values = { i + 1 }, .comm = "x" };
+						   .values = &values[i], .comm = "x" };
 	}
 	p.locations = locs;
 	p.nlocations = N;

@@ -80,12 +80,13 @@ Test(folded, merge_and_sanitize)
 		{ 0x40, 0, 3, f_inl },
 	};
 	static const uint32_t s0[] = { 2, 0 }, s1[] = { 2, 1 }, s2[] = { 3, 1 };
+	static const int64_t v4 = 4, v6 = 6, v1 = 1, v9 = 9, v3 = 3;
 	static const struct prof_sample samples[] = {
-		{ s0, 2, { 4 }, NULL, 0, "t" },
-		{ s1, 2, { 6 }, NULL, 0, "t" },
-		{ s2, 2, { 1 }, NULL, 0, "t" },
-		{ NULL, 0, { 9 }, NULL, 0, "idle" },
-		{ s2, 2, { 3 }, NULL, 0, "T" },
+		{ s0, 2, &v4, NULL, 0, "t" },
+		{ s1, 2, &v6, NULL, 0, "t" },
+		{ s2, 2, &v1, NULL, 0, "t" },
+		{ NULL, 0, &v9, NULL, 0, "idle" },
+		{ s2, 2, &v3, NULL, 0, "T" },
 	};
 	struct profile p = {
 		.types = { { "samples", "count" } }, .ntypes = 1,
@@ -138,7 +139,7 @@ Test(folded, invalid)
 	p.samples = bad;
 	check_refused(&p, 0, 1, -EINVAL);
 	memcpy(bad, syn_samples, sizeof(bad));
-	bad[S_INL_B].values[0] = INT64_MAX;
+	bad[S_INL_B].values = (const int64_t[]){ INT64_MAX, 0 };
 	check_refused(&p, 0, 1, -EOVERFLOW);
 }
 

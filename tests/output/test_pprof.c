@@ -327,6 +327,7 @@ Test(pprof, large)
 	struct prof_location *locs = calloc(N, sizeof(*locs));
 	struct prof_sample *samples = calloc(N, sizeof(*samples));
 	uint32_t *idx = calloc(N, sizeof(*idx));
+	int64_t *values = calloc(N, sizeof(*values));
 	char (*names)[24] = calloc(N, sizeof(*names));
 	struct profile p = {
 		.types = { { "samples", "count" } }, .ntypes = 1,
@@ -334,13 +335,14 @@ Test(pprof, large)
 	};
 	Profile *pr;
 
-	cr_assert(frames && locs && samples && idx && names);
+	cr_assert(frames && locs && samples && idx && values && names);
 	for (uint32_t i = 0; i < N; i++) {
 		snprintf(names[i], sizeof(names[i]), "fn_%u", i * 2654435761u);
 		frames[i] = (struct prof_frame){ names[i], (i & 1) ? "odd.c" : "even.c", (int)i, NULL };
 		locs[i] = (struct prof_location){ 0x1000 + i, 0, 1, &frames[i] };
 		idx[i] = i;
-		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1, .values = { i } };
+		values[i] = i;
+		samples[i] = (struct prof_sample){ .locs = &idx[i], .nlocs = 1, .values = &values[i] };
 	}
 	pr = roundtrip(&p);
 	cr_assert_eq(pr->n_string_table, N + 5);   /* "", samples, count, odd.c, even.c */
@@ -358,6 +360,7 @@ Test(pprof, large)
 	free(locs);
 	free(samples);
 	free(idx);
+	free(values);
 	free(names);
 }
 
@@ -420,7 +423,8 @@ Test(pprof, system_names)
 		{ 0x400, 0, 1, &f[3] },
 	};
 	static const uint32_t ids[] = { 0, 1, 2, 3 };
-	static const struct prof_sample s = { .locs = ids, .nlocs = 4, .values = { 1 } };
+	static const int64_t one[] = { 1 };
+	static const struct prof_sample s = { .locs = ids, .nlocs = 4, .values = one };
 	static const struct profile p = { .types = { { "samples", "count" } }, .ntypes = 1,
 					  .locations = locs, .nlocations = 4, .samples = &s,
 					  .nsamples = 1 };

@@ -118,7 +118,7 @@ Test(pprof_read, round_trip)
 /* A small valid profile, as messages to break one field of. */
 struct msg {
 	Perftools__Profiles__Profile prof;
-	Perftools__Profiles__ValueType vt, *vtp[6];
+	Perftools__Profiles__ValueType vt, *vtp[PROF_MAX_VALUES + 1];
 	Perftools__Profiles__Function fn, *fnp[2];
 	Perftools__Profiles__Mapping map, *mapp[1];
 	Perftools__Profiles__Line line, *linep[1];
@@ -150,7 +150,7 @@ static void msg_init(struct msg *m)
 	m->prof.string_table = m->strings;
 	m->prof.n_string_table = 6;
 	m->vt.type = 1, m->vt.unit = 2;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < PROF_MAX_VALUES + 1; i++)
 		m->vtp[i] = &m->vt;
 	m->prof.sample_type = m->vtp;
 	m->prof.n_sample_type = 1;
@@ -254,14 +254,17 @@ Test(pprof_read, too_many_types)
 {
 	struct msg m;
 	char err[256] = "";
-	int64_t values[6] = { 0 };
+	int64_t values[PROF_MAX_VALUES + 1] = { 0 };
+	char want[64];
 
 	msg_init(&m);
-	m.prof.n_sample_type = 6;
+	m.prof.n_sample_type = PROF_MAX_VALUES + 1;
 	m.sample.value = values;
-	m.sample.n_value = 6;
+	m.sample.n_value = PROF_MAX_VALUES + 1;
 	cr_expect_eq(read_msg(&m, err, sizeof(err)), -E2BIG);
-	cr_expect_str_eq(err, "6 sample types (at most 5)");
+	snprintf(want, sizeof(want), "%d sample types (at most %d)", PROF_MAX_VALUES + 1,
+		 PROF_MAX_VALUES);
+	cr_expect_str_eq(err, want);
 }
 
 Test(pprof_read, bad_streams)

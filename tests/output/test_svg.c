@@ -208,8 +208,12 @@ Test(svg, colours_stable_per_module)
 	size_t n;
 
 	/* the library's stack wide enough to be drawn */
+	int64_t lib_values[PROF_MAX_VALUES];
+
 	memcpy(samples, syn_samples, sizeof(samples));
-	samples[S_LIB].values[1] = 10000000;
+	memcpy(lib_values, samples[S_LIB].values, syn_profile.ntypes * sizeof(*lib_values));
+	lib_values[1] = 10000000;
+	samples[S_LIB].values = lib_values;
 	p.samples = samples;
 	svg = write_graph(&p, 0, NULL);
 	n = frames_of(svg, f, 64);
@@ -256,8 +260,9 @@ Test(svg, escaping)
 		{ 1, 0, 5, evil },
 	};
 	static const uint32_t stack[] = { 0 };
+	static const int64_t values[] = { 1, 10 };
 	static const struct prof_sample samples[] = {
-		{ stack, 1, { 1, 10 }, NULL, 0, "<comm>&" },
+		{ stack, 1, values, NULL, 0, "<comm>&" },
 	};
 	struct profile p = {
 		.types = { { "samples", "count" }, { "cpu", "nanoseconds" } },

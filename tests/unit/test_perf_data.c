@@ -254,9 +254,9 @@ Test(perf_data, profile_values_are_periods)
 	uint32_t chain[] = { 0, 1, 2 }, user[] = { 2 };
 	struct prof_label labels[] = { { "pid", NULL, 42, NULL }, { "tid", NULL, 43, NULL } };
 	struct prof_sample s[] = {
-		{ chain, 3, { 2, 3000 }, labels, 2, "x" },
-		{ user, 1, { 1, 5000 }, labels, 2, "x" },
-		{ user, 1, { 0, 0 }, labels, 2, "x" },     /* no value: no sample */
+		{ chain, 3, (const int64_t[]){ 2, 3000 }, labels, 2, "x" },
+		{ user, 1, (const int64_t[]){ 1, 5000 }, labels, 2, "x" },
+		{ user, 1, (const int64_t[]){ 0, 0 }, labels, 2, "x" },     /* no value: no sample */
 	};
 	struct profile p = { .types = { { "samples", "count" }, { "cpu", "nanoseconds" } },
 			     .ntypes = 2, .period = 1000, .mappings = &map, .nmappings = 1,

@@ -266,3 +266,61 @@ Test(events, process_records_drive_the_registry)
 	cr_expect(!test_bpf_proc_info(&t, child.pid, &info), "a sample resurrected the process");
 	cr_expect_eq(ev.bad_records, 0);
 }
+
+/* record -e: a sample's event (sample_event.event) goes with its stack;
+ * one beyond CFIPROF_MAX_EVENTS is a malformed record. */
+Test(events, the_sampled_event_goes_with_the_stack)
+{
+	uint64_t addrs[2];
+	size_t size;
+
+	child_code(addrs);
+	size = sample(2, WALK_END_OUTERMOST, addrs);
+	s->event = 5;
+	handle(s, size);
+	cr_expect_eq(only_stack()->event, 5);
+	cr_expect_eq(ev.event_samples[5], 1);
+	s->event = CFIPROF_MAX_EVENTS;
+	handle(s, size);
+	cr_expect_eq(ev.bad_records, 1);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
+}
+
+/* Folded output of several events: the event's mark at the stack's root. */
+Test(events, marked_events_get_their_frame_at_the_root)
+{
+	uint64_t addrs[2];
+	const struct stack *st;
+	size_t size;
+
+	child_code(addrs);
+	ev.mark_events = true;
+	ev.event_marks[1] = stack_agg_mark(&agg, "[page-faults]");
+	size = sample(2, WALK_END_OUTERMOST, addrs);
+	s->event = 1;
+	handle(s, size);
+	st = only_stack();
+	cr_assert_eq(st->nframes, 3);
+	cr_expect_eq(st->frames[0].addr, addrs[0]);
+	cr_expect_eq(st->frames[2].mapping, FRAME_MARK);
+	cr_expect_eq(st->frames[2].addr, (uint64_t)ev.event_marks[1]);
+}
+
+/* -- CMD before its exec runs the agent's fork: not the program's. */
+Test(events, samples_of_cmd_before_its_exec_are_dropped)
+{
+	uint64_t addrs[2];
+	size_t size;
+
+	child_code(addrs);
+	ev.cmd_pid = (uint32_t)child.pid;
+	ev.cmd_exec_ns = 2000;
+	size = sample(2, WALK_END_OUTERMOST, addrs);
+	handle(s, size);            /* at 1000 */
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 0);
+	cr_expect_eq(ev.before_exec, 1);
+	s->time_ns = 2000;
+	handle(s, size);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
+	cr_expect_eq(ev.before_exec, 1);
+}

@@ -4,6 +4,7 @@
  * marks, frame mappings and labels, and growth to thousands of stacks.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -560,4 +561,128 @@ Test(stacks, mappings_only_sealed_stacks_used_go)
 		cr_expect_eq(fm->start, s->pid == 1 ? 0x1000 : 0x5000);
 		cr_expect_eq(fm->mod, &mod);
 	}
+}
+
+/* ---- several sampled events (record -e) ----
+ * The event is part of a stack's identity, live and sealed, and
+ * profile_build gives each event its pair of sample types (NAME-samples/
+ * count, NAME/unit = samples x period) where a recording of the default
+ * event has samples/count and cpu/nanoseconds. */
+
+static const struct frame_ref ev_frames[2] = { { 0x1010, 0 }, { 0x1020, 0 } };
+
+/* The same thread on the same stack, sampled for events 0, 1 and 0. */
+/* Each sample weighs the period it carried: event 0's two stand for 2
+ * and 4 page faults (-F adapts the period as it goes), event 1's for 1 ms. */
+static void add_three(void)
+{
+	cr_assert_eq(stack_agg_add_event(&a, 0, 10, 10, "app", 0, ev_frames, 2, 2), 0);
+	cr_assert_eq(stack_agg_add_event(&a, 1, 10, 10, "app", 0, ev_frames, 2, 1000000), 0);
+	cr_assert_eq(stack_agg_add(&a, 10, 10, "app", 0, ev_frames, 2, 4), 0);
+}
+
+Test(stacks, the_event_is_part_of_a_stacks_identity)
+{
+	add_three();
+	cr_assert_eq(a.n, 2);
+	cr_expect_eq(a.stacks[0]->event, 0);
+	cr_expect_eq(a.stacks[0]->count[STACK_ON_CPU], 2, "stack_agg_add is event 0");
+	cr_expect_eq(a.stacks[1]->event, 1);
+	cr_expect_eq(a.stacks[1]->count[STACK_ON_CPU], 1);
+}
+
+Test(stacks, a_sealed_stack_keeps_its_event)
+{
+	uint32_t pid = 10, seen = 0;
+	const struct stack *s;
+	size_t pos;
+
+	cr_assert_eq(stack_agg_add_event(&a, 63, 10, 10, "app", 0, ev_frames, 2, 1), 0);
+	cr_assert_eq(stack_agg_add_event(&a, 2, 10, 10, "app", 0, ev_frames, 2, 1), 0);
+	cr_assert_eq(stack_agg_seal(&a, &pid, 1), 0);
+	cr_assert_eq(a.n, 0, "not sealed");
+	for (pos = 0; (s = stack_agg_next(&a, &pos)); seen++)
+		cr_expect_eq(s->event, seen ? 2 : 63, "sealed stack %u", seen);
+	cr_expect_eq(seen, 2);
+}
+
+static const struct profile_event events[2] = {
+	{ "page-faults", "count", 3 },
+	{ "task-clock", "nanoseconds", 1000000 },
+};
+
+Test(stacks, each_event_has_its_pair_of_sample_types)
+{
+	struct profile_opts o = { .period_ns = 10101010, .events = events, .nevents = 2,
+				  .off_cpu = true };
+	static const char *const want[][2] = {
+		{ "page-faults-samples", "count" }, { "page-faults", "count" },
+		{ "task-clock-samples", "count" }, { "task-clock", "nanoseconds" },
+		{ "off_cpu", "nanoseconds" }, { "off_cpu_events", "count" },
+	};
+	struct built_profile b;
+	uint32_t i;
+
+	add_three();
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	cr_assert_eq(b.p.ntypes, 6);
+	for (i = 0; i < 6; i++) {
+		cr_expect_str_eq(b.p.types[i].type, want[i][0]);
+		cr_expect_str_eq(b.p.types[i].unit, want[i][1]);
+	}
+	cr_expect_eq(b.p.default_type, 1, "the first event's weighted type is the default");
+	cr_expect_str_eq(b.p.period_type.type, "page-faults");
+	cr_expect_eq(b.p.period, 3);
+	cr_expect_eq(b.type_samples, -1);
+	cr_expect_eq(b.type_cpu, -1);
+	cr_expect_eq(b.type_off_cpu, 4);
+	cr_assert_eq(b.p.nsamples, 2);
+	/* event 0: 2 samples of 2 + 4 faults; event 1: 1 sample of 1 ms (the
+	 * profile lists stacks in no set order) */
+	for (i = 0; i < 2; i++) {
+		const int64_t *v = b.p.samples[i].values;
+
+		if (v[0])
+			cr_expect_arr_eq(v, ((int64_t[]){ 2, 6, 0, 0, 0, 0 }), 6 * sizeof(int64_t));
+		else
+			cr_expect_arr_eq(v, ((int64_t[]){ 0, 0, 1, 1000000, 0, 0 }), 6 * sizeof(int64_t));
+	}
+	cr_expect_neq(b.p.samples[0].values[0], b.p.samples[1].values[0]);
+	profile_built_free(&b);
+}
+
+Test(stacks, without_events_the_types_stay_samples_and_cpu)
+{
+	struct profile_opts o = { .period_ns = 1000 };
+	struct built_profile b;
+
+	add_three();
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	cr_assert_eq(b.p.ntypes, 2);
+	cr_expect_str_eq(b.p.types[0].type, "samples");
+	cr_expect_str_eq(b.p.types[1].type, "cpu");
+	cr_expect_eq(b.p.default_type, 1);
+	cr_expect_eq(b.type_event0, -1);
+	/* Stacks of other events are still on-CPU samples. */
+	cr_expect_eq(b.p.samples[0].values[0] + b.p.samples[1].values[0], 3);
+	/* cpu is samples x -F's period, whatever periods they carried */
+	cr_expect_eq(b.p.samples[0].values[1] + b.p.samples[1].values[1], 3000);
+	profile_built_free(&b);
+}
+
+Test(stacks, more_events_than_sample_types_is_refused)
+{
+	struct profile_event many[PROF_MAX_EVENTS + 1];
+	struct profile_opts o = { .events = many, .nevents = PROF_MAX_EVENTS + 1 };
+	struct built_profile b;
+	uint32_t i;
+
+	for (i = 0; i <= PROF_MAX_EVENTS; i++)
+		many[i] = (struct profile_event){ "e", "count", 1 };
+	add_three();
+	cr_expect_eq(profile_build(&a, NULL, &o, &b), -EINVAL);
+	o.nevents = PROF_MAX_EVENTS;
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	cr_expect_eq(b.p.ntypes, 2 * PROF_MAX_EVENTS);
+	profile_built_free(&b);
 }
