@@ -2,7 +2,8 @@
 # Runs the commands tools/demo.sh prints at its end, as printed, so that a
 # newcomer's next step cannot rot: the "top functions" command must list
 # the demo's hottest function, and the "flame graph" command must serve a
-# flame graph that contains it.  Usage: check_demo_hints.sh DEMO_OUTPUT_LOG
+# flame graph that contains it; so must the SVG flame graph and the
+# perf report of the perf.data it wrote.  Usage: check_demo_hints.sh DEMO_OUTPUT_LOG
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=$1
@@ -28,3 +29,10 @@ for _ in $(seq 100); do
 done
 grep -q '"n":"hash_block"' <<<"${page:-}" || { echo "check_demo_hints: no hash_block in the flame graph at http://$addr/ui/flamegraph" >&2; exit 1; }
 echo "flame graph at http://$addr/ui/flamegraph has hash_block"
+
+# The SVG flame graph and perf report of the perf.data name it too.
+grep -q 'data-n="hash_block"' cfiprof-demo.svg || { echo "check_demo_hints: no hash_block in cfiprof-demo.svg" >&2; exit 1; }
+report=$(sed -n 's/^  perf report: *\(perf report .*\)$/\1/p' "$log")
+[ -n "$report" ] || { echo "check_demo_hints: the perf report hint not found in $log" >&2; exit 1; }
+echo "== $report"
+$report 2>/dev/null | tee /dev/stderr | grep -q hash_block

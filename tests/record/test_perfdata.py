@@ -99,9 +99,10 @@ def perf_script(data):
 
 def rel_addr(prof, addr):
     """An address as perf script prints it: relative to its object for
-    user frames (address - start + file offset), itself for the kernel's."""
+    user frames (address - start + file offset), itself for the kernel's
+    (pprof's [kernel.kallsyms] mapping included)."""
     for m in prof["mappings"].values():
-        if m["start"] <= addr < m["limit"]:
+        if m["file"] != "[kernel.kallsyms]" and m["start"] <= addr < m["limit"]:
             return addr - m["start"] + m["offset"]
     return addr
 

@@ -150,6 +150,27 @@ def objdump_plt_labels(path):
             for m in re.finditer(r"^([0-9a-f]+) <([^>]+@plt)>:", out, re.M)}
 
 
+def stub_samples(samples, prof, fx, secs, labels):
+    """{(our name, objdump's label): samples} of the leaves in fx's PLT
+    sections."""
+    maps = [m for m in prof["mappings"].values() if m["file"] == fx]
+    in_stub = {}
+    for s in samples:
+        addr = s.addrs[0]
+        m = next((m for m in maps if m["start"] <= addr < m["limit"]), None)
+        if not m:
+            continue
+        off = addr - m["start"] + m["offset"]
+        sec = next((x for x in secs if x[2] <= off < x[2] + x[3]), None)
+        if not sec:
+            continue
+        vaddr = off - sec[2] + sec[1]
+        stub = max(v for v in labels if v <= vaddr)
+        key = (s.frames[-1], labels[stub])
+        in_stub[key] = in_stub.get(key, 0) + s.values[0]
+    return in_stub
+
+
 @case("plt")
 def t_plt(tmp):
     """A leaf calling fmax() of libm in a loop: its samples in the PLT stub
@@ -161,30 +182,23 @@ def t_plt(tmp):
         if want_sec not in [s[0] for s in secs]:
             raise Fail(f"{fx}: no {want_sec} section: {secs}")
         labels = objdump_plt_labels(fx)
-        out = os.path.join(tmp, name + ".pb.gz")
-        tr.run_record(["-F", "999", "-o", out, "--", fx, "3"])
-        samples, prof = tr.read_pprof(out)
-        maps = [m for m in prof["mappings"].values() if m["file"] == fx]
-        in_stub = {}
-        for s in samples:
-            addr = s.addrs[0]
-            m = next((m for m in maps if m["start"] <= addr < m["limit"]), None)
-            if not m:
-                continue
-            off = addr - m["start"] + m["offset"]
-            sec = next((x for x in secs if x[2] <= off < x[2] + x[3]), None)
-            if not sec:
-                continue
-            vaddr = off - sec[2] + sec[1]
-            stub = max(v for v in labels if v <= vaddr)
-            key = (s.frames[-1], labels[stub])
-            in_stub[key] = in_stub.get(key, 0) + s.values[0]
-        log(f"{name}: samples in PLT stubs (name, objdump's): {in_stub}")
-        wrong = {k: n for k, n in in_stub.items() if k[0] != k[1]}
-        if wrong:
-            raise Fail(f"{name}: PLT stubs misnamed (ours, objdump's): {wrong}")
-        if not in_stub.get(("fmax@plt", "fmax@plt")):
-            raise Fail(f"{name}: no sample in fmax@plt")
+        # A sample lands in the one-instruction stub in about 0.5% of them
+        # (about 15 of 3,000), but where timer interrupts land is the
+        # hypervisor's business: one run in many saw none, so up to three
+        # recordings are made until one does.  A misnamed stub fails at once.
+        for attempt in range(3):
+            out = os.path.join(tmp, f"{name}-{attempt}.pb.gz")
+            tr.run_record(["-F", "999", "-o", out, "--", fx, "3"])
+            samples, prof = tr.read_pprof(out)
+            in_stub = stub_samples(samples, prof, fx, secs, labels)
+            log(f"{name}: samples in PLT stubs (name, objdump's): {in_stub}")
+            wrong = {k: n for k, n in in_stub.items() if k[0] != k[1]}
+            if wrong:
+                raise Fail(f"{name}: PLT stubs misnamed (ours, objdump's): {wrong}")
+            if in_stub.get(("fmax@plt", "fmax@plt")):
+                break
+        else:
+            raise Fail(f"{name}: no sample in fmax@plt in 3 recordings")
         chains = [s.frames for s in samples if s.frames and s.frames[-1] == "fmax@plt"]
         if not all(f[-2:] == ["plt_leaf", "fmax@plt"] for f in chains):
             raise Fail(f"{name}: fmax@plt not called from plt_leaf: {chains[:3]}")
