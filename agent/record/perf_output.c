@@ -61,7 +61,17 @@ int perf_output_write(const struct record_engine *e, struct sample_log *log,
 	for (uint32_t i = 0; i < n; i++) {
 		const struct record_event_desc *ed = engine_event(e, i);
 
-		events[nev++] = (struct perf_data_event){ ed->name, ed->attr, i + 1 };
+		events[nev] = (struct perf_data_event){ ed->name, ed->attr, i + 1 };
+		/* A tracepoint attr makes perf want the tracing data (every
+		 * event's format from tracefs) and each sample's raw fields,
+		 * which BPF does not take: its samples are written as perf
+		 * writes other samples BPF made (offcpu-time), a BPF output
+		 * event, still named after the tracepoint. */
+		if (ed->attr.type == PERF_TYPE_TRACEPOINT) {
+			events[nev].attr.type = PERF_TYPE_SOFTWARE;
+			events[nev].attr.config = PERF_COUNT_SW_BPF_OUTPUT;
+		}
+		nev++;
 	}
 	if (e->o->off.enabled) {
 		struct perf_data_event *oc = &events[nev++];

@@ -309,6 +309,30 @@ def t_report(tmp):
         raise Fail(f"missing features: {need & set(missing[1].split())}")
 
 
+@case("events")
+def t_events(tmp):
+    """Each -e event is an attr of its own, named as given: a tracepoint's
+    samples and page faults' are, event by event, pprof's samples of the same recording, and perf's event counts
+    (the periods summed) are pprof's NAME values.  A tracepoint is written
+    as a BPF output event, as perf writes offcpu-time: no tracing data or
+    raw fields, which perf would otherwise refuse the file for."""
+    events = ["syscalls:sys_enter_write", "page-faults"]
+    data, samples, prof = record_both(tmp, "events", ["-e", ",".join(events), "-c", "1"],
+                                      [tr.fx("evcount"), "write-fault", "300"])
+    types = [t for t, _ in prof["sample_type"]]
+    ps = perf_script(data)
+    for ev in events:
+        mine = [s for s in ps if s.event == ev]
+        same_samples(mine, samples, prof, ev, types.index(ev + "-samples"))
+        want = sum(s.values[types.index(ev)] for s in samples)
+        got = sum(s.period for s in mine)
+        log(f"{ev}: periods in perf script {got}, pprof {want}")
+        if got != want or not got:
+            raise Fail(f"{ev}: perf script's periods add up to {got}, pprof's {ev} to {want}")
+    if {s.event for s in ps} != set(events):
+        raise Fail(f"events in perf script: {sorted({s.event for s in ps})}")
+
+
 @case("off-cpu")
 def t_off_cpu(tmp):
     """--off-cpu --kernel: a second event, offcpu-time, whose samples'
