@@ -94,14 +94,15 @@ static bool read_slots(Elf *elf, size_t shstrndx, struct slots *s)
 				return false;
 		}
 	}
-	qsort(s->v, s->n, sizeof(*s->v), cmp_slot);
+	if (s->n) /* (qsort and bsearch take no NULL array, even empty) */
+		qsort(s->v, s->n, sizeof(*s->v), cmp_slot);
 	return true;
 }
 
 static const char *slot_name(const struct slots *s, uint64_t addr)
 {
 	struct slot key = { addr, NULL };
-	const struct slot *hit = bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_slot);
+	const struct slot *hit = s->n ? bsearch(&key, s->v, s->n, sizeof(*s->v), cmp_slot) : NULL;
 
 	return hit ? hit->name : NULL;
 }
@@ -194,7 +195,8 @@ static void build(struct sym_plt *p, Dwfl_Module *mod)
 							sh.sh_addr + off + ent + bias, name };
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_stub);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_stub);
 	p->stubs = v;
 	p->count = n;
 	v = NULL;

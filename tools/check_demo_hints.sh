@@ -14,7 +14,11 @@ flame=$(hint 'flame graph')
 [ -n "$top" ] && [ -n "$flame" ] || { echo "check_demo_hints: hints not found in $log" >&2; exit 1; }
 
 echo "== $top"
-$top | tee /dev/stderr | grep -q hash_block
+# (Captured whole: grep -q stopping early would kill the writer with
+# SIGPIPE, which pipefail counts as a failure.)
+out=$($top)
+echo "$out"
+grep -q hash_block <<<"$out" || { echo "check_demo_hints: no hash_block in: $top" >&2; exit 1; }
 
 # pprof opens a browser unless told not to; the address is the printed one.
 echo "== $flame"
@@ -35,4 +39,6 @@ grep -q 'data-n="hash_block"' cfiprof-demo.svg || { echo "check_demo_hints: no h
 report=$(sed -n 's/^  perf report: *\(perf report .*\)$/\1/p' "$log")
 [ -n "$report" ] || { echo "check_demo_hints: the perf report hint not found in $log" >&2; exit 1; }
 echo "== $report"
-$report 2>/dev/null | tee /dev/stderr | grep -q hash_block
+out=$($report 2>/dev/null)
+head -n 40 <<<"$out"
+grep -q hash_block <<<"$out" || { echo "check_demo_hints: no hash_block in: $report" >&2; exit 1; }

@@ -15,7 +15,8 @@ echo "== cfiprof record -F 499 -o $out -- build/demo-workload 3"
 echo
 echo "== the same run as folded stacks (flame graph input), hottest first:"
 ./build/cfiprof record -q -F 499 --format folded -o cfiprof-demo.folded -- ./build/demo-workload 2 >/dev/null
-sort -t' ' -k2 -nr cfiprof-demo.folded | head -n 5 | cut -c1-200
+# (awk, not head: head leaving early would kill sort with SIGPIPE)
+sort -t' ' -k2 -nr cfiprof-demo.folded | awk 'NR <= 5' | cut -c1-200
 echo
 echo "== build/pprof -top -nodecount=5 $out   (Google's pprof, built by tools/build.sh)"
 ./build/pprof -top -nodecount=5 "$out" 2>/dev/null | tail -n 6

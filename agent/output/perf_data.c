@@ -509,7 +509,8 @@ static int index_spool(const unsigned char *spool, size_t len, struct entry **ou
 		*data_size += h.size;
 		off += sizeof(uint64_t) + h.size;
 	}
-	qsort(v, k, sizeof(*v), cmp_entry);
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_entry);
 	*out = v;
 	*n = k;
 	return 0;

@@ -112,7 +112,8 @@ static int announce(const struct profile *p, struct mem_spool *m, uint64_t *kern
 				v[n++] = (struct pair){ pid, map << 1 | 1, i };
 		}
 	}
-	qsort(v, n, sizeof(*v), cmp_pair);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_pair);
 	for (size_t i = 0; i < n; i++) {
 		struct perf_data_sid at = { .pid = v[i].pid, .tid = v[i].key >> 1, .id = 1 };
 		const struct profile_mapping *pm;

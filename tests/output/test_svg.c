@@ -317,6 +317,16 @@ Test(svg, write_all_derives_files)
 	struct output_file of;
 	char names[256];
 
+	struct prof_sample samples[SYN_NSAMPLES];
+	int64_t values[SYN_NSAMPLES][4] = { { 0 } };
+
+	/* two more sample types: each sample needs a value for each (0) */
+	for (int i = 0; i < SYN_NSAMPLES; i++) {
+		samples[i] = syn_samples[i];
+		memcpy(values[i], syn_samples[i].values, 2 * sizeof(int64_t));
+		samples[i].values = values[i];
+	}
+	p.samples = samples;
 	p.types[2] = (struct prof_value_type){ "off_cpu", "nanoseconds" };
 	p.types[3] = (struct prof_value_type){ "off_cpu_events", "count" };
 	p.ntypes = 4;
