@@ -117,7 +117,7 @@ int cmd_record(int argc, char **argv)
 		status = stopped_early(&o);
 		goto out;
 	}
-	if (o.format == FORMAT_PERF && perf_output_open(&e, &log))
+	if (o.format == FORMAT_PERF && perf_output_open(&e, &output, &log))
 		goto out;
 	if (engine_start(&e)) {
 		/* -- CMD that ended before recording started: its status,

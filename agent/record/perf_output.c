@@ -1,7 +1,6 @@
 #include "agent/record/perf_output.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,34 +9,21 @@
 #include "agent/output/pprof.h"
 #include "agent/unwind/modules.h"
 
-/* The directory -o's file goes in: the spool then lives on the same disk
- * as the perf.data it becomes.  NULL for stdout and devices (the log
- * falls back on $TMPDIR, /var/tmp, /tmp). */
-static char *output_dir(const char *output)
+int perf_output_open(struct record_engine *e, const struct output_file *of,
+		     struct sample_log *log)
 {
-	char *copy, *dir;
-
-	if (!strcmp(output, "-") || !strncmp(output, "/dev/", 5) || !strncmp(output, "/proc/", 6))
-		return NULL;
-	copy = strdup(output);
-	if (!copy)
-		return NULL;
-	dir = strdup(dirname(copy));
-	free(copy);
-	return dir;
-}
-
-int perf_output_open(struct record_engine *e, struct sample_log *log)
-{
-	char *dir = output_dir(e->o->output), err[512];
+	char err[512];
 	int ret;
 
-	ret = sample_log_open(log, dir, engine_nevents(e), err, sizeof(err));
+	/* A regular -o is written through a temporary in its directory,
+	 * opened already: the spool goes there too, on the disk of the
+	 * perf.data it becomes, found by that fd and not by its name again. */
+	ret = sample_log_open(log, of->fd < 0 ? of->af.dir_fd : -1, engine_nevents(e), err,
+			      sizeof(err));
 	if (!ret)
 		e->events.log = log;
 	else
 		fprintf(stderr, "cfiprof: %s\n", err);
-	free(dir);
 	return ret;
 }
 

@@ -7,10 +7,12 @@
 #include "agent/record/sample_log.h"
 #include "agent/util/output_file.h"
 
-/* Opens the log next to -o (its directory) for the engine's events and
- * hands it to the engine's record handler.  Call between engine_load and
- * engine_start.  0, or a negative errno (message printed). */
-int perf_output_open(struct record_engine *e, struct sample_log *log);
+/* Opens the log next to -o, already opened as `of` (in its directory,
+ * for a regular file), for the engine's events and hands it to the
+ * engine's record handler.  Call between engine_load and engine_start.
+ * 0, or a negative errno (message printed). */
+int perf_output_open(struct record_engine *e, const struct output_file *of,
+		     struct sample_log *log);
 
 /* Writes what the log holds into `of`, and commits it; the events are
  * the engine's on-CPU events and, with --off-cpu, offcpu-time.  0, or a

@@ -68,16 +68,16 @@ static void memo_free(struct sample_memo *m)
 
 /* ---- the spool -------------------------------------------------------------- */
 
-static int spool_create(const char *dir)
+static int spool_create(int dir_fd, const char *dir)
 {
-	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	return openat(dir_fd, dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
-int sample_log_open(struct sample_log *l, const char *dir, uint32_t nevents, char *errbuf,
+int sample_log_open(struct sample_log *l, int dir_fd, uint32_t nevents, char *errbuf,
 		    size_t errlen)
 {
 	const char *tmpdir = getenv("TMPDIR");
-	const char *dirs[] = { dir, tmpdir && *tmpdir ? tmpdir : "/var/tmp", "/var/tmp", "/tmp" };
+	const char *dirs[] = { tmpdir && *tmpdir ? tmpdir : "/var/tmp", "/var/tmp", "/tmp" };
 	int err = 0;
 
 	memset(l, 0, sizeof(*l));
@@ -86,16 +86,19 @@ int sample_log_open(struct sample_log *l, const char *dir, uint32_t nevents, cha
 	memo_init(&l->maps, sizeof(struct log_map), 2 * sizeof(uint32_t) + sizeof(uint64_t));
 	memo_init(&l->threads, sizeof(struct log_thread), sizeof(uint32_t));
 	memo_init(&l->mods, sizeof(const struct module *), sizeof(const struct module *));
+	if (dir_fd >= 0) {
+		l->fd = spool_create(dir_fd, ".");
+		if (l->fd < 0)
+			err = -errno;
+	}
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]) && l->fd < 0; i++) {
-		if (!dirs[i])
-			continue;
-		l->fd = spool_create(dirs[i]);
+		l->fd = spool_create(AT_FDCWD, dirs[i]);
 		if (l->fd < 0 && !err)
 			err = -errno;
 	}
 	if (l->fd < 0) {
 		errbuf_set(errbuf, errlen, "perf.data spool: cannot create a temporary file in %s: %s",
-			   dir ? dir : dirs[1], strerror(-err));
+			   dir_fd >= 0 ? "the output's directory" : dirs[0], strerror(-err));
 		return err;
 	}
 	l->buf = malloc(SPOOL_BUF);

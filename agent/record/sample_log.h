@@ -70,11 +70,11 @@ struct sample_log {
 	unsigned char rec[PERF_DATA_MAX_RECORD];
 };
 
-/* Creates the spool in `dir` (falling back on $TMPDIR, /var/tmp and
- * /tmp), for samples of `nevents` on-CPU events, each with the period it
- * carried (sample_event.weight).  0, or a negative errno with a one-line
- * reason in errbuf. */
-int sample_log_open(struct sample_log *l, const char *dir, uint32_t nevents, char *errbuf,
+/* Creates the spool in the directory `dir_fd` (-1: none), falling back on
+ * $TMPDIR, /var/tmp and /tmp, for samples of `nevents` on-CPU events,
+ * each with the period it carried (sample_event.weight).  0, or a negative
+ * errno with a one-line reason in errbuf. */
+int sample_log_open(struct sample_log *l, int dir_fd, uint32_t nevents, char *errbuf,
 		    size_t errlen);
 
 /* Spools sample `s` of process `p` (NULL: unknown; its frames then have
