@@ -286,6 +286,7 @@ enum cfiprof_counter {
 	CNT_WAKER_STASH_FULL,  /* the waker stash was full: a waker not recorded */
 	CNT_WAKER_CTX_UNKNOWN, /* interrupt or task context could not be told: taken as task */
 	CNT_OFFCPU_UNMATCHED,  /* a stashed thread ran again unseen: that period is lost */
+	CNT_WAKER_UNSEEN,      /* a blocked period ended with no sched_waking seen for it */
 	CNT_NR
 };
 

@@ -180,6 +180,13 @@ static __always_inline void offcpu_switch_in(struct task_struct *next, __u64 now
 		if (w && w->time_ns == v->time_ns) {
 			w->weight = blocked;
 			send_sample(w, cfg.stash_frames);
+		} else if (cfg.wakers && !(v->flags & SAMPLE_FLAG_PREEMPTED)) {
+			/* Seen on 6.18 under heavy load, a few sleeps in a
+			 * thousand: a nanosleep resumed with no sched_waking
+			 * for it (on_waking neither ran for the thread nor
+			 * was skipped by the kernel).  Its waker is
+			 * unknown, and counted. */
+			count(CNT_WAKER_UNSEEN);
 		}
 		send_sample(v, cfg.stash_frames);
 		count(CNT_OFFCPU_SAMPLES);

@@ -17,6 +17,7 @@ PKGS=(
   linux-perf strace
   bpfcc-tools libbpf-tools
   python3 curl
+  libmicrohttpd-dev libcurl4-openssl-dev prometheus gnuplot-nox
   chromium
 )
 

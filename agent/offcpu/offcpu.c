@@ -448,8 +448,10 @@ void offcpu_print_summary(const struct offcpu *oc, struct cfiprof_bpf *skel,
 
 		for (i = 0; oc->pending && i < PENDING_WAKERS; i++)
 			unpaired += oc->pending[i].used;
-		fprintf(f, "off-CPU: %llu samples with their waker, %llu waker records unpaired\n",
-			(unsigned long long)oc->wakers_paired, (unsigned long long)unpaired);
+		fprintf(f, "off-CPU: %llu samples with their waker, %llu waker records unpaired, "
+			"%llu ended with no wakeup seen\n",
+			(unsigned long long)oc->wakers_paired, (unsigned long long)unpaired,
+			(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_UNSEEN));
 	}
 	if (type_off_cpu < 0 || !p->nsamples)
 		return;
@@ -505,6 +507,8 @@ void offcpu_print_stats(const struct offcpu *oc, struct cfiprof_bpf *skel, FILE 
 		(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_STASH_FULL));
 	fprintf(f, "offcpu_waker_context_unknown: %llu\n",
 		(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_CTX_UNKNOWN));
+	fprintf(f, "offcpu_wakers_unseen: %llu\n",
+		(unsigned long long)bpf_counter_sum(cfd, CNT_WAKER_UNSEEN));
 	fprintf(f, "offcpu_unmatched: %llu\n",
 		(unsigned long long)bpf_counter_sum(cfd, CNT_OFFCPU_UNMATCHED));
 	fprintf(f, "offcpu_switch_in_at: %s\n",

@@ -520,10 +520,15 @@ def t_kernel(tmp):
     call entry to __schedule (the tracing frames cut off); --wakers: a
     timer interrupt woke the sleeper, its stack cut at the interrupt entry."""
     out = os.path.join(tmp, "kernel.pb.gz")
-    _, stdout, _ = record(["--off-cpu-only", "--kernel", "--wakers", "-o", out, "--",
-                           tr.fx("ocsleep"), "30", "10"])
+    _, stdout, stderr = record(["--off-cpu-only", "--kernel", "--wakers", "--stats", "-o", out,
+                                "--", tr.fx("ocsleep"), "30", "10"])
     calls, ns = measured(stdout, "sleep_leaf")
     samples, idx = pprof_offcpu(out, OFF_TYPES + [("woken_by", "nanoseconds")])
+    # Under heavy load this kernel resumes a sleeper now and then with no
+    # sched_waking for it: such a sleep's waker is "[unknown]", and each
+    # is counted (offcpu_wakers_unseen).  Any other missing waker fails.
+    unseen = stat(stderr, "offcpu_wakers_unseen")
+    unknown = 0
     total = 0
     for s in samples:
         if s.labels.get("comm") != "rec-ocsleep" or s.frames[:len(SLEEP_CHAIN)] != SLEEP_CHAIN:
@@ -538,7 +543,10 @@ def t_kernel(tmp):
                 raise Fail(f"kernel part of the sleep stack: {k}")
             total += w
         ww = s.values[idx["woken_by"]]
-        if ww:
+        if ww and k and k[-1] == "[woken by] [unknown]":
+            unknown += ww
+            log(f"{ww / 1e6:.3f} ms woken by: [unknown]")
+        elif ww:
             if "[woken by] [interrupt]" not in k:
                 raise Fail(f"the sleeps were not woken by an interrupt: {k}")
             irq = k[k.index("[woken by] [interrupt]") + 1:]
@@ -546,6 +554,12 @@ def t_kernel(tmp):
             if not irq or not irq[0].startswith("asm_") or irq[-1] != "try_to_wake_up" or \
                     "hrtimer_wakeup" not in irq:
                 raise Fail(f"the waking interrupt's stack: {irq}")
+    # (woken-by samples carry time, not counts: a sleep is ns / calls,
+    # and one under load takes up to half as long again)
+    log(f"{unknown / 1e6:.3f} ms with an unknown waker, {unseen} sleeps ended unseen")
+    if unknown > 1.5 * unseen * ns / calls or unseen > 2:
+        raise Fail(f"{unknown / 1e6:.3f} ms of sleeps with an unknown waker, {unseen} sleeps "
+                   f"ended with no wakeup seen (of {calls})")
     close_to("sleep_leaf with kernel frames", total, ns)
 
 
