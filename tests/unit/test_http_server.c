@@ -195,36 +195,27 @@ static struct http_stats stats(struct fixture *fx)
 
 /* ---- the client ---- */
 
+struct text {
+	char s[8192];
+	size_t len;
+};
+
 struct reply {
 	long status;
-	char headers[4096];
-	size_t hlen;
-	char body[8192];
-	size_t blen;
+	struct text headers, body;
 	CURLcode rc;
 };
 
-static size_t on_body(char *p, size_t size, size_t n, void *cls)
+/* libcurl's write and header callbacks both: appends to a text. */
+static size_t append(char *p, size_t size, size_t n, void *cls)
 {
-	struct reply *r = cls;
+	struct text *t = cls;
 	size_t len = size * n;
 
-	cr_assert(r->blen + len < sizeof(r->body), "body too long");
-	memcpy(r->body + r->blen, p, len);
-	r->blen += len;
-	r->body[r->blen] = '\0';
-	return len;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *cls)
-{
-	struct reply *r = cls;
-	size_t len = size * n;
-
-	cr_assert(r->hlen + len < sizeof(r->headers), "headers too long");
-	memcpy(r->headers + r->hlen, p, len);
-	r->hlen += len;
-	r->headers[r->hlen] = '\0';
+	cr_assert(t->len + len < sizeof(t->s), "reply too long");
+	memcpy(t->s + t->len, p, len);
+	t->len += len;
+	t->s[t->len] = '\0';
 	return len;
 }
 
@@ -239,10 +230,10 @@ static void request(const char *base, const char *method, const char *path, stru
 	snprintf(url, sizeof(url), "%s%s", base, path);
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, append);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, append);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->headers);
 	/* Each request its own connection, so that the counts are exact. */
 	curl_easy_setopt(c, CURLOPT_FORBID_REUSE, 1L);
 	if (method && !strcmp(method, "HEAD"))
@@ -258,7 +249,7 @@ static void request(const char *base, const char *method, const char *path, stru
 static const char *header(struct reply *r, const char *name, char *out, size_t outlen)
 {
 	size_t nl = strlen(name);
-	char *line = r->headers;
+	char *line = r->headers.s;
 
 	while (line && *line) {
 		char *end = strstr(line, "\r\n");
@@ -285,7 +276,7 @@ static void assert_header(struct reply *r, const char *name, const char *want)
 {
 	char v[256];
 
-	cr_assert(header(r, name, v, sizeof(v)), "no %s header in:\n%s", name, r->headers);
+	cr_assert(header(r, name, v, sizeof(v)), "no %s header in:\n%s", name, r->headers.s);
 	cr_assert_str_eq(v, want, "%s: got '%s', want '%s'", name, v, want);
 }
 
@@ -298,18 +289,18 @@ static void get(struct fixture *fx, const char *path, struct reply *r)
 /* A one-line text/plain error with Go's headers, that pprof shows. */
 static void assert_error(struct reply *r, long status, const char *path, const char *want)
 {
-	char *nl = strchr(r->body, '\n');
+	char *nl = strchr(r->body.s, '\n');
 
 	cr_assert_eq(r->status, status, "%s: status %ld, want %ld (%s)", path, r->status, status,
-		     r->body);
+		     r->body.s);
 	assert_header(r, "Content-Type", "text/plain; charset=utf-8");
 	assert_header(r, "X-Go-Pprof", "1");
 	assert_header(r, "X-Content-Type-Options", "nosniff");
 	cr_assert(!header(r, "Content-Disposition", (char[8]){ 0 }, 8), "%s", path);
-	cr_assert(!strncmp(r->body, "cfiprof: ", 9), "%s: body '%s'", path, r->body);
-	cr_assert(nl && nl[1] == '\0', "%s: not one line: '%s'", path, r->body);
+	cr_assert(!strncmp(r->body.s, "cfiprof: ", 9), "%s: body '%s'", path, r->body.s);
+	cr_assert(nl && nl[1] == '\0', "%s: not one line: '%s'", path, r->body.s);
 	if (want)
-		cr_assert(strstr(r->body, want), "%s: '%s' lacks '%s'", path, r->body, want);
+		cr_assert(strstr(r->body.s, want), "%s: '%s' lacks '%s'", path, r->body.s, want);
 }
 
 /* ---- tests ---- */
@@ -325,102 +316,117 @@ Test(http_server, profile_with_gos_headers)
 	assert_header(&r, "Content-Type", "application/octet-stream");
 	assert_header(&r, "Content-Disposition", "attachment; filename=\"profile\"");
 	assert_header(&r, "X-Content-Type-Options", "nosniff");
-	cr_assert_str_eq(r.body, "cpu seconds=5 =");
+	cr_assert_str_eq(r.body.s, "cpu seconds=5 =");
 	assert_header(&r, "Content-Length", "15");
 
 	get(&fx, "/debug/pprof/offcpu", &r);
 	cr_assert_eq(r.status, 200);
 	assert_header(&r, "Content-Disposition", "attachment; filename=\"offcpu\"");
-	cr_assert_str_eq(r.body, "offcpu seconds=30 =", "the default is Go's 30 s");
+	cr_assert_str_eq(r.body.s, "offcpu seconds=30 =", "the default is Go's 30 s");
 
 	/* HEAD as GET (Go's handlers do not tell them apart), headers only. */
 	request(fx.base, "HEAD", "/debug/pprof/profile?seconds=1", &r);
 	cr_assert_eq(r.rc, CURLE_OK);
 	cr_assert_eq(r.status, 200);
 	assert_header(&r, "Content-Type", "application/octet-stream");
-	cr_assert_eq(r.blen, 0);
+	cr_assert_eq(r.body.len, 0);
 	cr_assert_eq(fake_loop_get(&fx.loop, &fx.loop.taken), 3);
 	cr_assert_eq(stats(&fx).profile_requests, 3);
 	cr_assert_eq(stats(&fx).active, 0);
 	finish(&fx);
 }
 
-Test(http_server, filters_reach_the_main_loop_decoded)
+/* A profile request with `query`: 200 with exactly `says` as the body,
+ * or the error `status` whose line holds `says`. */
+struct query_case {
+	const char *query;
+	long status;
+	const char *says;
+};
+
+static void check_queries(struct fixture *fx, const struct query_case *cases, size_t n)
 {
-	static const struct { const char *query, *body; } cases[] = {
-		{ "?pid=42", "cpu seconds=30 pid=42" },
-		{ "?seconds=3600&pid=4194304", "cpu seconds=3600 pid=4194304" },
-		{ "?container_id=0123abcd&seconds=1", "cpu seconds=1 container_id=0123abcd" },
-		{ "?service_name=nginx%2Eservice", "cpu seconds=30 service_name=nginx.service" },
-		{ "?service_name=a%20b%26c", "cpu seconds=30 service_name=a b&c" },
-	};
-	struct fixture fx;
 	struct reply r;
 	char path[512];
 	size_t i;
 
-	start(&fx, false);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/debug/pprof/profile%s", cases[i].query);
-		get(&fx, path, &r);
-		cr_assert_eq(r.status, 200, "%s: %ld %s", path, r.status, r.body);
-		cr_assert_str_eq(r.body, cases[i].body, "%s", path);
+		get(fx, path, &r);
+		if (cases[i].status != 200) {
+			assert_error(&r, cases[i].status, path, cases[i].says);
+			continue;
+		}
+		cr_assert_eq(r.status, 200, "%s: %ld %s", path, r.status, r.body.s);
+		cr_assert_str_eq(r.body.s, cases[i].says, "%s", path);
 	}
+}
+
+Test(http_server, filters_reach_the_main_loop_decoded)
+{
+	static const struct query_case cases[] = {
+		{ "?pid=42", 200, "cpu seconds=30 pid=42" },
+		{ "?seconds=3600&pid=4194304", 200, "cpu seconds=3600 pid=4194304" },
+		{ "?container_id=0123abcd&seconds=1", 200, "cpu seconds=1 container_id=0123abcd" },
+		{ "?service_name=nginx%2Eservice", 200, "cpu seconds=30 service_name=nginx.service" },
+		{ "?service_name=a%20b%26c", 200, "cpu seconds=30 service_name=a b&c" },
+	};
+	struct fixture fx;
+	struct reply r;
+	char path[512];
+
+	start(&fx, false);
+	check_queries(&fx, cases, sizeof(cases) / sizeof(cases[0]));
 	/* The longest value there is room for. */
 	memset(path, 0, sizeof(path));
 	strcpy(path, "/debug/pprof/offcpu?container_id=");
 	memset(path + strlen(path), 'c', 255);
 	get(&fx, path, &r);
-	cr_assert_eq(r.status, 200, "%s", r.body);
-	cr_assert_eq(r.blen, strlen("offcpu seconds=30 container_id=") + 255);
+	cr_assert_eq(r.status, 200, "%s", r.body.s);
+	cr_assert_eq(r.body.len, strlen("offcpu seconds=30 container_id=") + 255);
 	finish(&fx);
 }
 
 Test(http_server, bad_arguments_are_400_and_never_reach_the_main_loop)
 {
-	static const struct { const char *query, *says; } cases[] = {
-		{ "?seconds=0", "seconds=0: not a whole number of seconds from 1 to 3600" },
-		{ "?seconds=3601", "seconds=3601" },
-		{ "?seconds=abc", "seconds=abc" },
-		{ "?seconds=-1", "seconds=-1" },
-		{ "?seconds=%2B5", "seconds=+5" },
-		{ "?seconds=1.5", "seconds=1.5" },
-		{ "?seconds=", "seconds=:" },
-		{ "?seconds=99999999999999999999999", "seconds=" },
-		{ "?seconds", "seconds: no value" },
-		{ "?seconds=1&seconds=2", "seconds: given twice" },
-		{ "?debug=1", "debug: unknown argument" },
-		{ "?gc=1&seconds=2", "gc: unknown argument" },
-		{ "?pid=0", "pid=0: not a process id" },
-		{ "?pid=abc", "pid=abc: not a process id" },
-		{ "?pid=-3", "pid=-3" },
-		{ "?pid=2147483648", "pid=2147483648" },
-		{ "?pid=1&container_id=x", "pid and container_id: at most one" },
-		{ "?service_name=a&service_name=b", "service_name and service_name: at most one" },
-		{ "?container_id=", "container_id=: empty" },
-		{ "?service_name=a%00b", "holds a NUL byte" },
-		{ "?service_name=a%0Ab", "service_name=a?b" },
-		{ "?service_name=%1B%5B2J", "service_name=?[2J" },
+	static const struct query_case cases[] = {
+		{ "?seconds=0", 400, "seconds=0: not a whole number of seconds from 1 to 3600" },
+		{ "?seconds=3601", 400, "seconds=3601" },
+		{ "?seconds=abc", 400, "seconds=abc" },
+		{ "?seconds=-1", 400, "seconds=-1" },
+		{ "?seconds=%2B5", 400, "seconds=+5" },
+		{ "?seconds=1.5", 400, "seconds=1.5" },
+		{ "?seconds=", 400, "seconds=:" },
+		{ "?seconds=99999999999999999999999", 400, "seconds=" },
+		{ "?seconds", 400, "seconds: no value" },
+		{ "?seconds=1&seconds=2", 400, "seconds: given twice" },
+		{ "?debug=1", 400, "debug: unknown argument" },
+		{ "?gc=1&seconds=2", 400, "gc: unknown argument" },
+		{ "?pid=0", 400, "pid=0: not a process id" },
+		{ "?pid=abc", 400, "pid=abc: not a process id" },
+		{ "?pid=-3", 400, "pid=-3" },
+		{ "?pid=2147483648", 400, "pid=2147483648" },
+		{ "?pid=1&container_id=x", 400, "pid and container_id: at most one" },
+		{ "?service_name=a&service_name=b", 400, "service_name and service_name: at most one" },
+		{ "?container_id=", 400, "container_id=: empty" },
+		{ "?service_name=a%00b", 400, "holds a NUL byte" },
+		{ "?service_name=a%0Ab", 400, "service_name=a?b" },
+		{ "?service_name=%1B%5B2J", 400, "service_name=?[2J" },
 	};
 	struct fixture fx;
 	struct reply r;
 	char path[512];
-	size_t i;
 
 	start(&fx, false);
-	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		snprintf(path, sizeof(path), "/debug/pprof/profile%s", cases[i].query);
-		get(&fx, path, &r);
-		assert_error(&r, 400, path, cases[i].says);
-	}
+	check_queries(&fx, cases, sizeof(cases) / sizeof(cases[0]));
 	/* 256 bytes: one past what the request holds; echoed cut short. */
 	strcpy(path, "/debug/pprof/profile?service_name=");
 	memset(path + strlen(path), 's', 256);
 	path[strlen("/debug/pprof/profile?service_name=") + 256] = '\0';
 	get(&fx, path, &r);
 	assert_error(&r, 400, "256 bytes", "longer than 255 bytes");
-	cr_assert(strstr(r.body, "sss...: "), "%s", r.body);
-	cr_assert(r.blen < 200, "%zu bytes", r.blen);
+	cr_assert(strstr(r.body.s, "sss...: "), "%s", r.body.s);
+	cr_assert(r.body.len < 200, "%zu bytes", r.body.len);
 
 	cr_assert_eq(fake_loop_get(&fx.loop, &fx.loop.taken), 0);
 	cr_assert_eq(stats(&fx).errors_4xx, sizeof(cases) / sizeof(cases[0]) + 1);
@@ -455,7 +461,7 @@ Test(http_server, unknown_paths_404_other_methods_405)
 	get(&fx, "/debug/pprof/", &r);
 	cr_assert_eq(r.status, 200);
 	assert_header(&r, "Content-Type", "text/plain; charset=utf-8");
-	cr_assert(strstr(r.body, "/debug/pprof/profile") && strstr(r.body, "/debug/pprof/offcpu"));
+	cr_assert(strstr(r.body.s, "/debug/pprof/profile") && strstr(r.body.s, "/debug/pprof/offcpu"));
 	cr_assert_eq(fake_loop_get(&fx.loop, &fx.loop.taken), 0);
 	cr_assert_eq(stats(&fx).errors_4xx, 6 + 2 * 5);
 	cr_assert_eq(stats(&fx).requests, 6 + 2 * 5 + 1);
@@ -488,15 +494,15 @@ Test(http_server, metrics_latest_body)
 	get(&fx, "/metrics", &r);
 	cr_assert_eq(r.status, 200);
 	assert_header(&r, "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-	cr_assert_str_eq(r.body, first);
+	cr_assert_str_eq(r.body.s, first);
 	cr_assert_eq(pull_board_set_metrics(fx.board, second, strlen(second)), 0);
 	get(&fx, "/metrics?name[]=x", &r);
 	cr_assert_eq(r.status, 200, "Prometheus' params are ignored");
-	cr_assert_str_eq(r.body, second);
+	cr_assert_str_eq(r.body.s, second);
 	cr_assert_eq(pull_board_set_metrics(fx.board, "", 0), 0);
 	get(&fx, "/metrics", &r);
 	cr_assert_eq(r.status, 200);
-	cr_assert_eq(r.blen, 0);
+	cr_assert_eq(r.body.len, 0);
 	cr_assert_eq(stats(&fx).scrapes, 4);
 	cr_assert_eq(stats(&fx).errors_5xx, 1);
 	finish(&fx);
@@ -540,7 +546,7 @@ Test(http_server, client_gone_while_the_main_loop_holds_it)
 	fake_loop_release(&fx.loop);
 	get(&fx, "/debug/pprof/profile?seconds=2", &r);
 	cr_assert_eq(r.status, 200);
-	cr_assert_str_eq(r.body, "cpu seconds=2 =");
+	cr_assert_str_eq(r.body.s, "cpu seconds=2 =");
 	finish(&fx);
 }
 
@@ -610,7 +616,7 @@ Test(http_server, fifty_concurrent_profile_requests)
 		if (cs[i].r.status == 200) {
 			/* Each client its own answer. */
 			snprintf(want, sizeof(want), "cpu seconds=1 pid=%u", 1000 + i);
-			cr_assert_str_eq(cs[i].r.body, want);
+			cr_assert_str_eq(cs[i].r.body.s, want);
 			ok++;
 		} else {
 			assert_error(&cs[i].r, 503, cs[i].path, "16 profile requests are running");
@@ -672,8 +678,8 @@ Test(http_server, fifty_concurrent_scrapes_while_publishing)
 		pthread_join(cs[i].thread, NULL);
 		cr_assert_eq(cs[i].r.rc, CURLE_OK);
 		cr_assert_eq(cs[i].r.status, 200);
-		cr_assert(!strcmp(cs[i].r.body, metrics_a) || !strcmp(cs[i].r.body, metrics_b),
-			  "torn: '%s'", cs[i].r.body);
+		cr_assert(!strcmp(cs[i].r.body.s, metrics_a) || !strcmp(cs[i].r.body.s, metrics_b),
+			  "torn: '%s'", cs[i].r.body.s);
 	}
 	cr_assert_eq(write(pub.stop_fd, &one, sizeof(one)), (ssize_t)sizeof(one));
 	pthread_join(pt, NULL);
@@ -725,7 +731,7 @@ Test(http_server, stopping_answers_waiting_requests)
 	pthread_join(t2, NULL);
 	cr_assert_eq(answered.r.rc, CURLE_OK);
 	cr_assert_eq(answered.r.status, 200);
-	cr_assert_str_eq(answered.r.body, "offcpu seconds=60 pid=7");
+	cr_assert_str_eq(answered.r.body.s, "offcpu seconds=60 pid=7");
 	cr_assert_eq(waiting.r.rc, CURLE_OK, "%s", curl_easy_strerror(waiting.r.rc));
 	assert_error(&waiting.r, 503, "stopping", "cfiprof: agent: stopping");
 	/* The main loop may still finish what it holds: the board frees it. */
