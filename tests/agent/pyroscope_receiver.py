@@ -9,7 +9,7 @@ Checks (a failed one is answered 400 with the reason, and recorded):
   - query: name parses with Pyroscope's label-set syntax (an application
     name of [a-zA-Z0-9_.\\-/], then {k=v,...} with k [a-zA-Z_][a-zA-Z0-9_.]*
     not starting with "__", no value holding ',' or '}'), from and until
-    unix seconds with from < until, spyName, sampleRate > 0, units,
+    unix seconds with from <= until, spyName, sampleRate > 0, units,
     aggregationType; no `format`, which Pyroscope would let override the
     multipart Content-Type (format=pprof: the whole body read as a pprof);
   - Content-Type multipart/form-data with a boundary; the body a well-formed
@@ -263,8 +263,9 @@ class Receiver:
             t0, t1, rate = int(q['from']), int(q['until']), int(q['sampleRate'])
         except ValueError:
             raise Reject('from, until, sampleRate: not integers')
-        if not 1e9 < t0 < t1 < 1e10:
-            raise Reject('from %d, until %d: not unix seconds with from < until' % (t0, t1))
+        # Equal when an interval cut short (SIGTERM's) lasted under a second.
+        if not 1e9 < t0 <= t1 < 1e10:
+            raise Reject('from %d, until %d: not unix seconds with from <= until' % (t0, t1))
         if rate <= 0:
             raise Reject('sampleRate %d' % rate)
         if q['spyName'] != 'cfiprof' or q['units'] != 'samples' or q['aggregationType'] != 'sum':

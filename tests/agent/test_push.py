@@ -96,7 +96,9 @@ def check_tiling(pushes):
         if u0 != f1:
             raise Fail(f"interval [{f0}, {u0}) is followed by [{f1}, {u1}): "
                        f"{'a gap' if f1 > u0 else 'an overlap'}")
-    for f, u in spans:
+    # Whole seconds: only the last interval, cut short, may start and end
+    # in the same one.
+    for f, u in spans[:-1]:
         if u <= f:
             raise Fail(f"interval [{f}, {u}) is empty")
     return spans
@@ -151,8 +153,8 @@ def t_push_chains(tmp):
     Google's pprof, hold both fixtures' exact chains."""
     logfile = os.path.join(tmp, "pushes.jsonl")
     rcv = pr.Receiver(logfile, tmp, [HEADER])
-    threads = tr.start_bg([tr.fx("threads"), "6"])
-    deep = tr.start_bg([tr.fx("deep"), str(DEEP_DEPTH), "6"])
+    threads = tr.start_bg([tr.fx("threads"), "4"])
+    deep = tr.start_bg([tr.fx("deep"), str(DEEP_DEPTH), "4"])
     try:
         tr.wait_started(threads, 0.6)
         agent, err = start_agent(tmp, f"http://127.0.0.1:{rcv.port}",
