@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -558,6 +559,7 @@ int pyroscope_open(struct pyroscope_pusher **out, const struct pyroscope_opts *o
 {
 	struct pyroscope_pusher *p;
 	pthread_condattr_t ca;
+	sigset_t all, old;
 	int ret;
 
 	*out = NULL;
@@ -615,7 +617,12 @@ int pyroscope_open(struct pyroscope_pusher **out, const struct pyroscope_opts *o
 	pthread_cond_init(&p->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_mutex_init(&p->lock, NULL);
+	/* The daemon's signals (SIGTERM, SIGHUP) are the main loop's: one
+	 * delivered to this thread would not wake it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&p->thread, NULL, sender_main, p);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		pthread_cond_destroy(&p->wake);
 		pthread_mutex_destroy(&p->lock);

@@ -7,6 +7,10 @@
  * tests hold the pusher to that sum.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -331,4 +335,69 @@ Test(pyroscope, base_path_kept)
 	cr_assert_eq(s.failed, 1);
 	cr_assert_eq(receiver_log(&rcv, logged, MAXLOG), 1);
 	cr_assert(strstr(logged[0].line, "\"path\": \"/prefix/ingest\""), "%s", logged[0].line);
+}
+
+/* SIGTERM and SIGHUP are for the daemon's main loop: delivered to the
+ * sender thread instead, they would not wake it. */
+static int task_ids(int *ids, int max)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	int n = 0;
+
+	cr_assert_not_null(dir);
+	while ((d = readdir(dir)) && n < max)
+		if (d->d_name[0] != '.')
+			ids[n++] = atoi(d->d_name);
+	closedir(dir);
+	return n;
+}
+
+Test(pyroscope, sender_thread_blocks_the_daemons_signals)
+{
+	struct pyroscope_opts o = { .url = "http://127.0.0.1:9" };
+	int before[64], after[64], nbefore, nafter, others = 0;
+	struct pyroscope_pusher *p;
+	struct pyroscope_stats s;
+	char err[256] = "", path[64], line[256];
+	unsigned char *body;
+	sigset_t daemons;
+	size_t len;
+
+	/* As the daemon's main thread has them (cmd_agent.c). */
+	sigemptyset(&daemons);
+	sigaddset(&daemons, SIGTERM);
+	sigaddset(&daemons, SIGHUP);
+	sigaddset(&daemons, SIGINT);
+	pthread_sigmask(SIG_UNBLOCK, &daemons, NULL);
+	nbefore = task_ids(before, 64);
+	cr_assert_eq(pyroscope_open(&p, &o, err, sizeof(err)), 0, "%s", err);
+	/* Until the thread has run: pthread_create blocks everything in a new
+	 * thread until it starts. */
+	body = pprof_body("x", 1, &len);
+	cr_assert_eq(pyroscope_enqueue(p, "svc.cpu", NULL, NULL, 0, T0, T0 + 10, body, len), 0);
+	WAIT_FOR(p, s, s.retries >= 1);
+	nafter = task_ids(after, 64);
+	for (int i = 0; i < nafter; i++) {
+		unsigned long long blocked = 0;
+		bool old = false;
+		FILE *f;
+
+		for (int j = 0; j < nbefore; j++)
+			old |= before[j] == after[i];
+		if (old)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/status", after[i]);
+		f = fopen(path, "r");
+		cr_assert_not_null(f);
+		while (fgets(line, sizeof(line), f))
+			sscanf(line, "SigBlk: %llx", &blocked);
+		fclose(f);
+		cr_assert(blocked & (1ull << (SIGTERM - 1)), "thread %d: SigBlk %llx", after[i], blocked);
+		cr_assert(blocked & (1ull << (SIGHUP - 1)), "thread %d: SigBlk %llx", after[i], blocked);
+		cr_assert(blocked & (1ull << (SIGINT - 1)), "thread %d: SigBlk %llx", after[i], blocked);
+		others++;
+	}
+	cr_assert_eq(others, 1, "%d threads started by open", others);
+	pyroscope_close(p, 0);
 }
