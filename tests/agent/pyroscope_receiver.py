@@ -36,6 +36,9 @@ import threading
 import time
 import urllib.parse
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'record'))
+import test_record as tr  # noqa: E402
+
 APP_RE = re.compile(r'[a-zA-Z0-9_.\-/]+')
 KEY_RE = re.compile(r'[a-zA-Z_][a-zA-Z0-9_.]*')
 QUERY_KEYS = {'name', 'from', 'until', 'spyName', 'sampleRate', 'units', 'aggregationType'}
@@ -104,43 +107,15 @@ def part_name(headers):
     return m.group(1) if m else None
 
 
-def read_varint(b, i):
-    v = shift = 0
-    while True:
-        if i >= len(b):
-            raise Reject('pprof: truncated varint')
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << shift
-        shift += 7
-        if not c & 0x80:
-            return v, i
-
-
 def check_pprof(data):
-    """The top-level fields of a profile.proto, checked well-formed;
-    returns the string table."""
-    i, fields, strings = 0, set(), []
-    while i < len(data):
-        key, i = read_varint(data, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = read_varint(data, i)
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        elif wire == 2:
-            n, i = read_varint(data, i)
-            if field == 6:
-                strings.append(data[i:i + n].decode('utf-8', 'replace'))
-            i += n
-        else:
-            raise Reject('pprof: wire type %d' % wire)
-        if i > len(data):
-            raise Reject('pprof: truncated field %d' % field)
-        fields.add(field)
-    if 1 not in fields or 6 not in fields or not strings or strings[0] != '':
+    """The top-level fields of a profile.proto, checked well-formed (with
+    the record suite's protobuf reader); returns the string table."""
+    try:
+        fields = list(tr._fields(data))
+    except (tr.Fail, IndexError) as e:
+        raise Reject('pprof: not a well-formed protobuf: %s' % (e or 'truncated'))
+    strings = [v.decode('utf-8', 'replace') for fn, wt, v in fields if fn == 6 and wt == 2]
+    if not any(fn == 1 for fn, _, _ in fields) or not strings or strings[0] != '':
         raise Reject('pprof: no sample types or string table')
     return strings
 

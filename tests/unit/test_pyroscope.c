@@ -62,6 +62,19 @@ static void push(struct pyroscope_pusher *p, int i, size_t pad)
 				       body, len), 0);
 }
 
+/* A pusher with three bodies queued for a receiver that does not listen. */
+static struct pyroscope_pusher *three_queued_receiver_down(void)
+{
+	struct pyroscope_pusher *p;
+
+	cr_assert_eq(receiver_start(&rcv, NULL), 0);
+	cr_assert_eq(receiver_cmd(&rcv, "stop"), 0);
+	p = open_pusher(NULL, 0, 0);
+	for (int i = 0; i < 3; i++)
+		push(p, i, 10);
+	return p;
+}
+
 /* Polls the pusher's counters until cond holds (or 60 s pass: a hang is a
  * failure, never a wait that decides the outcome). */
 #define WAIT_FOR(p, s, cond)                                                    \
@@ -179,11 +192,7 @@ Test(pyroscope, resumes_when_the_receiver_is_back)
 	struct pyroscope_pusher *p;
 	struct pyroscope_stats s;
 
-	cr_assert_eq(receiver_start(&rcv, NULL), 0);
-	cr_assert_eq(receiver_cmd(&rcv, "stop"), 0);
-	p = open_pusher(NULL, 0, 0);
-	for (int i = 0; i < 3; i++)
-		push(p, i, 10);
+	p = three_queued_receiver_down();
 	WAIT_FOR(p, s, s.retries >= 3);
 	cr_assert_eq(s.last_status, 0);
 	cr_assert_eq(s.sent, 0);
@@ -274,11 +283,7 @@ Test(pyroscope, close_gives_up_at_its_deadline)
 	struct pyroscope_pusher *p;
 	struct pyroscope_stats s;
 
-	cr_assert_eq(receiver_start(&rcv, NULL), 0);
-	cr_assert_eq(receiver_cmd(&rcv, "stop"), 0);
-	p = open_pusher(NULL, 0, 0);
-	for (int i = 0; i < 3; i++)
-		push(p, i, 10);
+	p = three_queued_receiver_down();
 	pyroscope_close_stats(p, 300, &s);
 	cr_assert_eq(s.dropped, 3);
 	cr_assert_eq(s.sent + s.failed, 0);
