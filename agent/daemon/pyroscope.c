@@ -247,7 +247,7 @@ static bool curl_has_protocol(const char *proto)
 static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 {
 	char *scheme = NULL, *host = NULL, *path = NULL, *query = NULL, *frag = NULL;
-	char *npath = NULL;
+	char *npath = NULL, *full = NULL;
 	CURLU *u = curl_url();
 	int ret = -EINVAL;
 	CURLUcode rc;
@@ -288,9 +288,9 @@ static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 		npath = NULL;
 		goto out;
 	}
-	if (curl_url_set(u, CURLUPART_PATH, npath, 0) || curl_url_get(u, CURLUPART_URL, &path, 0))
+	if (curl_url_set(u, CURLUPART_PATH, npath, 0) || curl_url_get(u, CURLUPART_URL, &full, 0))
 		goto out;
-	*out = strdup(path);
+	*out = strdup(full);
 	ret = *out ? 0 : -ENOMEM;
 out:
 	curl_free(scheme);
@@ -298,6 +298,7 @@ out:
 	curl_free(path);
 	curl_free(query);
 	curl_free(frag);
+	curl_free(full);
 	free(npath);
 	curl_url_cleanup(u);
 	return ret;
