@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""`cfiprof agent` as a systemd service: the unit `meson install` installs,
+and the agent run with exactly what that unit gives it.
+
+usage: test_service.py CASE      (test_service.py --list lists them)
+
+  service-unit  `meson install --destdir` puts cfiprof-agent.service in
+                systemd's unit directory under the prefix, ExecStart names
+                the installed cfiprof, and `systemd-analyze verify` accepts
+                it without a word (an unknown key is only a warning there:
+                any output fails)
+  service-caps  the agent under the unit's credentials without systemd
+                (PID 1 here is not systemd): an unprivileged user of its
+                own (DynamicUser), only the unit's ambient capabilities,
+                bounding set and no_new_privs (setpriv), its cache
+                directory owned by that user (CacheDirectory), the host's
+                tracefs at /sys/kernel/tracing (systemd mounts it at boot;
+                here in a mount namespace of the test's own).  It profiles
+                the whole machine, and gets exact chains of root's
+                programs, of a program whose executable was deleted after
+                it started (a package upgrade: /proc/PID/map_files), and
+                kernel frames by name (/proc/kallsyms)
+
+Needs root (setpriv, BPF); the environment of tests/record/meson.build.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "record"))
+import test_record as tr  # noqa: E402
+
+Fail = tr.Fail
+log = tr.log
+case = tr.case
+tr.CASES.clear()
+
+SRC = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+UNIT_IN = os.path.join(SRC, "agent", "daemon", "cfiprof-agent.service.in")
+# A uid no file on the machine belongs to, in systemd's DynamicUser range.
+DYNAMIC_UID = 61999
+# capability(7) numbers of the names a unit may list here.
+CAP_NUMBERS = {
+    "CAP_DAC_READ_SEARCH": 2, "CAP_SYS_PTRACE": 19, "CAP_SYS_RESOURCE": 24,
+    "CAP_SYSLOG": 34, "CAP_PERFMON": 38, "CAP_BPF": 39, "CAP_CHECKPOINT_RESTORE": 40,
+}
+
+
+def build_root():
+    return os.path.dirname(os.path.abspath(tr.CFIPROF))
+
+
+def run(cmd, timeout=300, check=True, **kw):
+    log("$ " + " ".join(cmd))
+    p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=timeout, **kw)
+    log(p.stdout.rstrip())
+    if check and p.returncode != 0:
+        raise Fail(f"{cmd[0]} exited with {p.returncode}")
+    return p
+
+
+def unit_settings(path):
+    """{key: [values in order]} of the unit's [Service] section."""
+    out, section = {}, None
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line[0] in "#;":
+                continue
+            if line.startswith("["):
+                section = line
+                continue
+            if section == "[Service]":
+                k, _, v = line.partition("=")
+                out.setdefault(k, []).append(v)
+    return out
+
+
+def one(settings, key):
+    v = settings.get(key)
+    if not v or len(v) != 1:
+        raise Fail(f"the unit sets {key} {len(v or [])} times, want once")
+    return v[0]
+
+
+def installed_unit(tmp):
+    """meson install into tmp/dest; returns (dest, prefix, unit path in dest)."""
+    dest = os.path.join(tmp, "dest")
+    run(["meson", "install", "-C", build_root(), "--no-rebuild", "--destdir", dest])
+    intro = run(["meson", "introspect", "--buildoptions", build_root()], timeout=60).stdout
+    prefix = re.search(r'"name": "prefix", "value": "([^"]+)"', intro)
+    if not prefix:
+        raise Fail("meson introspect names no prefix")
+    units = []
+    for d, _, files in os.walk(dest):
+        units += [os.path.join(d, f) for f in files if f == "cfiprof-agent.service"]
+    if len(units) != 1:
+        raise Fail(f"meson install put {len(units)} cfiprof-agent.service in {dest}, want 1")
+    return dest, prefix.group(1), units[0]
+
+
+@case("service-unit")
+def t_service_unit(tmp):
+    dest, prefix, unit = installed_unit(tmp)
+    rel = "/" + os.path.relpath(unit, dest)
+    pc = subprocess.run(["pkg-config", "--variable=systemdsystemunitdir",
+                         f"--define-variable=rootprefix={prefix}", "systemd"],
+                        stdout=subprocess.PIPE, text=True)
+    want_dir = pc.stdout.strip() if pc.returncode == 0 else prefix + "/lib/systemd/system"
+    log(f"installed: {rel}")
+    if os.path.dirname(rel) != want_dir:
+        raise Fail(f"unit installed in {os.path.dirname(rel)}, want {want_dir}")
+    s = unit_settings(unit)
+    exe = one(s, "ExecStart").split()
+    want_exe = os.path.join(prefix, "bin", "cfiprof")
+    if exe[:2] != [want_exe, "agent"] or not os.access(dest + want_exe, os.X_OK):
+        raise Fail(f"ExecStart={' '.join(exe)}; want {want_exe} agent, installed")
+    if "--cache-dir" not in exe or exe[exe.index("--cache-dir") + 1] != "/var/cache/cfiprof" \
+            or one(s, "CacheDirectory") != "cfiprof":
+        raise Fail("want the cache in /var/cache/cfiprof, made by CacheDirectory=cfiprof")
+    for key, want in [("Type", ("simple", "notify")), ("Restart", ("on-failure",)),
+                      ("NoNewPrivileges", ("yes",))]:
+        if one(s, key) not in want:
+            raise Fail(f"{key}={one(s, key)}, want one of {want}")
+    need = {"CAP_BPF", "CAP_PERFMON", "CAP_SYS_RESOURCE", "CAP_SYS_PTRACE", "CAP_DAC_READ_SEARCH"}
+    for key in ("AmbientCapabilities", "CapabilityBoundingSet"):
+        have = set(one(s, key).split())
+        if not need <= have:
+            raise Fail(f"{key} lacks {sorted(need - have)}")
+    # verify checks that ExecStart's program exists: the installed one,
+    # at its place in the destdir.
+    check = os.path.join(tmp, "cfiprof-agent.service")
+    with open(unit) as f, open(check, "w") as g:
+        g.write(f.read().replace(want_exe + " ", dest + want_exe + " "))
+    p = run(["systemd-analyze", "verify", "--man=no", check], check=False)
+    if p.returncode != 0 or p.stdout.strip():
+        raise Fail(f"systemd-analyze verify: status {p.returncode}, said {p.stdout.strip()!r}")
+
+
+def bounding_set():
+    with open("/proc/self/status") as f:
+        return int(re.search(r"^CapBnd:\s*([0-9a-f]+)", f.read(), re.M).group(1), 16)
+
+
+def unit_caps(unit):
+    """The unit's ambient capabilities this test can grant (those in its own
+    bounding set), as setpriv's list; logs those it cannot."""
+    s = unit_settings(unit)
+    amb = one(s, "AmbientCapabilities").split()
+    if set(amb) != set(one(s, "CapabilityBoundingSet").split()):
+        raise Fail("AmbientCapabilities and CapabilityBoundingSet differ")
+    bnd = bounding_set()
+    grant = []
+    for cap in amb:
+        if cap not in CAP_NUMBERS:
+            raise Fail(f"the unit names {cap}: add its number to CAP_NUMBERS")
+        if bnd >> CAP_NUMBERS[cap] & 1:
+            grant.append(cap)
+        else:
+            log(f"{cap}: not in this test's bounding set (a container without it): "
+                "run without it")
+    return ",".join("+" + c[len("CAP_"):].lower() for c in grant)
+
+
+# In a mount namespace of the test's own: the host's tracefs where systemd
+# mounts it, then the agent as the unit's user.
+AS_UNIT = r'''
+set -e
+if ! awk '$2 == "/sys/kernel/tracing" && $3 == "tracefs" { f = 1 } END { exit !f }' /proc/self/mounts; then
+  mount -t tracefs tracefs /sys/kernel/tracing
+fi
+caps=$1
+shift
+exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all,$caps \
+  --ambient-caps=-all,$caps --bounding-set=-all,$caps --no-new-privs -- "$@"
+''' % (DYNAMIC_UID, DYNAMIC_UID)
+
+
+@case("service-caps")
+def t_service_caps(tmp):
+    unit = os.path.join(tmp, "cfiprof-agent.service")
+    shutil.copy(UNIT_IN, unit)
+    caps = unit_caps(unit)
+    log(f"the unit's capabilities: {caps}")
+    os.chmod(tmp, 0o755)
+    work = os.path.join(tmp, "work")     # the unit's CacheDirectory and output
+    os.mkdir(work, 0o700)
+    os.chown(work, DYNAMIC_UID, DYNAMIC_UID)
+    # Root's programs: one run from a copy deleted once it started.
+    gone = os.path.join(tmp, "rec-deep-upgraded")
+    shutil.copy(tr.fx("deep"), gone)
+    deep = tr.start_bg([tr.fx("deep"), "12", "8"])
+    old = tr.start_bg([gone, "9", "8"])
+    sysc = tr.start_bg([tr.fx("syscall"), "8"])
+    try:
+        time.sleep(0.3)
+        os.unlink(gone)
+        out = os.path.join(work, "all.folded")
+        p = run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", AS_UNIT,
+                 "sh", caps, tr.CFIPROF, "record", "-a", "-d", "5", "-F", "499", "--kernel",
+                 "--cache-dir", os.path.join(work, "cache"), "--format", "folded",
+                 "-o", out], timeout=120, check=False)
+        if p.returncode != 0:
+            raise Fail(f"cfiprof under the unit's credentials exited with {p.returncode}")
+    finally:
+        for b in (deep, old, sysc):
+            tr.stop_bg(b)
+    st = os.stat(os.path.join(work, "cache"))
+    if st.st_uid != DYNAMIC_UID:
+        raise Fail(f"the cache belongs to uid {st.st_uid}")
+    stacks = tr.read_folded(out)
+
+    def user_part(frames):
+        return frames[:frames.index("deep_leaf") + 1] if "deep_leaf" in frames else frames
+    tr.check_chain([(user_part(f), n) for c, f, n in stacks if c == "rec-deep"],
+                   "deep_leaf", tr.deep_chain(12), "root's rec-deep", min_samples=tr.MIN_WALL)
+    tr.check_chain([(user_part(f), n) for c, f, n in stacks if c == os.path.basename(gone)[:15]],
+                   "deep_leaf", tr.deep_chain(9), "deleted executable", min_samples=tr.MIN_WALL)
+    kernel = unnamed = 0
+    for c, frames, n in stacks:
+        if c != "rec-syscall" or tr.READ_WRAPPER not in frames:
+            continue
+        k = frames[frames.index(tr.READ_WRAPPER) + 1:]
+        if k:
+            kernel += n
+            if any(f.startswith("[kernel]") for f in k):
+                unnamed += n
+    log(f"rec-syscall: {kernel} samples with kernel frames, {unnamed} with unnamed ones")
+    if kernel < tr.MIN_WALL or unnamed:
+        raise Fail(f"kernel frames: {kernel} samples, {unnamed} unnamed; want at least "
+                   f"{tr.MIN_WALL}, all named")
+
+
+if __name__ == "__main__":
+    sys.exit(tr.main())
