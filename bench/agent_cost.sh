@@ -27,11 +27,9 @@ BUILD=${BUILD:-build}
 F=${F:-19}
 WARMUP=${WARMUP:-30}
 SECS=${SECS:-120}
-CFIPROF=$BUILD/cfiprof
-DEEP=$BUILD/bench/deep-nofp
-[ "$(id -u)" -eq 0 ] || { echo "agent_cost.sh: needs root" >&2; exit 1; }
-[ -x "$CFIPROF" ] && [ -x "$DEEP" ] || { echo "agent_cost.sh: build first (bash tools/build.sh)" >&2; exit 1; }
-command -v gcc python3 gzip xz curl >/dev/null || { echo "agent_cost.sh: needs gcc python3 gzip xz curl" >&2; exit 1; }
+. bench/busy_workload.sh
+busy_require agent_cost.sh
+command -v curl >/dev/null || { echo "agent_cost.sh: needs curl" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 agent=
@@ -42,7 +40,6 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-. bench/busy_workload.sh
 busy_setup
 busy_idle_start
 

@@ -1,7 +1,11 @@
 # Sourced (bash) by lazy.sh, agent_cost.sh and soak.sh: the "busy machine".
-# Needs $tmp (a scratch directory) and $DEEP (bench's deep-nofp) set, and
-# runs from the repository's root.
+# Runs from the repository's root; needs $BUILD and, but for busy_require,
+# $tmp (a scratch directory).
 #
+#   busy_require NAME    sets CFIPROF and DEEP (bench's deep-nofp) from
+#                        BUILD and exits unless root, with both built and the
+#                        workload's programs installed (NAME: the script,
+#                        for the message)
 #   busy_setup           the input files the programs work on
 #   busy_slot UNTIL K    programs one after another until UNTIL (epoch s),
 #                        starting with the K-th: python3, gzip, xz, sort,
@@ -14,6 +18,14 @@
 #                        real host has idle daemons whose code never runs;
 #                        their pids in the array busy_idle
 #   busy_idle_stop
+
+busy_require() {
+  CFIPROF=$BUILD/cfiprof
+  DEEP=$BUILD/bench/deep-nofp
+  [ "$(id -u)" -eq 0 ] || { echo "$1: needs root" >&2; exit 1; }
+  [ -x "$CFIPROF" ] && [ -x "$DEEP" ] || { echo "$1: build first (bash tools/build.sh)" >&2; exit 1; }
+  command -v gcc python3 gzip xz >/dev/null || { echo "$1: needs gcc python3 gzip xz" >&2; exit 1; }
+}
 
 busy_setup() {
   head -c 8000000 /usr/lib/x86_64-linux-gnu/libLLVM-15.so.1 > "$tmp/data" 2>/dev/null ||

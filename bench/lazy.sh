@@ -44,15 +44,11 @@ BUILD=${BUILD:-build}
 DURATION=${DURATION:-20}
 N=${N:-2}
 F=${F:-99}
-CFIPROF=$BUILD/cfiprof
-DEEP=$BUILD/bench/deep-nofp
-[ "$(id -u)" -eq 0 ] || { echo "lazy.sh: needs root" >&2; exit 1; }
-[ -x "$CFIPROF" ] && [ -x "$DEEP" ] || { echo "lazy.sh: build first (bash tools/build.sh)" >&2; exit 1; }
-command -v gcc python3 gzip xz >/dev/null || { echo "lazy.sh: needs gcc python3 gzip xz" >&2; exit 1; }
+. bench/busy_workload.sh
+busy_require lazy.sh
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. bench/busy_workload.sh
 busy_setup
 if [ "${IDLE:-1}" = 1 ]; then
   busy_idle_start

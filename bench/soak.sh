@@ -57,19 +57,17 @@ F=${F:-19}
 INTERVAL=${INTERVAL:-10s}
 WARMUP=${WARMUP:-$(( SECS / 6 > 60 ? SECS / 6 : 60 ))}
 CONTAINERS=${CONTAINERS:-1}
-CFIPROF=$BUILD/cfiprof
-DEEP=$BUILD/bench/deep-nofp
 SHORT=$BUILD/tests/record/rec-short
 DLOPEN=$BUILD/tests/record/rec-dlopen
 LATELIB=$BUILD/tests/record/librec-late.so
 RECDEEP=$BUILD/tests/record/rec-deep
 RECEIVER=tests/agent/pyroscope_receiver.py
-[ "$(id -u)" -eq 0 ] || { echo "soak.sh: needs root" >&2; exit 1; }
-for f in "$CFIPROF" "$DEEP" "$SHORT" "$DLOPEN" "$RECDEEP"; do
+. bench/busy_workload.sh
+busy_require soak.sh
+for f in "$SHORT" "$DLOPEN" "$RECDEEP"; do
   [ -x "$f" ] || { echo "soak.sh: $f: missing: build first (bash tools/build.sh)" >&2; exit 1; }
 done
-command -v curl gnuplot bpftool python3 gcc xz >/dev/null ||
-  { echo "soak.sh: needs curl gnuplot bpftool python3 gcc xz" >&2; exit 1; }
+command -v curl gnuplot bpftool >/dev/null || { echo "soak.sh: needs curl gnuplot bpftool" >&2; exit 1; }
 if [ "$CONTAINERS" = 1 ] && ! command -v podman >/dev/null; then
   echo "soak.sh: podman missing: install it or run with CONTAINERS=0" >&2; exit 1
 fi
@@ -87,7 +85,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-. bench/busy_workload.sh
 busy_setup
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
