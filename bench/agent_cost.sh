@@ -49,8 +49,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
   2> "$tmp/agent.log" &
 agent=$!
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
-busy_slot "$until" 0 & a=$!
-busy_slot "$until" 3 & b=$!
+busy_slot "$until" 0 2> /dev/null & a=$!
+busy_slot "$until" 3 2> /dev/null & b=$!
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$agent/stat"; }
 status() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$agent/status"; }

@@ -108,7 +108,7 @@ end=$(( start + SECS ))
 echo "soak: agent pid $agent, $SECS s until $(date -u -d "@$end" +%T) UTC; /metrics on 127.0.0.1:$port"
 
 # The churn, each part until $end.
-busy_slot "$end" 0 & pids+=($!)
+busy_slot "$end" 0 2> /dev/null & pids+=($!)
 "$SHORT" churn 20 "$SECS" 5 20 > /dev/null & pids+=($!)
 ( while [ "$(date +%s)" -lt "$end" ]; do "$DLOPEN" "$LATELIB" 1 > /dev/null; sleep 1; done ) & pids+=($!)
 if [ "$CONTAINERS" = 1 ]; then
