@@ -14,7 +14,9 @@ usage: test_container.py CASE      (test_container.py --list lists them)
                    says (--privileged --pid=host, runc, cgroupfs) profiles a
                    fixture running on the host, with exact chains.  A
                    library the binary needs and the recipe does not install
-                   fails here: the base holds nothing else.
+                   fails here: the base holds nothing else.  Then the
+                   image as it is (ENTRYPOINT: the agent) cuts intervals
+                   with samples and exits 0 on `podman stop`.
 
 Everything runs in a podman store of the test's own (tests/container/
 containers.py), removed afterwards.  Needs root, podman and BPF.
@@ -22,9 +24,11 @@ containers.py), removed afterwards.  Needs root, podman and BPF.
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "record"))
@@ -189,6 +193,35 @@ def run_args(volume):
             "-v", "/usr/lib/debug:/usr/lib/debug:ro", "-v", f"{volume}:/out"]
 
 
+def run_entrypoint(store, out):
+    """The image as it is (ENTRYPOINT cfiprof agent): it cuts intervals
+    with samples, and `podman stop` (STOPSIGNAL SIGTERM) ends it with
+    status 0."""
+    port = free_port()
+    cid = store.podman("run", "-d", *run_args(out), AGENT_IMAGE, "--interval", "1s",
+                       "--listen", f"127.0.0.1:{port}").stdout.split()[-1]
+    deadline = time.monotonic() + 60
+    busy = []
+    while len(busy) < 2 and time.monotonic() < deadline:
+        time.sleep(1)
+        logs = store.podman("logs", cid, check=False).stdout
+        busy = [n for n in re.findall(r"^cfiprof agent: interval \d+: (\d+) on-CPU samples",
+                                      logs, re.M) if int(n) > 0]
+    if len(busy) < 2:
+        raise Fail("the image's agent cut no 2 intervals with samples in 60 s")
+    store.podman("stop", "-t", "60", cid, timeout=90)
+    status = store.podman("inspect", "--format", "{{.State.ExitCode}}", cid).stdout.split()[-1]
+    logs = store.podman("logs", cid, check=False).stdout
+    if status != "0" or not re.search(r"^cfiprof agent: stopped after", logs, re.M):
+        raise Fail(f"podman stop: the agent exited with {status}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @case("container-agent")
 def t_container_agent(tmp):
     ctr.install_sigterm_cleanup()
@@ -201,13 +234,16 @@ def t_container_agent(tmp):
         try:
             store.podman("run", "--rm", *run_args(out), "--entrypoint", "/usr/bin/cfiprof",
                          AGENT_IMAGE, "record", "-a", "-d", "4", "-F", "499",
-                         "--cache-dir", "/var/cache/cfiprof", "--format", "folded",
-                         "-o", "/out/all.folded", timeout=120)
+                         "--cache-dir", "/var/cache/cfiprof", "-o", "/out/all.pb.gz",
+                         timeout=120)
         finally:
             tr.stop_bg(deep)
-        stacks = tr.folded_stacks(os.path.join(out, "all.folded"), "rec-deep")
-        tr.check_chain(stacks, "deep_leaf", tr.deep_chain(15), "host's rec-deep",
-                       min_samples=tr.MIN_WALL)
+        # By host pid: other programs of this name may run on the machine.
+        samples = tr.read_pprof(os.path.join(out, "all.pb.gz"))[0]
+        tr.check_chain(tr.pprof_stacks(samples, lambda s: s.labels.get("pid") == deep.pid),
+                       "deep_leaf", tr.deep_chain(15), "host's rec-deep", min_samples=tr.MIN_WALL)
+        run_entrypoint(store, out)
+
     finally:
         store.close()
 

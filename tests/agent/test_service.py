@@ -9,17 +9,20 @@ usage: test_service.py CASE      (test_service.py --list lists them)
                 the installed cfiprof, and `systemd-analyze verify` accepts
                 it without a word (an unknown key is only a warning there:
                 any output fails)
-  service-caps  the agent under the unit's credentials without systemd
+  service-agent, service-caps
+                the agent under the unit's credentials without systemd
                 (PID 1 here is not systemd): an unprivileged user of its
                 own (DynamicUser), only the unit's ambient capabilities,
                 bounding set and no_new_privs (setpriv), its cache
                 directory owned by that user (CacheDirectory), the host's
                 tracefs at /sys/kernel/tracing (systemd mounts it at boot;
-                here in a mount namespace of the test's own).  It profiles
-                the whole machine, and gets exact chains of root's
-                programs, of a program whose executable was deleted after
-                it started (a package upgrade: /proc/PID/map_files), and
-                kernel frames by name (/proc/kallsyms)
+                here in a mount namespace of the test's own).  The agent
+                as ExecStart says cuts intervals with samples and stops
+                with status 0 on SIGTERM; the engine (record -a) gets
+                exact chains of root's programs, of a program whose
+                executable was deleted after it started (a package
+                upgrade: /proc/PID/map_files), and kernel frames by name
+                (/proc/kallsyms)
 
 Needs root (setpriv, BPF); the environment of tests/record/meson.build.
 """
@@ -180,16 +183,91 @@ exec setpriv --reuid=%d --regid=%d --clear-groups --inh-caps=-all,$caps \
 ''' % (DYNAMIC_UID, DYNAMIC_UID)
 
 
-@case("service-caps")
-def t_service_caps(tmp):
+def as_unit(caps, args):
+    """The command line running ARGS as the unit's user with CAPS."""
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", AS_UNIT, "sh",
+            caps] + list(args)
+
+
+def unit_agent_args(unit, cache):
+    """The unit's ExecStart after the program, its cache directory `cache`
+    and without $CFIPROF_AGENT_OPTS (empty by default)."""
+    args = one(unit_settings(unit), "ExecStart").split()[1:]
+    return [cache if a == "/var/cache/cfiprof" else a for a in args
+            if a != "$CFIPROF_AGENT_OPTS"]
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def unit_setup(tmp):
+    """(unit, caps, work): the unit's copy, its capabilities, and a
+    directory of the unit's user (its CacheDirectory, and outputs)."""
     unit = os.path.join(tmp, "cfiprof-agent.service")
     shutil.copy(UNIT_IN, unit)
     caps = unit_caps(unit)
     log(f"the unit's capabilities: {caps}")
     os.chmod(tmp, 0o755)
-    work = os.path.join(tmp, "work")     # the unit's CacheDirectory and output
+    work = os.path.join(tmp, "work")
     os.mkdir(work, 0o700)
     os.chown(work, DYNAMIC_UID, DYNAMIC_UID)
+    return unit, caps, work
+
+
+@case("service-agent")
+def t_service_agent(tmp):
+    """The unit's command line (ExecStart) as the unit's user with its
+    capabilities: the daemon starts, cuts intervals with samples of a
+    fixture of root's, and exits 0 on SIGTERM (systemctl stop)."""
+    unit, caps, work = unit_setup(tmp)
+    args = [tr.CFIPROF] + unit_agent_args(unit, os.path.join(work, "cache")) + \
+        ["--interval", "1s", "-F", "99", "--listen", f"127.0.0.1:{free_port()}"]
+    deep = tr.start_bg([tr.fx("deep"), "12", "20"])
+    agent = None
+    try:
+        cmd = as_unit(caps, args)
+        log("$ " + " ".join(cmd) + " &")
+        agent = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+        lines, busy = [], 0
+        deadline = time.monotonic() + 60
+        while busy < 3 and time.monotonic() < deadline:
+            line = agent.stderr.readline()
+            if not line:
+                break
+            log(line.rstrip())
+            lines.append(line)
+            m = re.match(r"cfiprof agent: interval \d+: (\d+) on-CPU samples", line)
+            if m and int(m.group(1)) > 0:
+                busy += 1
+        if busy < 3:
+            raise Fail(f"want 3 intervals with samples; the agent said: {''.join(lines)!r}")
+        agent.terminate()
+        rest = agent.communicate(timeout=60)[1]
+        log(rest.rstrip())
+        if agent.returncode != 0:
+            raise Fail(f"the agent exited with {agent.returncode} on SIGTERM")
+        if not re.search(r"^cfiprof agent: stopped after \d+ intervals", rest, re.M):
+            raise Fail("no summary after SIGTERM")
+    finally:
+        if agent and agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        tr.stop_bg(deep)
+
+
+@case("service-caps")
+def t_service_caps(tmp):
+    """What the unit's capabilities give, each shown: exact chains of
+    root's programs (BPF, PERFMON, DAC_READ_SEARCH for tracefs, SYS_PTRACE
+    for their /proc), of one whose executable was deleted after it started
+    (CHECKPOINT_RESTORE: map_files), kernel frames by name (SYSLOG:
+    kallsyms).  Through `record -a`, the engine the agent runs on."""
+    unit, caps, work = unit_setup(tmp)
     # Root's programs: one run from a copy deleted once it started.
     gone = os.path.join(tmp, "rec-deep-upgraded")
     shutil.copy(tr.fx("deep"), gone)
@@ -199,11 +277,10 @@ def t_service_caps(tmp):
     try:
         time.sleep(0.3)
         os.unlink(gone)
-        out = os.path.join(work, "all.folded")
-        p = run(["unshare", "--mount", "--propagation", "private", "--", "sh", "-c", AS_UNIT,
-                 "sh", caps, tr.CFIPROF, "record", "-a", "-d", "5", "-F", "499", "--kernel",
-                 "--cache-dir", os.path.join(work, "cache"), "--format", "folded",
-                 "-o", out], timeout=120, check=False)
+        out = os.path.join(work, "all.pb.gz")
+        p = run(as_unit(caps, [tr.CFIPROF, "record", "-a", "-d", "5", "-F", "499", "--kernel",
+                               "--cache-dir", os.path.join(work, "cache"), "-o", out]),
+                timeout=120, check=False)
         if p.returncode != 0:
             raise Fail(f"cfiprof under the unit's credentials exited with {p.returncode}")
     finally:
@@ -212,17 +289,21 @@ def t_service_caps(tmp):
     st = os.stat(os.path.join(work, "cache"))
     if st.st_uid != DYNAMIC_UID:
         raise Fail(f"the cache belongs to uid {st.st_uid}")
-    stacks = tr.read_folded(out)
+    # By pid: other programs of these names may run on the machine.
+    samples = tr.read_pprof(out)[0]
+
+    def stacks(pid):
+        return [(s.frames, s.values[0]) for s in samples if s.labels.get("pid") == pid]
 
     def user_part(frames):
         return frames[:frames.index("deep_leaf") + 1] if "deep_leaf" in frames else frames
-    tr.check_chain([(user_part(f), n) for c, f, n in stacks if c == "rec-deep"],
+    tr.check_chain([(user_part(f), n) for f, n in stacks(deep.pid)],
                    "deep_leaf", tr.deep_chain(12), "root's rec-deep", min_samples=tr.MIN_WALL)
-    tr.check_chain([(user_part(f), n) for c, f, n in stacks if c == os.path.basename(gone)[:15]],
+    tr.check_chain([(user_part(f), n) for f, n in stacks(old.pid)],
                    "deep_leaf", tr.deep_chain(9), "deleted executable", min_samples=tr.MIN_WALL)
     kernel = unnamed = 0
-    for c, frames, n in stacks:
-        if c != "rec-syscall" or tr.READ_WRAPPER not in frames:
+    for frames, n in stacks(sysc.pid):
+        if tr.READ_WRAPPER not in frames:
             continue
         k = frames[frames.index(tr.READ_WRAPPER) + 1:]
         if k:
