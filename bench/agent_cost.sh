@@ -45,7 +45,7 @@ busy_idle_start
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # shellcheck disable=SC2086
-"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" $AGENT_ARGS \
+"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" ${AGENT_ARGS:-} \
   2> "$tmp/agent.log" &
 agent=$!
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
