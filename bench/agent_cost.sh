@@ -11,6 +11,8 @@
 #                      tables compiled, first intervals cut
 #   env SECS=120       seconds measured
 #   env AGENT_ARGS=""  more options for the agent (--off-cpu, --kernel, ...)
+#   env SLOTS=2        slots of the workload running (0: only the idle
+#                      programs: what the agent costs on a quiet machine)
 #
 # The agent runs with a fresh table cache of its own and serves on a
 # loopback port of its own (scraped once at the end).  Measured from /proc,
@@ -49,8 +51,11 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
   2> "$tmp/agent.log" &
 agent=$!
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
-busy_slot "$until" 0 2> /dev/null & a=$!
-busy_slot "$until" 3 2> /dev/null & b=$!
+slots=()
+for k in $(seq 1 "${SLOTS:-2}"); do
+  busy_slot "$until" $((3 * k - 3)) 2> /dev/null &
+  slots+=($!)
+done
 
 ticks() { awk '{ print $14 + $15 }' "/proc/$agent/stat"; }
 status() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$agent/status"; }
@@ -65,15 +70,15 @@ done
 t1=$(date +%s.%N) c1=$(ticks)
 hwm=$(status VmHWM)
 curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/metrics" || : > "$tmp/metrics"
-wait "$a" "$b"
+[ ${#slots[@]} -eq 0 ] || wait "${slots[@]}"
 
-python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" <<'PY'
+python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" <<'PY'
 import re, statistics, sys
-tmp, t0, t1, c0, c1, hz, hwm, f, secs = sys.argv[1:]
+tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots = sys.argv[1:]
 wall = float(t1) - float(t0)
 cpu = (int(c1) - int(c0)) / int(hz)
 rss = [int(x) for x in open(f"{tmp}/rss").read().split()]
-print(f"agent at {f} Hz, system-wide, busy machine; {secs} s measured after warm-up")
+print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up")
 print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s)")
 print(f"RSS: median {statistics.median(rss) / 1024:.1f} MiB, largest {max(rss) / 1024:.1f} MiB, "
       f"peak since start (VmHWM) {int(hwm) / 1024:.1f} MiB")
