@@ -92,7 +92,9 @@ port=$(free_port)
 push=()
 if [ -f "$RECEIVER" ]; then
   rport=$(free_port)
-  python3 "$RECEIVER" --listen "127.0.0.1:$rport" --out "$tmp/pushed" > "$OUT/receiver.log" 2>&1 &
+  # It takes commands on stdin until EOF: held open for the run.
+  python3 "$RECEIVER" --port "$rport" --log "$OUT/pushes.jsonl" > "$OUT/receiver.log" 2>&1 \
+    < <(sleep $((SECS + 120))) &
   pids+=($!)
   push=(--pyroscope "http://127.0.0.1:$rport")
   echo "soak: pushing to $RECEIVER on 127.0.0.1:$rport"
@@ -223,7 +225,7 @@ kill -TERM "$agent"
 wait "$agent" && status=0 || status=$?
 agent=
 echo "soak: the agent exited with $status on SIGTERM"
-[ ! -f "$tmp/pushed" ] || echo "soak: the receiver got $(ls "$tmp/pushed" | wc -l) pushes"
+[ ! -f "$OUT/pushes.jsonl" ] || echo "soak: the receiver got $(wc -l < "$OUT/pushes.jsonl") pushes"
 
 gnuplot <<GP
 set terminal pngcairo size 1200,900 noenhanced
