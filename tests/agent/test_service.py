@@ -26,6 +26,7 @@ usage: test_service.py CASE      (test_service.py --list lists them)
 
 Needs root (setpriv, BPF); the environment of tests/record/meson.build.
 """
+import json
 import os
 import re
 import shutil
@@ -94,8 +95,9 @@ def installed_unit(tmp):
     """meson install into tmp/dest; returns (dest, prefix, unit path in dest)."""
     dest = os.path.join(tmp, "dest")
     run(["meson", "install", "-C", build_root(), "--no-rebuild", "--destdir", dest])
-    intro = run(["meson", "introspect", "--buildoptions", build_root()], timeout=60).stdout
-    prefix = re.search(r'"name": "prefix", "value": "([^"]+)"', intro)
+    opts = subprocess.run(["meson", "introspect", "--buildoptions", build_root()],
+                          stdout=subprocess.PIPE, text=True, check=True, timeout=60).stdout
+    prefix = next((o["value"] for o in json.loads(opts) if o["name"] == "prefix"), None)
     if not prefix:
         raise Fail("meson introspect names no prefix")
     units = []
@@ -103,7 +105,7 @@ def installed_unit(tmp):
         units += [os.path.join(d, f) for f in files if f == "cfiprof-agent.service"]
     if len(units) != 1:
         raise Fail(f"meson install put {len(units)} cfiprof-agent.service in {dest}, want 1")
-    return dest, prefix.group(1), units[0]
+    return dest, prefix, units[0]
 
 
 @case("service-unit")
