@@ -36,6 +36,8 @@
 #   bpf_map_bytes       all its maps' memory (fdinfo memlock), tables included
 #   metrics_table_bytes, cpu_s, samples    what /metrics says of table
 #                       memory, CPU time, samples taken so far (context)
+# and rows of OUT/breakdown.csv (t_s, what, count): the fds by kind (file,
+# bpf-map, perf_event, ...) and the entries of each hash map by name.
 # At the end: OUT/soak.png (gnuplot: the four over time) and, per series,
 # the least-squares slope per hour over the rows after WARMUP, absolute and
 # as % of the series' mean.  Flat means a slope within the noise: look at
@@ -161,6 +163,20 @@ def bpftool(*args):
         return None
 
 
+def fd_kinds():
+    """{"fd KIND": count} of the agent's fds: bpf-map, perf_event, file, ..."""
+    kinds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        kind = "file" if link.startswith("/") else re.sub(r"[:\[].*", "", link) \
+            if not link.startswith("anon_inode:") else link[len("anon_inode:"):].strip("[]")
+        kinds["fd " + kind] = kinds.get("fd " + kind, 0) + 1
+    return kinds
+
+
 def bpf_state():
     """(entries of the agent's hash maps, bytes of its CFI tables, bytes of
     all its maps), read from the kernel: the maps it holds fds of
@@ -182,6 +198,8 @@ def bpf_state():
             continue
         dump = bpftool("map", "dump", "id", str(mid)) or []
         entries += len(dump)
+        name = (bpftool("map", "show", "id", str(mid)) or {}).get("name", str(mid))
+        breakdown["map " + name] = len(dump)
         if typ != HASH_OF_MAPS:
             continue
         for e in dump:
@@ -195,6 +213,10 @@ def bpf_state():
     return entries, table_bytes, sum(m for _, m in maps.values()) + inner_only
 
 
+# What makes up the fds and the map entries: OUT/breakdown.csv, long format.
+breakdown = {}
+parts = open(os.path.join(os.path.dirname(csv), "breakdown.csv"), "w")
+parts.write("t_s,what,count\n")
 with open(csv, "w") as f:
     f.write("t_s,rss_kb,kernel_table_bytes,fds,bpf_map_entries,bpf_map_bytes,"
                 "metrics_table_bytes,cpu_s,samples\n")
@@ -219,6 +241,11 @@ with open(csv, "w") as f:
                metric(text, "cfiprof_samples_total")]
         f.write(",".join(str(x) for x in row) + "\n")
         f.flush()
+        breakdown.update(fd_kinds())
+        for what, n in sorted(breakdown.items()):
+            parts.write(f"{row[0]},{what},{n}\n")
+        breakdown.clear()
+        parts.flush()
 PY
 
 kill -TERM "$agent"
@@ -266,5 +293,19 @@ for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "Mi
     lo, hi = min(v for _, v in pts), max(v for _, v in pts)
     rel = f"{100 * slope / my:+.2f} %/h" if my else "-"
     print(f"  {key:<20} mean {my:10.2f} {unit:<7} range {lo:.2f}..{hi:.2f}  slope {slope:+.3f} {unit}/h ({rel})")
+PY
+python3 - "$OUT/breakdown.csv" "$WARMUP" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+warm = float(sys.argv[2])
+after = [r for r in rows if float(r["t_s"]) > warm]
+if after:
+    t0, t1 = min(float(r["t_s"]) for r in after), max(float(r["t_s"]) for r in after)
+    first = {r["what"]: int(r["count"]) for r in after if float(r["t_s"]) == t0}
+    last = {r["what"]: int(r["count"]) for r in after if float(r["t_s"]) == t1}
+    print(f"soak: fds and map entries at {t0:.0f} s and {t1:.0f} s (OUT/breakdown.csv):")
+    for what in sorted(set(first) | set(last)):
+        a, b = first.get(what, 0), last.get(what, 0)
+        print(f"  {what:<24} {a:8d} -> {b:8d}  ({b - a:+d})")
 PY
 echo "soak: plot in $OUT/soak.png"
