@@ -92,11 +92,12 @@ run_cfiprof() {
 
 # The daemon: sampling every CPU before the workload starts (its perf
 # events open: one per CPU), stopped with SIGTERM (its last interval
-# symbolized) after it.  Samples: /metrics at the end.
+# symbolized) after it.  Samples: its summary at exit.
 run_agent() {
 	local hz=${1#agent} port agent n i
 	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	taskset -c "$AGENT_CPU" "$cfiprof" agent -F "$hz" --listen "127.0.0.1:$port" 2>"$tmp/agent.err" &
+	taskset -c "$AGENT_CPU" "$cfiprof" agent -F "$hz" --listen "127.0.0.1:$port" \
+		</dev/null >/dev/null 2>"$tmp/agent.err" &
 	agent=$!
 	for i in $(seq 1 200); do
 		n=$(find "/proc/$agent/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
@@ -105,9 +106,9 @@ run_agent() {
 		sleep 0.05
 	done
 	taskset -c "$AGENT_CPU" "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { kill "$agent"; cat "$tmp/err" >&2; return 1; }
-	n=$(curl -sf "http://127.0.0.1:$port/metrics" | sed -n 's/^cfiprof_samples_total\({[^}]*}\)\? \([0-9.e+]*\)$/\2/p' | head -n 1)
 	kill -TERM "$agent"
 	wait "$agent" || { cat "$tmp/agent.err" >&2; return 1; }
+	n=$(sed -n 's/^cfiprof agent: stopped after [0-9]* intervals: \([0-9]*\) on-CPU samples.*/\1/p' "$tmp/agent.err")
 	echo "$(nsit "$tmp/out") ${n:--}"
 }
 
