@@ -70,7 +70,8 @@ esac
 [ "$(id -u)" = 0 ] || { echo "overhead: needs root" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# An agent (PROFILERS=agentHZ) left running by a failure is stopped too.
+trap '[ ! -s "$tmp/agent.pid" ] || kill "$(cat "$tmp/agent.pid")" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export CFIPROF_CACHE_DIR=$tmp/cache
 work=("$nofp" -c "$CPU" -n -20 -f "$DEPTH" work "$ITERS")
 
@@ -99,8 +100,10 @@ run_agent() {
 	taskset -c "$AGENT_CPU" "$cfiprof" agent -F "$hz" --listen "127.0.0.1:$port" \
 		</dev/null >/dev/null 2>"$tmp/agent.err" &
 	agent=$!
+	echo "$agent" >"$tmp/agent.pid"
 	for i in $(seq 1 200); do
-		n=$(find "/proc/$agent/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
+		# (find fails when an fd closes under it: not an error here)
+		n=$({ find "/proc/$agent/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null || true; } | wc -l)
 		[ "$n" -lt "$(nproc)" ] || break
 		kill -0 "$agent" 2>/dev/null || { cat "$tmp/agent.err" >&2; return 1; }
 		sleep 0.05
