@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "record"))
 sys.path.insert(0, os.path.join(HERE, "..", "container"))
 import test_record as tr  # noqa: E402
 import containers as ctr  # noqa: E402
+from test_service import check_chain_by_pid  # noqa: E402
 
 Fail = tr.Fail
 log = tr.log
@@ -240,8 +241,7 @@ def t_container_agent(tmp):
             tr.stop_bg(deep)
         # By host pid: other programs of this name may run on the machine.
         samples = tr.read_pprof(os.path.join(out, "all.pb.gz"))[0]
-        tr.check_chain(tr.pprof_stacks(samples, lambda s: s.labels.get("pid") == deep.pid),
-                       "deep_leaf", tr.deep_chain(15), "host's rec-deep", min_samples=tr.MIN_WALL)
+        check_chain_by_pid(samples, deep.pid, 15, "host's rec-deep")
         run_entrypoint(store, out)
 
     finally:
