@@ -44,48 +44,16 @@ BUILD=${BUILD:-build}
 DURATION=${DURATION:-20}
 N=${N:-2}
 F=${F:-99}
-CFIPROF=$BUILD/cfiprof
-DEEP=$BUILD/bench/deep-nofp
-[ "$(id -u)" -eq 0 ] || { echo "lazy.sh: needs root" >&2; exit 1; }
-[ -x "$CFIPROF" ] && [ -x "$DEEP" ] || { echo "lazy.sh: build first (bash tools/build.sh)" >&2; exit 1; }
-command -v gcc python3 gzip xz >/dev/null || { echo "lazy.sh: needs gcc python3 gzip xz" >&2; exit 1; }
+. bench/busy_workload.sh
+busy_require lazy.sh
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-head -c 8000000 /usr/lib/x86_64-linux-gnu/libLLVM-15.so.1 > "$tmp/data" 2>/dev/null ||
-  head -c 8000000 /dev/urandom > "$tmp/data"
-seq 400000 | shuf --random-source=<(yes) > "$tmp/lines"
-
-# One slot of the workload: programs one after another until $1 (epoch s).
-slot() {
-  local until=$1 k=$2
-  while [ "$(date +%s)" -lt "$until" ]; do
-    case $((k % 7)) in
-      0) python3 -c 'sum(i * i for i in range(1500000))' ;;
-      1) gzip -6 -c "$tmp/data" > /dev/null ;;
-      2) xz -1 -T1 -c "$tmp/data" > /dev/null ;;
-      3) sort -n "$tmp/lines" > /dev/null ;;
-      4) sha256sum "$tmp/data" > /dev/null ;;
-      5) gcc -O2 -c tools/demo/workload.c -o "$tmp/w.o" ;;
-      6) "$DEEP" -f 30 spin 0.5 > /dev/null ;;
-    esac
-    k=$((k + 1))
-  done
-}
-
-# Idle programs, mapping objects of their own (gdb: libpython, perl: libperl),
-# started before the recordings and asleep throughout.
-idle=()
+busy_setup
 if [ "${IDLE:-1}" = 1 ]; then
-  for cmd in "python3 -c 'import time; time.sleep(3600)'" "perl -e 'sleep 3600'" \
-             "gdb -nx -batch -ex 'shell sleep 3600'" "sleep 3600" "tail -f /dev/null" \
-             "awk 'BEGIN { system(\"sleep 3600\") }'" "gpg-agent --daemon --homedir $tmp"; do
-    sh -c "exec $cmd" > /dev/null 2>&1 < /dev/null &
-    idle+=($!)
-  done
-  sleep 1
+  busy_idle_start
 fi
-trap 'kill "${idle[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'busy_idle_stop; rm -rf "$tmp"' EXIT
 
 run() {
   local mode=$1 i=$2 out=$tmp/$1.$2
@@ -94,8 +62,8 @@ run() {
   local rec=$!
   sleep 1   # past the agent's start-up scan
   local until=$(( $(date +%s) + DURATION - 2 ))
-  slot "$until" 0 & local a=$!
-  slot "$until" 3 & local b=$!
+  busy_slot "$until" 0 & local a=$!
+  busy_slot "$until" 3 & local b=$!
   wait "$a" "$b"
   wait "$rec"
 }

@@ -12,6 +12,11 @@
 #   env DEEP=200       frames of the stack in the completeness test
 #   env CPU=1          CPU the workload is pinned to; the profilers run on
 #                      AGENT_CPU (default 0)
+#   env PROFILERS="cfiprof perf"   the profiled configurations, in this
+#                      order between unprofiled runs; also agentHZ: `cfiprof
+#                      agent -F HZ` (the daemon, system-wide, started before
+#                      and stopped after each run), e.g.
+#                      PROFILERS="agent19 agent99" bench/overhead.sh
 #
 # Slowdown.  The workload, bench/deep.c built without frame pointers
 # (deep-nofp: -O2 -fomit-frame-pointer -fno-optimize-sibling-calls), runs
@@ -24,6 +29,7 @@
 #   none:    deep-nofp ...
 #   cfiprof: cfiprof record -F F -- deep-nofp ...      (all CPUs sampled)
 #   perf:    perf record -e cpu-clock -F F --call-graph dwarf -o FILE -- deep-nofp ...
+#   agentHZ: cfiprof agent -F HZ (whole machine), then deep-nofp ...
 # The workload runs pinned to CPU at nice -20 (in its own autogroup), so
 # other load on this machine rarely takes its CPU; the profilers' own
 # processes run on AGENT_CPU, so what is measured is the cost each profiler
@@ -58,11 +64,14 @@ nofp=$build/bench/deep-nofp
 for f in "$cfiprof" "$nofp"; do
 	[ -x "$f" ] || { echo "overhead: $f is missing: build with bench/ (subdir('bench')) first" >&2; exit 1; }
 done
-command -v perf >/dev/null || { echo "overhead: perf is not installed" >&2; exit 1; }
+case " ${PROFILERS:-perf} " in *" perf "*)
+	command -v perf >/dev/null || { echo "overhead: perf is not installed" >&2; exit 1; } ;;
+esac
 [ "$(id -u)" = 0 ] || { echo "overhead: needs root" >&2; exit 1; }
 
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# An agent (PROFILERS=agentHZ) left running by a failure is stopped too.
+trap '[ ! -s "$tmp/agent.pid" ] || kill "$(cat "$tmp/agent.pid")" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export CFIPROF_CACHE_DIR=$tmp/cache
 work=("$nofp" -c "$CPU" -n -20 -f "$DEPTH" work "$ITERS")
 
@@ -82,6 +91,30 @@ run_cfiprof() {
 	echo "$(nsit "$tmp/out") $(sed -n 's/^cfiprof: \([0-9]*\) samples.*/\1/p' "$tmp/err")"
 }
 
+# The daemon: sampling every CPU before the workload starts (its perf
+# events open: one per CPU), stopped with SIGTERM (its last interval
+# symbolized) after it.  Samples: its summary at exit.
+run_agent() {
+	local hz=${1#agent} port agent n i
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	taskset -c "$AGENT_CPU" "$cfiprof" agent -F "$hz" --listen "127.0.0.1:$port" \
+		</dev/null >/dev/null 2>"$tmp/agent.err" &
+	agent=$!
+	echo "$agent" >"$tmp/agent.pid"
+	for i in $(seq 1 200); do
+		# (find fails when an fd closes under it: not an error here)
+		n=$({ find "/proc/$agent/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null || true; } | wc -l)
+		[ "$n" -lt "$(nproc)" ] || break
+		kill -0 "$agent" 2>/dev/null || { cat "$tmp/agent.err" >&2; return 1; }
+		sleep 0.05
+	done
+	taskset -c "$AGENT_CPU" "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { kill "$agent"; cat "$tmp/err" >&2; return 1; }
+	kill -TERM "$agent"
+	wait "$agent" || { cat "$tmp/agent.err" >&2; return 1; }
+	n=$(sed -n 's/^cfiprof agent: stopped after [0-9]* intervals: \([0-9]*\) on-CPU samples.*/\1/p' "$tmp/agent.err")
+	echo "$(nsit "$tmp/out") ${n:--}"
+}
+
 run_perf() {
 	taskset -c "$AGENT_CPU" perf record -e cpu-clock -F "$F" --call-graph dwarf -o "$tmp/perf.data" \
 		-- "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
@@ -95,22 +128,26 @@ echo "overhead: $N repetitions at $F Hz, workload $DEPTH frames deep, $ITERS ite
 "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 "$cfiprof" record -q -F "$F" -o "$tmp/warm.pb.gz" -- "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 
+PROFILERS=${PROFILERS:-cfiprof perf}
+for cfg in $PROFILERS; do
+	case $cfg in cfiprof | perf | agent[0-9]*) ;; *) echo "overhead: PROFILERS: unknown '$cfg'" >&2; exit 2 ;; esac
+done
 printf '%-4s %-8s %14s %14s %8s\n' rep config 'ns/it(chunk)' 'ns/it(total)' samples
 : >"$tmp/rows"
-# none, then per repetition: cfiprof, none, perf, none.  Every profiled run
-# sits between two unprofiled ones.
+# none, then per repetition: each of PROFILERS followed by none.  Every
+# profiled run sits between two unprofiled ones.
 row() {
 	local ns total samples
-	read -r ns total samples < <(run_$2)
+	read -r ns total samples < <(case $2 in agent*) run_agent "$2" ;; *) "run_$2" ;; esac)
 	printf '%-4s %-8s %14.1f %14.1f %8s\n' "$1" "$2" "$ns" "$total" "$samples"
 	echo "$1 $2 $ns $total" >>"$tmp/rows"
 }
 row 0 none
 for i in $(seq 1 "$N"); do
-	row "$i" cfiprof
-	row "$i" none
-	row "$i" perf
-	row "$i" none
+	for cfg in $PROFILERS; do
+		row "$i" "$cfg"
+		row "$i" none
+	done
 done
 
 # Each profiled run against the mean of the unprofiled runs just before and
@@ -134,6 +171,9 @@ med() { awk -v c="$2" '$1 == c { print $2 }' "$tmp/sum$1" | median; }
 summary 3
 summary 4
 
+# Completeness and the ratio compare cfiprof record with perf.
+[ "$PROFILERS" = "cfiprof perf" ] || completeness=no
+if [ "${completeness:-yes}" = yes ]; then
 echo
 echo "completeness: $DEEP frames deep, 3 s at $F Hz"
 deep=("$nofp" -c "$CPU" -n -20 -f "$DEEP" spin 3)
@@ -156,16 +196,24 @@ awk '{ k = split($1, a, ";"); c = $NF; n += c; fr += (k - 1) * c
        for (i = 2; i <= k; i++) if (a[i] == "main") { nm += c; break } }
      END { printf "cfiprof  samples %5d  reach main %5d (%5.1f%%)  reach _start %5d (%5.1f%%)  mean frames %.1f\n",
 	n, nm, n ? 100 * nm / n : 0, ns, n ? 100 * ns / n : 0, n ? fr / n : 0 }' "$tmp/deep.folded" | tee "$tmp/cfiprof.complete"
+fi
 
 echo
 printf '%-9s %14s %9s %9s\n' "" "median ns/it" slowdown "(total)"
 printf '%-9s %14.1f\n' none "$(med 3 none)"
-for cfg in cfiprof perf; do
+for cfg in $PROFILERS; do
 	printf '%-9s %14.1f %8.2f%% %8.2f%%\n' "$cfg" "$(med 3 "$cfg")" "$(med 3 "s_$cfg")" "$(med 4 "s_$cfg")"
 done
 printf 'noise: each unprofiled run against its unprofiled neighbours: median %+.2f%%, median |difference| %.2f%%\n' \
 	"$(med 3 aa)" "$(med 3 abs_aa)"
+if [ "${completeness:-yes}" = yes ]; then
 awk -v sc="$(med 3 s_cfiprof)" -v sp="$(med 3 s_perf)" -v nz="$(med 3 abs_aa)" 'BEGIN {
 	if (sc < nz || sp < nz) printf "note: a slowdown below the noise (%.2f%%) is not resolved by this run\n", nz
 	if (sc > 0 && sp > 0) printf "ratio: %.2f\n", sp / sc
 	else printf "ratio: n/a (a slowdown is not above 0: cfiprof %.2f%%, perf %.2f%%)\n", sc, sp }'
+else
+	for cfg in $PROFILERS; do
+		awk -v c="$cfg" -v s="$(med 3 "s_$cfg")" -v nz="$(med 3 abs_aa)" 'BEGIN {
+			if (s < nz) printf "note: %s: its slowdown is below the noise (%.2f%%): not resolved by this run\n", c, nz }'
+	done
+fi

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Benchmark (not a test; needs root): what `cfiprof agent` costs the machine
+# it profiles, at its default 19 Hz, system-wide, on a busy machine: the
+# lazy.sh workload (bench/busy_workload.sh: two slots of programs that start
+# and stop all the time, and idle daemons), which keeps both CPUs busy.
+#
+#   bench/agent_cost.sh
+#   env BUILD=DIR      build directory holding cfiprof (default build)
+#   env F=19           sampling frequency, Hz
+#   env WARMUP=30      seconds before measuring: start-up scan, first
+#                      tables compiled, first intervals cut
+#   env SECS=120       seconds measured
+#   env AGENT_ARGS=""  more options for the agent (--off-cpu, --kernel, ...)
+#   env SLOTS=2        slots of the workload running (0: only the idle
+#                      programs: what the agent costs on a quiet machine)
+#
+# The agent runs with a fresh table cache of its own and serves on a
+# loopback port of its own (scraped once at the end).  Measured from /proc,
+# as a node's monitoring would:
+#   CPU    utime + stime (/proc/PID/stat) over the measured window, as % of
+#          one core (goal: <= 1 %, the OpenTelemetry profiler's limit)
+#   RSS    VmRSS (/proc/PID/status) every 5 s: median and largest over the
+#          window (goal: <= 64 MiB), and VmHWM, the peak since start-up
+#   samples/s  cfiprof_samples_total from /metrics over the agent's life
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+F=${F:-19}
+WARMUP=${WARMUP:-30}
+SECS=${SECS:-120}
+. bench/busy_workload.sh
+busy_require agent_cost.sh
+command -v curl >/dev/null || { echo "agent_cost.sh: needs curl" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+agent=
+cleanup() {
+  [ -z "$agent" ] || kill -TERM "$agent" 2>/dev/null || true
+  [ -z "$agent" ] || wait "$agent" 2>/dev/null || true
+  busy_idle_stop
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+busy_setup
+busy_idle_start
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# shellcheck disable=SC2086
+"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" ${AGENT_ARGS:-} \
+  2> "$tmp/agent.log" &
+agent=$!
+until=$(( $(date +%s) + WARMUP + SECS + 2 ))
+slots=()
+for k in $(seq 1 "${SLOTS:-2}"); do
+  busy_slot "$until" $((3 * k - 3)) 2> /dev/null &
+  slots+=($!)
+done
+
+ticks() { awk '{ print $14 + $15 }' "/proc/$agent/stat"; }
+status() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$agent/status"; }
+sleep "$WARMUP"
+kill -0 "$agent" 2>/dev/null || { echo "agent_cost.sh: the agent exited:" >&2; cat "$tmp/agent.log" >&2; exit 1; }
+t0=$(date +%s.%N) c0=$(ticks)
+: > "$tmp/rss"
+for _ in $(seq 1 $((SECS / 5))); do
+  sleep 5
+  status VmRSS >> "$tmp/rss"
+done
+t1=$(date +%s.%N) c1=$(ticks)
+hwm=$(status VmHWM)
+curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/metrics" || : > "$tmp/metrics"
+[ ${#slots[@]} -eq 0 ] || wait "${slots[@]}"
+
+python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" <<'PY'
+import re, statistics, sys
+tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots = sys.argv[1:]
+wall = float(t1) - float(t0)
+cpu = (int(c1) - int(c0)) / int(hz)
+rss = [int(x) for x in open(f"{tmp}/rss").read().split()]
+print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up")
+print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s)")
+print(f"RSS: median {statistics.median(rss) / 1024:.1f} MiB, largest {max(rss) / 1024:.1f} MiB, "
+      f"peak since start (VmHWM) {int(hwm) / 1024:.1f} MiB")
+m = open(f"{tmp}/metrics").read()
+s = re.search(r"^cfiprof_samples_total(?:\{[^}]*\})? ([0-9.e+]+)", m, re.M)
+print(f"samples: {float(s.group(1)):.0f} in all" if s else "samples: /metrics not read")
+PY
