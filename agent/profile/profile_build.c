@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/profile/service_name.h"
 #include "agent/util/array.h"
 #include "bpf/abi.h"
 #include "symbolize/intern.h"
@@ -327,7 +328,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
 	b->values = calloc((nstacks + 1) * b->p.ntypes, sizeof(*b->values));
-	nlabels = (nstacks + 1) * (6 + o->ntags);
+	nlabels = (nstacks + 1) * (8 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));   /* + the kernel's */
 	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
@@ -444,6 +445,20 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = s->container_id };
 		if (s->cgroup)
 			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = s->cgroup };
+		if (o->service_name) {
+			size_t len;
+			/* no container's name: the agent knows containers
+			 * by the id in their cgroup path only */
+			const char *name = service_name(NULL, s->container_id, s->cgroup, comm, &len);
+
+			/* a unit is a piece of the cgroup path: a string of its own */
+			name = sym_intern_n(&b->comms, name, len);
+			if (!name)
+				goto out;
+			lab[ps->nlabels++] = (struct prof_label){ .key = "service_name", .str = name };
+		}
+		if (o->hostname)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "hostname", .str = o->hostname };
 		for (k = 0; k < o->ntags; k++)
 			lab[ps->nlabels++] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };
 		ps->labels = lab;
