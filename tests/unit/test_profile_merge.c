@@ -537,6 +537,119 @@ Test(merge, many_samples)
 		      profile_merge_bytes(m), bytes_once);
 }
 
+/* ---- out of memory ----------------------------------------------------- */
+
+/* The test is linked with --wrap for malloc, calloc and realloc
+ * (tests/unit/meson.build): with fail_in at n, the n-th allocation from
+ * then on fails, and only that one. */
+void *__real_malloc(size_t n);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t n);
+static long fail_in;
+
+static bool fail_now(void)
+{
+	return fail_in > 0 && --fail_in == 0;
+}
+
+void *__wrap_malloc(size_t n)
+{
+	return fail_now() ? NULL : __real_malloc(n);
+}
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	return fail_now() ? NULL : __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t n)
+{
+	return fail_now() ? NULL : __real_realloc(p, n);
+}
+
+/* The merged profile as pprof_encode has it. */
+static unsigned char *encoded(size_t *len)
+{
+	unsigned char *gz;
+	char err[256];
+
+	cr_assert_eq(pprof_encode(profile_merge_result(m), &gz, len, err, sizeof(err)), 0, "%s", err);
+	return gz;
+}
+
+static struct tslice *second_slice(void)
+{
+	struct tslice *b = slice_new(500, 10000);
+
+	for (int i = 0; i < 40; i++) {
+		char stack[64];
+
+		snprintf(stack, sizeof(stack), "main;work;w%d;x%d", i % 7, i);
+		slice_add(b, stack, 10 + i % 3, i % 2 ? "app" : "web", 2);
+	}
+	slice_add(b, "main;work;leaf", 10, "app", 4);
+	return b;
+}
+
+/* Every allocation of an add failing in turn: -ENOMEM, and the merge is
+ * as it was (the same profile, byte for byte, the same count), until the
+ * add goes through and the merge is what it would have been. */
+Test(merge, out_of_memory_changes_nothing)
+{
+	struct tslice *a = slice_new(1000, 10000), *b = second_slice();
+	unsigned char *before, *after;
+	size_t before_len, after_len;
+	struct profile_merge *ref = profile_merge_new();
+	long n;
+	int ret = -ENOMEM;
+
+	cr_assert(ref);
+	slice_add(a, "main;work;leaf", 10, "app", 3);
+	slice_add(a, "main;idle", 10, "app", 1);
+	/* a first add that fails leaves the merge empty, without types */
+	for (n = 1; ret; n++) {
+		fail_in = n;
+		ret = profile_merge_add(m, &a->p, NULL, NULL);
+		fail_in = 0;
+		if (ret) {
+			cr_assert_eq(ret, -ENOMEM, "allocation %ld failing: %d", n, ret);
+			cr_assert_eq(profile_merge_result(m)->ntypes, 0);
+			cr_assert_eq(profile_merge_result(m)->nsamples, 0);
+		}
+	}
+	cr_assert_gt(n, 5, "the first add made only %ld allocations", n - 1);
+	before = encoded(&before_len);
+	for (ret = -ENOMEM, n = 1; ret; n++) {
+		fail_in = n;
+		ret = profile_merge_add(m, &b->p, NULL, NULL);
+		fail_in = 0;
+		if (!ret)
+			break;
+		cr_assert_eq(ret, -ENOMEM, "allocation %ld failing: %d", n, ret);
+		cr_assert_eq(profile_merge_samples(m), 2);
+		after = encoded(&after_len);
+		cr_assert(after_len == before_len && !memcmp(after, before, after_len),
+			  "allocation %ld failing changed the merge", n);
+		free(after);
+	}
+	cr_assert_gt(n, 10, "the second add made only %ld allocations", n - 1);
+	/* what the merge is after all: the same adds without failures */
+	cr_assert_eq(profile_merge_add(ref, &a->p, NULL, NULL), 0);
+	cr_assert_eq(profile_merge_add(ref, &b->p, NULL, NULL), 0);
+	free(before);
+	before = encoded(&before_len);
+	profile_merge_free(m);
+	m = ref;
+	after = encoded(&after_len);
+	cr_expect(after_len == before_len && !memcmp(after, before, after_len));
+	expect_sample(profile_merge_result(m), "main;work;leaf", 10, 7);
+	cr_expect_eq(profile_merge_result(m)->nsamples, 42);
+	free(before);
+	free(after);
+	slice_free(a);
+	slice_free(b);
+}
+
 /* ---- pprof_encode ------------------------------------------------------ */
 
 typedef Perftools__Profiles__Profile Profile;
