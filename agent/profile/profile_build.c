@@ -281,9 +281,19 @@ bool profile_label_is_own(const char *key)
 	return false;
 }
 
+static bool is_tag(const struct profile_opts *o, const char *key)
+{
+	for (uint32_t i = 0; i < o->ntags; i++)
+		if (!strcmp(o->tag_keys[i], key))
+			return true;
+	return false;
+}
+
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {
+	bool add_service = o->service_name && !is_tag(o, "service_name");
+	bool add_host = o->hostname && !is_tag(o, "hostname");
 	uint64_t total_frames = 0, nstacks = 0, nlabels;
 	struct sym_table loc_index = { 0 };
 	struct prof_maps pm = { 0 };
@@ -445,7 +455,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = s->container_id };
 		if (s->cgroup)
 			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = s->cgroup };
-		if (o->service_name) {
+		if (add_service) {
 			size_t len;
 			/* no container's name: the agent knows containers
 			 * by the id in their cgroup path only */
@@ -457,7 +467,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				goto out;
 			lab[ps->nlabels++] = (struct prof_label){ .key = "service_name", .str = name };
 		}
-		if (o->hostname)
+		if (add_host)
 			lab[ps->nlabels++] = (struct prof_label){ .key = "hostname", .str = o->hostname };
 		for (k = 0; k < o->ntags; k++)
 			lab[ps->nlabels++] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };

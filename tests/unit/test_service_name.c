@@ -207,3 +207,42 @@ Test(service_name, record_profile_unchanged)
 	profile_built_free(&b);
 	stack_agg_free(&a);
 }
+
+/* cfiprof agent --tag service_name=... (or hostname=...): the tag, once */
+Test(service_name, tag_takes_the_place_of_a_label)
+{
+	const char *keys[] = { "service_name", "team" }, *vals[] = { "checkout", "payments" };
+	struct profile_opts o = { .period_ns = 1000, .service_name = true, .hostname = "node-7",
+				  .tag_keys = keys, .tag_vals = vals, .ntags = 2 };
+	struct stack_agg a;
+	struct built_profile b;
+
+	three_stacks(&a);
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	for (uint32_t i = 0; i < b.p.nsamples; i++) {
+		const struct prof_sample *s = &b.p.samples[i];
+		int n = 0;
+
+		for (uint32_t j = 0; j < s->nlabels; j++)
+			n += !strcmp(s->labels[j].key, "service_name");
+		cr_expect_eq(n, 1);
+		cr_expect_str_eq(label(s, "service_name")->str, "checkout");
+		cr_expect_str_eq(label(s, "hostname")->str, "node-7");
+	}
+	profile_built_free(&b);
+	keys[0] = "hostname";
+	vals[0] = "alias";
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	for (uint32_t i = 0; i < b.p.nsamples; i++) {
+		const struct prof_sample *s = &b.p.samples[i];
+		int n = 0;
+
+		for (uint32_t j = 0; j < s->nlabels; j++)
+			n += !strcmp(s->labels[j].key, "hostname");
+		cr_expect_eq(n, 1);
+		cr_expect_str_eq(label(s, "hostname")->str, "alias");
+		cr_expect_neq(label(s, "service_name")->str, NULL);
+	}
+	profile_built_free(&b);
+	stack_agg_free(&a);
+}
