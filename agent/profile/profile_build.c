@@ -84,7 +84,10 @@ static uint32_t symbolize(struct built_profile *b, const struct stack_agg *a, st
 	int n, i;
 
 	if (f->mapping == FRAME_MARK) {
-		out->function = f->addr < a->nmarks ? a->marks[f->addr] : "[?]";
+		/* (copied: the profile may outlive the aggregation) */
+		out->function = f->addr < a->nmarks ? sym_intern(&b->comms, a->marks[f->addr]) : "[?]";
+		if (!out->function)
+			out->function = "[?]";
 		out->system_name = NULL;
 		out->file = NULL;
 		out->line = 0;
@@ -451,10 +454,22 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 		lab[2] = (struct prof_label){ .key = "comm", .str = comm };
 		lab[3] = (struct prof_label){ .key = "walk_end", .str = walk_end_name(s->end_reason) };
 		ps->nlabels = 4;
-		if (s->container_id)
-			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = s->container_id };
-		if (s->cgroup)
-			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = s->cgroup };
+		/* The aggregation's strings are its own: copied, so that the
+		 * profile outlives it (a daemon's cut empties it at once). */
+		if (s->container_id) {
+			const char *v = sym_intern(&b->comms, s->container_id);
+
+			if (!v)
+				goto out;
+			lab[ps->nlabels++] = (struct prof_label){ .key = "container_id", .str = v };
+		}
+		if (s->cgroup) {
+			const char *v = sym_intern(&b->comms, s->cgroup);
+
+			if (!v)
+				goto out;
+			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = v };
+		}
 		if (add_service) {
 			size_t len;
 			/* no container's name: the agent knows containers

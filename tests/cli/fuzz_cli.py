@@ -78,6 +78,21 @@ STAT_BAD = {
     b"-x": [b""],
     b"-C": BAD_CPUS,
 }
+AGENT_BAD = {
+    b"-p": BAD_PIDS,
+    b"-F": [b"0", b"100001", b"-5", b"+5", b" 5", b"5x", b"", BIG_NUMBER],
+    b"--interval": [b"", b"0", b"0s", b"0.5s", b"999ms", b"25h", b"1d", b"s", b"1 s", b"-1s",
+                    b"1.2.3s", b"inf", b"nan", BIG_NUMBER + b"s", b"1e3s", b"0x10"],
+    b"--listen": [b"", b"127.0.0.1", b"127.0.0.1:", b"127.0.0.1:65536", b":80", b"localhost:80",
+                  b"::1:80", b"[127.0.0.1]:80", b"1.2.3.4.5:80", b"127.0.0.1:+80"],
+    b"--pyroscope": [b"", b"ftp://h/", b"127.0.0.1:4040", b"http:/h", b"\xff"],
+    b"--pyroscope-queue": [b"", b"0", b"1", b"4095", b"-1M", b"x", BIG_NUMBER],
+    b"--max-depth": [b"0", b"-1", b"99999", b"", b"x"],
+    b"--tag": [b"", b"=v", b"k", b"pid=1", b"comm=x"],
+    b"--off-cpu-min": [b"", b"1", b"-1ms", b"inf", b"1x"],
+    b"--log": [b""],
+    b"-u": [b"", b"-1", b"no-such-user-cfiprof", b"+5"],
+}
 CFI_BAD = {
     b"--at": [b"", b"x", b"-1", b"+1", b" 1", b"0x", b"1 2", b"g", b"12345678901234567890",
               b"0x-1", b"0x+1"],
@@ -93,12 +108,18 @@ RECORD_GROUPS = [[b"-p", NOPID], [b"-F", b"99"], [b"-d", b"1"], [b"--max-depth",
                  [b"-q"], [b"--kernel"]]
 STAT_GROUPS = [[b"-p", NOPID], [b"-e", b"cycles"], [b"-I", b"100"], [b"-x", b","],
                [b"--duration", b"1"], [b"-i"], [b"-v"]]
+# (-p of no process first: a mistake let through fails at run time, exit
+# 1, instead of starting a daemon)
+AGENT_GROUPS = [[b"-p", NOPID], [b"-F", b"19"], [b"--interval", b"10s"],
+                [b"--listen", b"127.0.0.1:0"], [b"--max-depth", b"64"], [b"--tag", b"k=v"],
+                [b"--off-cpu"], [b"--kernel"], [b"-q"], [b"--pyroscope", b"http://127.0.0.1:1"]]
 CFI_GROUPS = [[b"--no-cache"], [b"--at", b"10"], [b"--debug-dir", b"/nonexistent"],
               [b"--eh-only"]]
 
 # Flags that cannot repair any mistake made below.
 NOISE = {b"record": [[b"-q"], [b"--kernel"], [b"--stats"]],
          b"stat": [[b"-v"], [b"-i"]],
+         b"agent": [[b"-q"], [b"--kernel"]],
          b"cfi": [[b"--eh-only"]]}
 
 UNKNOWN = [b"--bogus", b"-Z", b"--zz", b"---", b"--=x", b"-\xff", b"--\xc3\xa9", b"--zz\x1b[2J",
@@ -106,6 +127,7 @@ UNKNOWN = [b"--bogus", b"-Z", b"--zz", b"---", b"--=x", b"-\xff", b"--\xc3\xa9",
 # Abbreviations of more than one option.
 AMBIGUOUS = {b"record": [b"--f", b"--o", b"--off", b"--ma", b"--c", b"--off-cpu-"],
              b"stat": [b"--no", b"--c"],
+             b"agent": [b"--p", b"--off", b"--i"],
              b"cfi": []}
 
 
@@ -116,6 +138,9 @@ def base(rng, cmd):
         if [b"--off-cpu-min", b"1ms"] in groups and [b"--off-cpu"] not in groups:
             groups.append([b"--off-cpu"])
         return [b"record"], groups, []
+    if cmd == b"agent":
+        groups = [AGENT_GROUPS[0]] + [g for g in AGENT_GROUPS[1:] if rng.random() < 0.5]
+        return [b"agent"], groups, []
     if cmd == b"stat":
         groups = [STAT_GROUPS[0]] + [g for g in STAT_GROUPS[1:] if rng.random() < 0.5]
         return [b"stat"], groups, []
@@ -125,7 +150,7 @@ def base(rng, cmd):
 
 
 def bad_table(cmd):
-    return {b"record": RECORD_BAD, b"stat": STAT_BAD, b"cfi": CFI_BAD}[cmd]
+    return {b"record": RECORD_BAD, b"stat": STAT_BAD, b"agent": AGENT_BAD, b"cfi": CFI_BAD}[cmd]
 
 
 # ---- mistakes: each takes (rng, cmd, groups, operands) and returns the
@@ -190,6 +215,7 @@ def unknown_option(rng, cmd, groups, operands):
 def flag_with_value(rng, cmd, groups, operands):
     flag = {b"record": [b"--kernel", b"--quiet", b"--off-cpu", b"--all-cpus", b"--no-cache"],
             b"stat": [b"--json", b"--verbose", b"--no-inherit", b"--summary"],
+            b"agent": [b"--kernel", b"--quiet", b"--off-cpu", b"--no-cache"],
             b"cfi": [b"--no-cache", b"--eh-only", b"--help"]}[cmd]
     value = rng.choice([b"", b"1", b"yes", b"\xff"])
     return insert(rng, groups, [rng.choice(flag) + b"=" + value]), operands
@@ -228,6 +254,17 @@ def conflict(rng, cmd, groups, operands):
         if choice == 4:
             return groups + [[b"--"], [b"/bin/true"]], operands
         return groups + [[b"-A"]], operands
+    if cmd == b"agent":
+        choice = rng.randrange(5)
+        if choice == 0:
+            return groups + [[b"--"], [b"/bin/true"]], operands
+        if choice == 1:
+            return groups + [[b"-u", b"0"]], operands
+        if choice == 2:
+            return without(groups, b"--off-cpu") + [[b"--off-cpu-min", b"2ms"]], operands
+        if choice == 3:
+            return without(groups, b"--pyroscope") + [[b"--pyroscope-header", b"A:b"]], operands
+        return groups + [[b"--tag", b"same=1"], [b"--tag", b"same=2"]], operands
     # cfi: the words are changed by the caller
     return None
 
@@ -265,7 +302,7 @@ def invocation(rng):
     """argv after `cfiprof`, with one mistake."""
     if rng.random() < 0.05:
         return top_level(rng)
-    cmd = rng.choice([b"record", b"record", b"stat", b"stat", b"cfi"])
+    cmd = rng.choice([b"record", b"record", b"stat", b"stat", b"agent", b"cfi"])
     words, groups, operands = base(rng, cmd)
     if groups and rng.random() < 0.3:
         groups = insert(rng, groups, rng.choice(groups))   # given twice: the last one counts
