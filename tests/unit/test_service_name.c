@@ -208,6 +208,15 @@ Test(service_name, record_profile_unchanged)
 	stack_agg_free(&a);
 }
 
+static int count_labels(const struct prof_sample *s, const char *key)
+{
+	int n = 0;
+
+	for (uint32_t j = 0; j < s->nlabels; j++)
+		n += !strcmp(s->labels[j].key, key);
+	return n;
+}
+
 /* cfiprof agent --tag service_name=... (or hostname=...): the tag, once */
 Test(service_name, tag_takes_the_place_of_a_label)
 {
@@ -221,11 +230,8 @@ Test(service_name, tag_takes_the_place_of_a_label)
 	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
 	for (uint32_t i = 0; i < b.p.nsamples; i++) {
 		const struct prof_sample *s = &b.p.samples[i];
-		int n = 0;
 
-		for (uint32_t j = 0; j < s->nlabels; j++)
-			n += !strcmp(s->labels[j].key, "service_name");
-		cr_expect_eq(n, 1);
+		cr_expect_eq(count_labels(s, "service_name"), 1);
 		cr_expect_str_eq(label(s, "service_name")->str, "checkout");
 		cr_expect_str_eq(label(s, "hostname")->str, "node-7");
 	}
@@ -235,11 +241,8 @@ Test(service_name, tag_takes_the_place_of_a_label)
 	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
 	for (uint32_t i = 0; i < b.p.nsamples; i++) {
 		const struct prof_sample *s = &b.p.samples[i];
-		int n = 0;
 
-		for (uint32_t j = 0; j < s->nlabels; j++)
-			n += !strcmp(s->labels[j].key, "hostname");
-		cr_expect_eq(n, 1);
+		cr_expect_eq(count_labels(s, "hostname"), 1);
 		cr_expect_str_eq(label(s, "hostname")->str, "alias");
 		cr_expect_neq(label(s, "service_name")->str, NULL);
 	}
