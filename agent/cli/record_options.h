@@ -61,6 +61,9 @@ struct record_opts {
 	uint64_t max_table_memory;   /* bytes */
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
+	/* the agent's labels on every sample (struct profile_opts): off for record */
+	bool service_name;
+	const char *hostname;
 };
 
 /* The option keys of record_opts_handle: a letter for the short ones. */

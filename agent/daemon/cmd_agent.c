@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,7 @@ static int open_log(const char *path)
 struct agent {
 	struct agent_opts o;
 	struct record_engine e;
+	char hostname[HOST_NAME_MAX + 1];   /* the hostname label */
 	uint64_t next_interval_ns;   /* monotonic end of the interval being filled */
 	uint64_t intervals;          /* intervals cut */
 	uint64_t cuts;
@@ -235,6 +237,11 @@ int cmd_agent(int argc, char **argv)
 		free(a);
 		return 1;
 	}
+	/* Every sample says which service and which machine it is of: what
+	 * a fleet's backend groups profiles by. */
+	a->o.rec.service_name = true;
+	if (!gethostname(a->hostname, sizeof(a->hostname) - 1) && a->hostname[0])
+		a->o.rec.hostname = a->hostname;
 	if (engine_open(&a->e, &a->o.rec))
 		goto out;
 	if (!stop_requested && engine_load(&a->e))

@@ -1,7 +1,8 @@
 /*
  * pprof output: the profile is mapped onto the protobuf-c structures
  * generated from pprof's profile.proto, packed, gzip-compressed with zlib
- * and written to an output file (agent/util/output_file.h).
+ * and written to an output file (agent/util/output_file.h) or, for the
+ * agent's HTTP answers and pushes, to memory.
  *
  * Ids: mapping i has id i + 1, location i has id i + 1, functions are
  * numbered 1.. in order of first use and deduplicated by (name, system
@@ -402,8 +403,11 @@ oom:
 	return -ENOMEM;
 }
 
-/* gzip-compresses buf into the open output */
-static int write_gzip(struct output_file *of, const uint8_t *buf, size_t len,
+/* Where the compressed bytes go: an output file, or memory. */
+typedef int (*gz_sink)(void *ctx, const uint8_t *buf, size_t len, char *errbuf, size_t errlen);
+
+/* gzip-compresses buf into the sink */
+static int write_gzip(gz_sink sink, void *ctx, const uint8_t *buf, size_t len,
 		      char *errbuf, size_t errlen)
 {
 	z_stream zs;
@@ -440,7 +444,7 @@ static int write_gzip(struct output_file *of, const uint8_t *buf, size_t len,
 				ret = -EIO;
 				goto out;
 			}
-			ret = output_file_write(of, out, GZ_CHUNK - zs.avail_out, errbuf, errlen);
+			ret = sink(ctx, out, GZ_CHUNK - zs.avail_out, errbuf, errlen);
 			if (ret < 0)
 				goto out;
 		} while (zs.avail_out == 0);
@@ -455,19 +459,14 @@ out:
 	return ret;
 }
 
-int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf, size_t errlen)
+/* The one encoder: builds, packs and gzips `p` into the sink. */
+static int encode(const struct profile *p, gz_sink sink, void *ctx, char *errbuf, size_t errlen)
 {
 	struct builder b;
 	uint8_t *buf = NULL;
 	size_t len;
 	int ret;
 
-	if (errbuf && errlen)
-		errbuf[0] = '\0';
-	if (!p || !of) {
-		errbuf_set(errbuf, errlen, "pprof: no profile or no output");
-		return -EINVAL;
-	}
 	memset(&b, 0, sizeof(b));
 	ret = build(&b, p, errbuf, errlen);
 	if (ret < 0)
@@ -484,11 +483,67 @@ int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf
 		ret = -EIO;
 		goto out;
 	}
-	ret = write_gzip(of, buf, len, errbuf, errlen);
+	ret = write_gzip(sink, ctx, buf, len, errbuf, errlen);
 out:
 	free(buf);
 	builder_free(&b);
 	return ret;
+}
+
+static int file_sink(void *ctx, const uint8_t *buf, size_t len, char *errbuf, size_t errlen)
+{
+	return output_file_write(ctx, buf, len, errbuf, errlen);
+}
+
+int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf, size_t errlen)
+{
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!p || !of) {
+		errbuf_set(errbuf, errlen, "pprof: no profile or no output");
+		return -EINVAL;
+	}
+	return encode(p, file_sink, of, errbuf, errlen);
+}
+
+struct mem_sink {
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+static int mem_sink(void *ctx, const uint8_t *buf, size_t len, char *errbuf, size_t errlen)
+{
+	struct mem_sink *m = ctx;
+
+	if (len > SIZE_MAX - m->len || array_reserve_first(&m->buf, &m->cap, m->len + len, GZ_CHUNK)) {
+		errbuf_set(errbuf, errlen, "pprof: out of memory (%zu bytes)", m->len + len);
+		return -ENOMEM;
+	}
+	memcpy(m->buf + m->len, buf, len);
+	m->len += len;
+	return 0;
+}
+
+int pprof_encode(const struct profile *p, unsigned char **buf, size_t *len, char *errbuf,
+		 size_t errlen)
+{
+	struct mem_sink m = { 0 };
+	int ret;
+
+	if (errbuf && errlen)
+		errbuf[0] = '\0';
+	if (!p || !buf || !len) {
+		errbuf_set(errbuf, errlen, "pprof: no profile or no buffer");
+		return -EINVAL;
+	}
+	ret = encode(p, mem_sink, &m, errbuf, errlen);
+	if (ret < 0) {
+		free(m.buf);
+		return ret;
+	}
+	*buf = m.buf;
+	*len = m.len;
+	return 0;
 }
 
 int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t errlen)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agent/profile/service_name.h"
 #include "agent/util/array.h"
 #include "bpf/abi.h"
 #include "symbolize/intern.h"
@@ -283,9 +284,19 @@ bool profile_label_is_own(const char *key)
 	return false;
 }
 
+static bool is_tag(const struct profile_opts *o, const char *key)
+{
+	for (uint32_t i = 0; i < o->ntags; i++)
+		if (!strcmp(o->tag_keys[i], key))
+			return true;
+	return false;
+}
+
 int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struct profile_opts *o,
 		  struct built_profile *b)
 {
+	bool add_service = o->service_name && !is_tag(o, "service_name");
+	bool add_host = o->hostname && !is_tag(o, "hostname");
 	uint64_t total_frames = 0, nstacks = 0, nlabels;
 	struct sym_table loc_index = { 0 };
 	struct prof_maps pm = { 0 };
@@ -330,7 +341,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
 	b->values = calloc((nstacks + 1) * b->p.ntypes, sizeof(*b->values));
-	nlabels = (nstacks + 1) * (6 + o->ntags);
+	nlabels = (nstacks + 1) * (8 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));   /* + the kernel's */
 	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
@@ -459,6 +470,20 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				goto out;
 			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = v };
 		}
+		if (add_service) {
+			size_t len;
+			/* no container's name: the agent knows containers
+			 * by the id in their cgroup path only */
+			const char *name = service_name(NULL, s->container_id, s->cgroup, comm, &len);
+
+			/* a unit is a piece of the cgroup path: a string of its own */
+			name = sym_intern_n(&b->comms, name, len);
+			if (!name)
+				goto out;
+			lab[ps->nlabels++] = (struct prof_label){ .key = "service_name", .str = name };
+		}
+		if (add_host)
+			lab[ps->nlabels++] = (struct prof_label){ .key = "hostname", .str = o->hostname };
 		for (k = 0; k < o->ntags; k++)
 			lab[ps->nlabels++] = (struct prof_label){ .key = o->tag_keys[k], .str = o->tag_vals[k] };
 		ps->labels = lab;

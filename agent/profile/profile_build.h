@@ -33,6 +33,11 @@ struct profile_opts {
 	 * in place of samples and cpu.  NULL: samples and cpu. */
 	const struct profile_event *events;
 	uint32_t nevents;
+	/* The agent's labels (agent/profile/service_name.h): a service_name
+	 * label on every sample, and a hostname label when not NULL; a --tag
+	 * of the same key takes the place of either. */
+	bool service_name;
+	const char *hostname;
 };
 
 struct built_profile {

@@ -473,6 +473,8 @@ static int build_profile(struct record_engine *e, struct built_profile *bp,
 		.off_cpu = o->off.enabled,
 		.off_cpu_only = o->off.only,
 		.woken_by = o->off.wakers,
+		.service_name = o->service_name,
+		.hostname = o->hostname,
 	};
 	struct rusage ru;
 	uint32_t i;

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the labels `cfiprof agent` gives every sample
+(service_name, hostname) and of the merging of the profiles it cuts: the
+BPF programs are really loaded; the profile is pulled over HTTP as
+Parca's scraper does (/debug/pprof/profile?seconds=N).
+
+usage: test_labels.py CASE      (test_labels.py --list lists them)
+Needs root; the environment of tests/agent/meson.build (CFIPROF, REC_FX_*).
+"""
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "record"))
+import test_record as tr  # noqa: E402
+
+Fail = tr.Fail
+log = tr.log
+
+tr.CASES.clear()
+case = tr.case
+
+CONTAINER_ID = "%064x" % random.getrandbits(256)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_agent(extra, port):
+    """cfiprof agent on 127.0.0.1:PORT, once it profiles."""
+    args = [tr.BARE_MOUNTS, tr.CFIPROF, "agent", "--listen", f"127.0.0.1:{port}"]
+    if tr.CACHE:
+        args += ["--cache-dir", tr.CACHE]
+    args += extra
+    log("$ " + " ".join(args) + " &")
+    agent = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    line = agent.stderr.readline()
+    log(line.rstrip())
+    if "profiling" not in line:
+        agent.kill()
+        raise Fail(f"no 'profiling' line from cfiprof agent: {line!r}{agent.communicate()[1]}")
+    return agent
+
+
+def stop_agent(agent):
+    if agent.poll() is None:
+        agent.terminate()
+    err = agent.communicate(timeout=120)[1]
+    log(err.rstrip())
+    if agent.returncode != 0:
+        raise Fail(f"cfiprof agent exited with {agent.returncode}")
+
+
+def pull(port, tmp, seconds):
+    """The profile of the next SECONDS, as the agent serves it."""
+    url = f"http://127.0.0.1:{port}/debug/pprof/profile?seconds={seconds}"
+    log(f"GET {url}")
+    with urllib.request.urlopen(url, timeout=seconds + 60) as r:
+        body = r.read()
+    path = os.path.join(tmp, "pulled.pb.gz")
+    with open(path, "wb") as f:
+        f.write(body)
+    return tr.read_pprof(path)
+
+
+def in_cgroup(cg, args):
+    """ARGS started in cgroup CG (a directory of the cgroup2 mount)."""
+    script = f'echo $$ > {cg}/cgroup.procs && exec "$@"'
+    return tr.start_bg(["sh", "-c", script, "sh"] + args)
+
+
+@case("service-name")
+def t_service_name(tmp):
+    """Three copies of the two-thread fixture: in a cgroup named as a
+    systemd service, in one named as a docker container's scope, and in
+    one that is neither.  Their samples' service_name is the unit, the
+    container's id, and the program's comm; every sample has the
+    machine's hostname."""
+    root = tr.cgroup2_mount()
+    unit = f"cfiprof-test-{os.getpid()}.service"
+    cgs = {"unit": f"{root}/{unit}",
+           "container": f"{root}/docker-{CONTAINER_ID}.scope",
+           "plain": f"{root}/cfiprof-plain-{os.getpid()}"}
+    want = {"unit": unit, "container": CONTAINER_ID}
+    for cg in cgs.values():
+        os.mkdir(cg)
+    procs = {}
+    port = free_port()
+    try:
+        for k, cg in cgs.items():
+            procs[k] = in_cgroup(cg, [tr.fx("threads"), "30"])
+        time.sleep(0.6)
+        agent = start_agent(["-F", "99", "--interval", "1s"], port)
+        try:
+            samples, prof = pull(port, tmp, 3)
+        finally:
+            stop_agent(agent)
+    finally:
+        for p in procs.values():
+            tr.stop_bg(p)
+        for cg in cgs.values():
+            os.rmdir(cg)
+    host = socket.gethostname()
+    for s in samples:
+        if s.labels.get("hostname") != host:
+            raise Fail(f"a sample without hostname={host}: {s.labels}")
+        if not s.labels.get("service_name"):
+            raise Fail(f"a sample without service_name: {s.labels}")
+    for k, p in procs.items():
+        mine = [s for s in samples if s.labels.get("pid") == p.pid]
+        names = {s.labels["service_name"] for s in mine}
+        log(f"{k}: pid {p.pid}: {len(mine)} stacks, service_name {sorted(names)}")
+        if not mine:
+            raise Fail(f"no samples of the fixture in the {k} cgroup (pid {p.pid})")
+        for s in mine:
+            expect = want.get(k, s.labels.get("comm"))
+            if s.labels["service_name"] != expect:
+                raise Fail(f"{k}: service_name {s.labels['service_name']!r}, want {expect!r}: "
+                           f"{s.labels}")
+
+
+@case("merged-window")
+def t_merged_window(tmp):
+    """A pull of 4 s spans several 1 s cuts: each stack, with its labels,
+    is one sample of the profile (the cuts' samples summed), and the
+    profile spans the window."""
+    p = tr.start_bg([tr.fx("threads"), "30"])
+    port = free_port()
+    try:
+        time.sleep(0.6)
+        agent = start_agent(["-F", "99", "--interval", "1s", "-p", str(p.pid)], port)
+        try:
+            samples, prof = pull(port, tmp, 4)
+        finally:
+            stop_agent(agent)
+    finally:
+        tr.stop_bg(p)
+    seen = {}
+    for s in samples:
+        key = (tuple(s.locs), tuple(sorted(s.labels.items())))
+        if key in seen:
+            raise Fail(f"one stack twice in the profile: {tr.fmt_chain(s.frames)} {s.labels}")
+        seen[key] = s
+    log(f"{len(samples)} distinct samples, duration {prof['duration_nanos'] / 1e9:.3f} s")
+    if prof["duration_nanos"] < 4e9:
+        raise Fail(f"the profile spans {prof['duration_nanos']} ns, less than the 4 s asked")
+    tr.check_chain(tr.pprof_stacks(samples), "main_leaf", tr.MAIN_THREAD_CHAIN,
+                   "pulled profile, main thread", min_samples=tr.MIN_WALL // 4)
+
+
+if __name__ == "__main__":
+    sys.exit(tr.main())
