@@ -27,7 +27,15 @@
 #include <unistd.h>
 
 #include "agent/cli/agent_options.h"
+#include "agent/daemon/http_server.h"
+#include "agent/daemon/metrics.h"
+#include "agent/daemon/pull.h"
+#include "agent/daemon/pyroscope.h"
+#include "agent/output/pprof.h"
+#include "agent/profile/profile_merge.h"
+#include "agent/profile/profile_view.h"
 #include "agent/record/engine.h"
+#include "agent/util/array.h"
 #include "agent/util/clock.h"
 
 /* How often the loop looks up from the ring buffer when nothing is due:
@@ -101,15 +109,33 @@ static int open_log(const char *path)
 	return 0;
 }
 
+/* The most pull requests waiting for their window at once; more get
+ * the board's "too many" answer before they reach the loop. */
+#define PULLS_MAX 64
+
+/* What a window collects: the on-CPU or the off-CPU profile. */
+enum { KIND_CPU, KIND_OFFCPU, KINDS };
+
 struct agent {
 	struct agent_opts o;
 	struct record_engine e;
 	char hostname[HOST_NAME_MAX + 1];   /* the hostname label */
 	uint64_t next_interval_ns;   /* monotonic end of the interval being filled */
+	int64_t interval_from;       /* unix seconds the interval started */
 	uint64_t intervals;          /* intervals cut */
 	uint64_t cuts;
 	uint64_t samples[3];         /* on-CPU samples, off-CPU events, all intervals */
+	uint64_t last_interval_samples;
 	uint64_t cut_failures;
+	/* serving */
+	struct pull_board *board;
+	struct http_server *http;
+	struct pull_request *pulls[PULLS_MAX]; /* open windows (r->acc: a profile_merge) */
+	uint32_t npulls;
+	/* pushing: the interval being filled, per kind */
+	struct pyroscope_pusher *push;
+	struct profile_merge *interval[KINDS];
+	uint64_t push_encode_failures;
 };
 
 /* The sums of the sample types counting samples and off-CPU events. */
@@ -130,18 +156,184 @@ static void count_samples(const struct built_profile *bp, uint64_t *on, uint64_t
 	}
 }
 
-/* A profile was cut: it goes to whoever's window it belongs to. */
-static void deliver(struct agent *a, struct built_profile *bp, bool interval_end)
+/* The types of one kind in a cut: on-CPU's samples and cpu, off-CPU's
+ * time and events.  0 when the cut has none of them. */
+static uint32_t kind_types(const struct built_profile *bp, int kind, int *types)
 {
+	uint32_t n = 0;
+
+	if (kind == KIND_CPU) {
+		if (bp->type_samples >= 0 && bp->type_cpu >= 0) {
+			types[n++] = bp->type_samples;
+			types[n++] = bp->type_cpu;
+		}
+	} else if (bp->type_off_cpu >= 0 && bp->type_off_events >= 0) {
+		types[n++] = bp->type_off_cpu;
+		types[n++] = bp->type_off_events;
+	}
+	return n;
+}
+
+/* A label of s: its string value, or its number printed into buf. */
+static const char *label_of(const struct prof_sample *s, const char *key, char *buf, size_t len)
+{
+	uint32_t i;
+
+	for (i = 0; i < s->nlabels; i++) {
+		const struct prof_label *l = &s->labels[i];
+
+		if (strcmp(l->key, key))
+			continue;
+		if (l->str)
+			return l->str;
+		snprintf(buf, len, "%lld", (long long)l->num);
+		return buf;
+	}
+	return NULL;
+}
+
+/* ?pid=, ?container_id=, ?service_name=: the samples a pull keeps. */
+static bool pull_keeps(const struct prof_sample *s, void *ctx)
+{
+	const struct pull_request *r = ctx;
+	const char *v;
+	char num[32];
+
+	if (!r->filter_key[0])
+		return true;
+	v = label_of(s, r->filter_key, num, sizeof(num));
+	return v && !strcmp(v, r->filter_val);
+}
+
+static void finish_pull(struct agent *a, struct pull_request *r, int status, const char *msg)
+{
+	char *body;
+
+	r->status = status;
+	r->body = NULL;
+	r->len = 0;
+	if (status != 200 && (body = strdup(msg))) {
+		r->body = (unsigned char *)body;
+		r->len = strlen(body);
+	}
+	profile_merge_free(r->acc);
+	r->acc = NULL;
+	pull_board_finish(a->board, r);
+}
+
+/* A window closed: its merged profile, gzipped, is the answer. */
+static void answer_pull(struct agent *a, struct pull_request *r)
+{
+	const struct profile *p = profile_merge_result(r->acc);
+	char err[256];
+	int ret;
+
+	ret = pprof_encode(p, &r->body, &r->len, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "cfiprof agent: encoding a pulled profile: %s\n", err);
+		finish_pull(a, r, 500, "cfiprof: the profile could not be encoded\n");
+		return;
+	}
+	r->status = 200;
+	profile_merge_free(r->acc);
+	r->acc = NULL;
+	pull_board_finish(a->board, r);
+}
+
+/* Pushes the interval just cut: one series per service_name and kind. */
+static void push_interval(struct agent *a, int64_t until)
+{
+	static const char *const suffix[KINDS] = { "cpu", "off_cpu" };
+	const char *keys[] = { "hostname" }, *vals[] = { a->hostname };
+	int k;
+
+	for (k = 0; k < KINDS; k++) {
+		const struct profile *p;
+		const char **services = NULL;
+		size_t nservices = 0, i;
+
+		if (!a->interval[k])
+			continue;
+		p = profile_merge_result(a->interval[k]);
+		if (p->nsamples && profile_label_values(p, "service_name", &services, &nservices)) {
+			a->push_encode_failures++;
+			nservices = 0;
+		}
+		for (i = 0; i < nservices; i++) {
+			struct prof_label_filter only = { .key = "service_name", .str = services[i] };
+			struct profile_merge *m = profile_merge_new();
+			unsigned char *body = NULL;
+			size_t len = 0;
+			char app[512], err[256];
+
+			snprintf(app, sizeof(app), "%s.%s", services[i], suffix[k]);
+			if (!m || profile_merge_add(m, p, prof_sample_label_matches, &only) ||
+			    pprof_encode(profile_merge_result(m), &body, &len, err, sizeof(err)) ||
+			    pyroscope_enqueue(a->push, app, keys, vals, 1, a->interval_from, until, body,
+					      len))
+				a->push_encode_failures++;
+			profile_merge_free(m);
+		}
+		free(services);
+		profile_merge_free(a->interval[k]);
+		a->interval[k] = profile_merge_new();
+	}
+}
+
+/* A profile was cut: it goes to every open window, and to the interval
+ * being pushed. */
+static void deliver(struct agent *a, struct built_profile *bp, bool interval_end, uint64_t now)
+{
+	struct profile_view views[KINDS];
+	bool have[KINDS] = { false };
 	uint64_t on, off;
+	uint32_t i;
+	int k;
 
 	count_samples(bp, &on, &off);
 	a->samples[0] += on;
 	a->samples[1] += off;
-	if (interval_end && !a->o.rec.quiet)
-		fprintf(stderr, "cfiprof agent: interval %" PRIu64 ": %" PRIu64 " on-CPU samples, %"
-			PRIu64 " off-CPU events, %u stacks, %.3f s\n", a->intervals, on, off,
-			bp->p.nsamples, bp->p.duration_nanos / 1e9);
+	for (k = 0; k < KINDS; k++) {
+		int types[2];
+		uint32_t n = kind_types(bp, k, types);
+
+		have[k] = n && !profile_view_types(&bp->p, types, n, &views[k]);
+	}
+	for (i = 0; i < a->npulls; i++) {
+		struct pull_request *r = a->pulls[i];
+		int kind = r->kind == PULL_OFFCPU ? KIND_OFFCPU : KIND_CPU;
+
+		if (have[kind] && r->acc && profile_merge_add(r->acc, &views[kind].p, pull_keeps, r))
+			fprintf(stderr, "cfiprof agent: a pulled profile lost a cut: out of memory\n");
+	}
+	for (k = 0; k < KINDS; k++)
+		if (have[k] && a->interval[k] && profile_merge_add(a->interval[k], &views[k].p, NULL, NULL))
+			a->push_encode_failures++;
+	for (k = 0; k < KINDS; k++)
+		if (have[k])
+			profile_view_free(&views[k]);
+	/* Windows that closed with this cut. */
+	for (i = 0; i < a->npulls;) {
+		if (a->pulls[i]->end_ns <= now) {
+			answer_pull(a, a->pulls[i]);
+			a->pulls[i] = a->pulls[--a->npulls];
+		} else {
+			i++;
+		}
+	}
+	if (interval_end) {
+		struct timespec wall;
+
+		clock_gettime(CLOCK_REALTIME, &wall);
+		a->last_interval_samples = on + off;
+		if (a->push)
+			push_interval(a, wall.tv_sec);
+		a->interval_from = wall.tv_sec;
+		if (!a->o.rec.quiet)
+			fprintf(stderr, "cfiprof agent: interval %" PRIu64 ": %" PRIu64 " on-CPU samples, %"
+				PRIu64 " off-CPU events, %u stacks, %.3f s\n", a->intervals, on, off,
+				bp->p.nsamples, bp->p.duration_nanos / 1e9);
+	}
 }
 
 /* Cuts the profile aggregated since the last cut; on failure (out of
@@ -158,8 +350,76 @@ static void cut(struct agent *a, bool interval_end)
 	a->cuts++;
 	if (interval_end)
 		a->intervals++;
-	deliver(a, &bp, interval_end);
+	deliver(a, &bp, interval_end, mono_ns());
 	profile_built_free(&bp);
+}
+
+/* New pull requests: a cut first, so that each window starts empty. */
+static void open_pulls(struct agent *a)
+{
+	struct pull_request *fresh[PULLS_MAX];
+	uint32_t n, i;
+	uint64_t now;
+
+	n = pull_board_take_new(a->board, fresh, PULLS_MAX - a->npulls);
+	if (!n)
+		return;
+	cut(a, false);
+	now = mono_ns();
+	for (i = 0; i < n; i++) {
+		struct pull_request *r = fresh[i];
+
+		if (r->kind == PULL_OFFCPU && !a->o.rec.off.enabled) {
+			finish_pull(a, r, 404, "cfiprof: off-CPU profiling is off (start the agent with "
+				    "--off-cpu)\n");
+			continue;
+		}
+		if (r->kind == PULL_CPU && a->o.rec.off.only) {
+			finish_pull(a, r, 404, "cfiprof: on-CPU sampling is off\n");
+			continue;
+		}
+		r->acc = profile_merge_new();
+		if (!r->acc) {
+			finish_pull(a, r, 503, "cfiprof: out of memory\n");
+			continue;
+		}
+		r->start_ns = now;
+		r->end_ns = now + r->seconds * 1000000000ull;
+		a->pulls[a->npulls++] = r;
+	}
+}
+
+/* The figures /metrics serves, refreshed every loop turn. */
+static void publish_metrics(struct agent *a)
+{
+	struct agent_metrics_extra x = {
+		.intervals = a->intervals,
+		.last_interval_samples = a->last_interval_samples,
+		.interval_seconds = a->o.interval_ns / 1e9,
+	};
+	struct http_stats hs;
+	char *text;
+	size_t len;
+
+	pull_board_stats(a->board, &hs);
+	x.http_requests = hs.requests;
+	x.scrapes = hs.scrapes;
+	x.profile_requests = hs.profile_requests;
+	x.http_errors = hs.errors_4xx + hs.errors_5xx;
+	if (a->push) {
+		struct pyroscope_stats ps;
+
+		pyroscope_stats(a->push, &ps);
+		x.pushes_sent = ps.sent;
+		x.pushes_failed = ps.failed;
+		x.pushes_dropped = ps.dropped;
+		x.push_queue_bytes = ps.queued_bytes;
+		x.push_queue_items = ps.queued_items;
+	}
+	if (!metrics_render(&a->e, &x, &text, &len)) {
+		pull_board_set_metrics(a->board, text, len);
+		free(text);
+	}
 }
 
 static void summary(const struct agent *a, const char *why)
@@ -180,11 +440,19 @@ static int run(struct agent *a)
 	int status = 0;
 
 	a->next_interval_ns = a->e.start_ns + a->o.interval_ns;
+	a->interval_from = a->e.wall_start.tv_sec;
 	while (!stop_requested) {
 		uint64_t now = mono_ns(), deadline = now + LOOP_TICK_NS;
+		bool window_closes = false;
+		uint32_t i;
 
+		publish_metrics(a);
+		open_pulls(a);
 		if (deadline > a->next_interval_ns)
 			deadline = a->next_interval_ns;
+		for (i = 0; i < a->npulls; i++)
+			if (deadline > a->pulls[i]->end_ns)
+				deadline = a->pulls[i]->end_ns;
 		woken = 0;
 		why = engine_run_until(&a->e, deadline, &woken);
 		if (hup_requested) {
@@ -195,12 +463,16 @@ static int run(struct agent *a)
 		if (why == ENGINE_READ_ERROR || why == ENGINE_TARGETS_EXITED)
 			break;
 		now = mono_ns();
+		for (i = 0; i < a->npulls; i++)
+			window_closes |= a->pulls[i]->end_ns <= now;
 		if (now >= a->next_interval_ns) {
 			cut(a, true);
 			/* The next interval starts where this one ended: a late
 			 * wakeup shortens it rather than letting intervals drift. */
 			while (a->next_interval_ns <= now)
 				a->next_interval_ns += a->o.interval_ns;
+		} else if (window_closes) {
+			cut(a, false);
 		}
 	}
 	if (why == ENGINE_READ_ERROR) {
@@ -209,11 +481,82 @@ static int run(struct agent *a)
 	} else if (why == ENGINE_TARGETS_EXITED) {
 		said = "every -p process exited";
 	}
-	/* The last, partial interval: what came in until the stop. */
+	/* The last, partial interval: what came in until the stop.  Open
+	 * windows end with it: their clients get what there is. */
 	engine_stop(&a->e);
 	cut(a, true);
+	while (a->npulls)
+		answer_pull(a, a->pulls[--a->npulls]);
+	publish_metrics(a);
 	summary(a, said);
 	return status;
+}
+
+/* The HTTP server, the pusher and the interval accumulators: all before
+ * sampling starts, so that a bad --listen or --pyroscope fails at once. */
+static int start_serving(struct agent *a)
+{
+	char err[512] = "";
+	int ret, k;
+
+	ret = pull_board_new(&a->board);
+	/* (scrapes before the first turn of the loop get figures too) */
+	if (!ret)
+		publish_metrics(a);
+	if (!ret)
+		ret = http_server_start(&a->http, a->o.listen, a->board, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "cfiprof agent: %s\n", err[0] ? err : strerror(-ret));
+		return ret;
+	}
+	if (a->o.pyroscope) {
+		struct pyroscope_opts po = {
+			.url = a->o.pyroscope,
+			.headers = a->o.push_headers,
+			.nheaders = a->o.npush_headers,
+			.queue_bytes = a->o.push_queue_bytes,
+			.sample_rate = (uint32_t)a->o.rec.freq,
+		};
+
+		ret = pyroscope_open(&a->push, &po, err, sizeof(err));
+		if (ret) {
+			fprintf(stderr, "cfiprof agent: %s\n", err);
+			return ret;
+		}
+		for (k = 0; k < KINDS; k++)
+			if ((k == KIND_CPU && !a->o.rec.off.only) || (k == KIND_OFFCPU && a->o.rec.off.enabled))
+				if (!(a->interval[k] = profile_merge_new()))
+					return -ENOMEM;
+	}
+	/* (tests and scripts with --listen ADDR:0 read the port here) */
+	if (!a->o.rec.quiet)
+		fprintf(stderr, "cfiprof agent: listening on port %u: /debug/pprof/profile, "
+			"/debug/pprof/offcpu, /metrics\n", http_server_port(a->http));
+	return 0;
+}
+
+/* SIGTERM's last push is tried for this long. */
+#define PUSH_FLUSH_MS 5000
+
+static void stop_serving(struct agent *a)
+{
+	int k;
+
+	/* (run answers the windows still open; these come from a failed
+	 * start; the board answers whatever else is left with 503) */
+	while (a->npulls)
+		finish_pull(a, a->pulls[--a->npulls], 503, "cfiprof: the agent is stopping\n");
+	if (a->http)
+		http_server_stop(a->http);
+	a->http = NULL;
+	if (a->board)
+		pull_board_free(a->board);
+	a->board = NULL;
+	if (a->push)
+		pyroscope_close(a->push, PUSH_FLUSH_MS);
+	a->push = NULL;
+	for (k = 0; k < KINDS; k++)
+		profile_merge_free(a->interval[k]);
 }
 
 int cmd_agent(int argc, char **argv)
@@ -250,6 +593,8 @@ int cmd_agent(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
+	if (start_serving(a))
+		goto out;
 	if (engine_start(&a->e))
 		goto out;
 	if (!a->o.rec.quiet)
@@ -259,6 +604,7 @@ int cmd_agent(int argc, char **argv)
 			a->o.interval_ns / 1e9);
 	status = run(a);
 out:
+	stop_serving(a);
 	engine_close(&a->e);
 	agent_opts_free(&a->o);
 	free(a);
