@@ -3,7 +3,7 @@
  * BPF with DWARF call frame information compiled ahead of time.
  *
  * This file only dispatches: each command lives in its own folder
- * (record/, stat/) or file (cmd_cfi.c) and parses its own options.
+ * (record/, stat/, daemon/) or file (cmd_cfi.c) and parses its own options.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "agent/cli/args.h"
 #include "agent/cmd_cfi.h"
 #include "agent/convert/cmd_convert.h"
+#include "agent/daemon/agent.h"
 #include "agent/record/record.h"
 #include "agent/stat/stat.h"
 #include "bpf/abi.h"
@@ -25,6 +26,7 @@ static const struct command {
 	int (*run)(int argc, char **argv);
 } commands[] = {
 	{ "record", "cfiprof record", cmd_record },
+	{ "agent", "cfiprof agent", cmd_agent },
 	{ "stat", "cfiprof stat", cmd_stat },
 	{ "cfi", "cfiprof cfi", cmd_cfi },
 	{ "convert", "cfiprof convert", cmd_convert },
@@ -37,6 +39,8 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  record           sample on-CPU and off-CPU stacks (DWARF unwinding in BPF)\n"
+		"  agent            profile the machine continuously: pprof over HTTP,\n"
+		"                   Pyroscope push, Prometheus /metrics\n"
 		"  stat             count events (perf stat's events, layouts and metrics)\n"
 		"  cfi dump FILE    print the compiled CFI table of an ELF file\n"
 		"  cfi stats FILE   compile an ELF file's CFI and print statistics\n"

@@ -89,12 +89,6 @@ static void usage(FILE *f)
 		MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
 
-enum {
-	OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
-	OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
-	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS, OPT_CALL_GRAPH
-};
-
 static const struct option long_options[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "all-cpus", no_argument, NULL, 'a' },
@@ -128,31 +122,24 @@ static const struct option long_options[] = {
 	{ 0 },
 };
 
-/* The --tag arrays grow one option at a time. */
-struct parse_state {
-	struct record_opts *o;
-	size_t cap_keys, cap_vals;
-	struct call_graph call_graph;   /* the last --call-graph, if o->call_graph */
-};
-
 /* KEY=VALUE, split in place: the strings stay argv's.  A key is given
  * once, and is none of the profile's own labels: pprof would show the
  * sample with two values for it. */
-static int add_tag(struct parse_state *st, char *arg)
+static int add_tag(struct record_opts_parse *st, char *arg)
 {
 	struct record_opts *o = st->o;
 	char *eq = strchr(arg, '=');
 	int i;
 
 	if (!eq || eq == arg || !eq[1])
-		return arg_invalid(PROG, "--tag", "'%s' is not KEY=VALUE", arg);
+		return arg_invalid(st->prog, "--tag", "'%s' is not KEY=VALUE", arg);
 	*eq = 0;
 	if (profile_label_is_own(arg))
-		return arg_invalid(PROG, "--tag", "'%s' is reserved: every sample has that label already",
+		return arg_invalid(st->prog, "--tag", "'%s' is reserved: every sample has that label already",
 				   arg);
 	for (i = 0; i < o->ntags; i++)
 		if (!strcmp(o->tag_keys[i], arg))
-			return arg_invalid(PROG, "--tag", "'%s' given twice", arg);
+			return arg_invalid(st->prog, "--tag", "'%s' given twice", arg);
 	if (array_reserve(&o->tag_keys, &st->cap_keys, (size_t)o->ntags + 1) ||
 	    array_reserve(&o->tag_vals, &st->cap_vals, (size_t)o->ntags + 1))
 		return -ENOMEM;
@@ -164,34 +151,34 @@ static int add_tag(struct parse_state *st, char *arg)
 
 /* -e's list, added to those before.  Groups are counted together by
  * stat; a sample is of one event, so they mean nothing here. */
-static int add_events(struct record_opts *o, const char *arg)
+static int add_events(struct record_opts_parse *st, const char *arg)
 {
+	struct record_opts *o = st->o;
 	char err[512] = "";
 	int before = o->events.n, i;
 
 	if (strpbrk(arg, "{}"))
-		return arg_invalid(PROG, "-e", "'%s': groups ({...}) are not sampled together; list the events",
+		return arg_invalid(st->prog, "-e", "'%s': groups ({...}) are not sampled together; list the events",
 				   arg);
 	if (event_list_add(&o->events, arg, err, sizeof(err)))
-		return arg_invalid(PROG, "-e", "%s", err);
+		return arg_invalid(st->prog, "-e", "%s", err);
 	/* perf samples a tracepoint only where it fires, in the kernel;
 	 * the BPF program would take every hit whatever the modifier. */
 	for (i = before; i < o->events.n; i++)
 		if (o->events.ev[i].kind == EVENT_TRACEPOINT && o->events.ev[i].attr.exclude_kernel)
-			return arg_invalid(PROG, "-e", "'%s': a tracepoint fires in the kernel: nothing is left "
+			return arg_invalid(st->prog, "-e", "'%s': a tracepoint fires in the kernel: nothing is left "
 					   "to sample without k", o->events.ev[i].name);
 	if (o->events.n > CFIPROF_MAX_EVENTS && !before)
-		return arg_invalid(PROG, "-e", "'%s' makes %d events; at most %d are sampled at once", arg,
+		return arg_invalid(st->prog, "-e", "'%s' makes %d events; at most %d are sampled at once", arg,
 				   o->events.n, CFIPROF_MAX_EVENTS);
 	if (o->events.n > CFIPROF_MAX_EVENTS)
-		return arg_invalid(PROG, "-e", "'%s' makes %d more events, %d in all; at most %d are sampled "
+		return arg_invalid(st->prog, "-e", "'%s' makes %d more events, %d in all; at most %d are sampled "
 				   "at once", arg, o->events.n - before, o->events.n, CFIPROF_MAX_EVENTS);
 	return 0;
 }
 
-static int handle_option(int key, char *arg, void *ctx)
+int record_opts_handle(int key, char *arg, struct record_opts_parse *st)
 {
-	struct parse_state *st = ctx;
 	struct record_opts *o = st->o;
 	char err[256] = "";
 	long v;
@@ -210,20 +197,20 @@ static int handle_option(int key, char *arg, void *ctx)
 	case OPT_WAKERS: o->off.wakers = true; break;
 	/* Checked here. */
 	case OPT_CACHE:
-		return arg_cache_dir(PROG, arg, &o->cache_dir);
+		return arg_cache_dir(st->prog, arg, &o->cache_dir);
 	case 'p':
 		if (arg_pid_list(arg, &o->pids, &o->npids, err, sizeof(err)))
-			return arg_invalid(PROG, "-p", "%s", err);
+			return arg_invalid(st->prog, "-p", "%s", err);
 		break;
 	case 't':
 		if (arg_pid_list(arg, &o->tids, &o->ntids, err, sizeof(err)))
-			return arg_invalid(PROG, "-t", "%s", err);
+			return arg_invalid(st->prog, "-t", "%s", err);
 		if (o->ntids > CFIPROF_MAX_TIDS)
-			return arg_invalid(PROG, "-t", "more than %d threads", CFIPROF_MAX_TIDS);
+			return arg_invalid(st->prog, "-t", "more than %d threads", CFIPROF_MAX_TIDS);
 		break;
 	case 'u':
 		if (user_parse(arg, &o->uid, err, sizeof(err)))
-			return arg_invalid(PROG, "-u", "%s", err);
+			return arg_invalid(st->prog, "-u", "%s", err);
 		o->uid_given = true;
 		o->user = arg;
 		break;
@@ -231,40 +218,40 @@ static int handle_option(int key, char *arg, void *ctx)
 		break;   /* stacks are always recorded: see the usage */
 	case OPT_CALL_GRAPH:
 		if (call_graph_parse(arg, &st->call_graph, err, sizeof(err)))
-			return arg_invalid(PROG, "--call-graph", "%s", err);
+			return arg_invalid(st->prog, "--call-graph", "%s", err);
 		o->call_graph = arg;
 		break;
 	case 'F':
 		if (arg_long(arg, 1, 100000, &v))
-			return arg_invalid(PROG, "-F", "'%s' is not a rate in Hz (1-100000)", arg);
+			return arg_invalid(st->prog, "-F", "'%s' is not a rate in Hz (1-100000)", arg);
 		o->freq = (int)v;
 		o->freq_given = true;
 		break;
 	case 'e':
-		return add_events(o, arg);
+		return add_events(st, arg);
 	case 'c':
 		if (arg_long(arg, 1, LONG_MAX, &v))
-			return arg_invalid(PROG, "-c", "'%s' is not a count (1 or more)", arg);
+			return arg_invalid(st->prog, "-c", "'%s' is not a count (1 or more)", arg);
 		o->count = (uint64_t)v;
 		break;
 	case 'd':
 		if (arg_seconds(arg, &o->duration))
-			return arg_invalid(PROG, "-d", "'%s' is not a number of seconds (decimal, above 0, "
+			return arg_invalid(st->prog, "-d", "'%s' is not a number of seconds (decimal, above 0, "
 					   "at most %.0f)", arg, ARG_SECONDS_MAX);
 		break;
 	case 'C':
 		if (arg_cpu_set(arg, &o->cpu_set, err, sizeof(err)))
-			return arg_invalid(PROG, "-C", "%s", err);
+			return arg_invalid(st->prog, "-C", "%s", err);
 		o->cpus = arg;
 		break;
 	case OPT_DEBUG:
 		if (!*arg)
-			return arg_invalid(PROG, "--debug-dir", "empty path");
+			return arg_invalid(st->prog, "--debug-dir", "empty path");
 		o->debug_dir = arg;
 		break;
 	case OPT_CGROUP:
 		if (!*arg)
-			return arg_invalid(PROG, "--cgroup", "empty path");
+			return arg_invalid(st->prog, "--cgroup", "empty path");
 		o->cgroup = arg;
 		break;
 	case OPT_FORMAT:
@@ -277,11 +264,11 @@ static int handle_option(int key, char *arg, void *ctx)
 		else if (!strcmp(arg, "perf"))
 			o->format = FORMAT_PERF;
 		else
-			return arg_invalid(PROG, "--format", "'%s' is not pprof, folded, svg or perf", arg);
+			return arg_invalid(st->prog, "--format", "'%s' is not pprof, folded, svg or perf", arg);
 		break;
 	case OPT_DEPTH:
 		if (arg_long(arg, 1, CFIPROF_MAX_DEPTH_LIMIT, &v))
-			return arg_invalid(PROG, "--max-depth", "'%s' is not in 1..%d", arg,
+			return arg_invalid(st->prog, "--max-depth", "'%s' is not in 1..%d", arg,
 					   CFIPROF_MAX_DEPTH_LIMIT);
 		o->max_depth = (int)v;
 		break;
@@ -295,24 +282,31 @@ static int handle_option(int key, char *arg, void *ctx)
 		else if (!strcmp(arg, "fp"))
 			o->unwind = UNWIND_FP;
 		else
-			return arg_invalid(PROG, "--unwind", "'%s' is not auto, dwarf or fp", arg);
+			return arg_invalid(st->prog, "--unwind", "'%s' is not auto, dwarf or fp", arg);
 		o->unwind_given = true;
 		break;
 	case OPT_TABLE_MEM:
 		/* Below one page not even the smallest table fits: every
 		 * walk would fall back to frame pointers, silently. */
 		if (arg_size(arg, &o->max_table_memory) || o->max_table_memory < MAX_TABLE_MEMORY_MIN)
-			return arg_invalid(PROG, "--max-table-memory",
+			return arg_invalid(st->prog, "--max-table-memory",
 					   "'%s' is not a size of at least 4K, such as 64M or 1G", arg);
 		break;
 	case OPT_OFF_CPU_MIN:
 		if (offcpu_parse_duration(arg, &o->off.min_ns))
-			return arg_invalid(PROG, "--off-cpu-min",
+			return arg_invalid(st->prog, "--off-cpu-min",
 					   "'%s' is not a duration (e.g. 1ms, 500us, 0)", arg);
 		o->off.min_given = true;
 		break;
+	default:
+		return -ENOENT;
 	}
 	return 0;
+}
+
+static int handle_option(int key, char *arg, void *ctx)
+{
+	return record_opts_handle(key, arg, ctx);
 }
 
 static const struct arg_parser parser = {
@@ -384,11 +378,8 @@ static int apply_call_graph(struct record_opts *o, const struct call_graph *cg)
 	return 0;
 }
 
-int record_parse_args(int argc, char **argv, struct record_opts *o)
+void record_opts_defaults(struct record_opts *o)
 {
-	struct parse_state st = { .o = o };
-	int ret;
-
 	*o = (struct record_opts){
 		.freq = 99,
 		.events = EVENT_LIST_INIT,
@@ -397,6 +388,14 @@ int record_parse_args(int argc, char **argv, struct record_opts *o)
 		.off.min_ns = OFFCPU_MIN_DEFAULT_NS,
 		.cache_dir = arg_default_cache_dir(),
 	};
+}
+
+int record_parse_args(int argc, char **argv, struct record_opts *o)
+{
+	struct record_opts_parse st = { .o = o, .prog = PROG };
+	int ret;
+
+	record_opts_defaults(o);
 	ret = args_parse(&parser, argc, argv, &st, &o->cmd);
 	if (!ret)
 		ret = check_options(o);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/cli/perf_spellings.h"
 #include "agent/offcpu/offcpu.h"
 #include "agent/perf/event_names.h"
 #include "agent/unwind/modules.h"
@@ -61,6 +62,30 @@ struct record_opts {
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
 };
+
+/* The option keys of record_opts_handle: a letter for the short ones. */
+enum {
+	OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
+	OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
+	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS, OPT_CALL_GRAPH,
+	OPT_RECORD_LAST
+};
+
+/* Parsing state of record's options, for the commands that take some of
+ * them (cfiprof agent): `prog` starts their messages. */
+struct record_opts_parse {
+	struct record_opts *o;
+	const char *prog;
+	size_t cap_keys, cap_vals;      /* --tag's arrays */
+	struct call_graph call_graph;   /* the last --call-graph, if o->call_graph */
+};
+
+/* record's defaults (-F 99, ...). */
+void record_opts_defaults(struct record_opts *o);
+
+/* One of record's options, by key; -ENOENT for a key that is none of
+ * them, else 0 or a negative errno (message printed). */
+int record_opts_handle(int key, char *arg, struct record_opts_parse *st);
 
 /* Fills `o` from the command line (argv[0] is the command's name; the
  * strings stay argv's).  Returns 0, 1 for --help (usage printed), or

@@ -296,6 +296,19 @@ static struct pending_waker *take_waker(struct offcpu *oc, uint32_t tid, uint64_
 	return NULL;
 }
 
+void offcpu_cut(struct offcpu *oc)
+{
+	uint32_t i;
+
+	/* Their frames name the old aggregation's mappings: a waker whose
+	 * sample comes after the cut goes unpaired, counted. */
+	for (i = 0; oc->pending && i < PENDING_WAKERS; i++)
+		if (oc->pending[i].used) {
+			oc->pending[i].used = false;
+			oc->wakers_unpaired++;
+		}
+}
+
 void offcpu_ignore_before(struct offcpu *oc, uint32_t pid, uint64_t until_ns)
 {
 	oc->held_cmd_pid = pid;

@@ -83,6 +83,10 @@ int offcpu_record(struct offcpu *oc, struct stack_agg *agg, uint32_t pid, uint32
 		  uint64_t time_ns, uint64_t weight, struct frame_ref *frames, uint32_t n,
 		  uint32_t nkernel);
 
+/* The aggregation was cut (a daemon's interval): waker records waiting
+ * for their sample are dropped, counted as unpaired. */
+void offcpu_cut(struct offcpu *oc);
+
 /* Threads still blocked when recording stops (the scheduler programs
  * detached): their blocked time up to now is a sample too, passed to
  * `on_event` like a ring buffer record. */

@@ -723,6 +723,28 @@ uint64_t stack_agg_count(const struct stack_agg *a)
 	return a->n + a->nsealed_stacks;
 }
 
+int stack_agg_reset(struct stack_agg *a)
+{
+	struct stack_agg fresh = { 0 };
+	uint32_t i, last_id = a->last_mapping_id;
+	int err = 0;
+
+	/* The marks first: ids handed out (engine's event marks) stay good. */
+	for (i = 0; i < a->nmarks && !err; i++)
+		if (stack_agg_mark(&fresh, a->marks[i]) != (int64_t)i)
+			err = -ENOMEM;
+	if (err) {
+		stack_agg_free(&fresh);
+		return err;
+	}
+	stack_agg_free(a);
+	*a = fresh;
+	/* Ids are never reused: a frame_ref held across the cut names no
+	 * mapping of the new aggregation. */
+	a->last_mapping_id = last_id;
+	return 0;
+}
+
 void stack_agg_free(struct stack_agg *a)
 {
 	uint32_t i;

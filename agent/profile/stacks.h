@@ -155,6 +155,10 @@ const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
 /* Stacks in all, live and sealed. */
 uint64_t stack_agg_count(const struct stack_agg *a);
 
+/* Empties the aggregation for the next profile (a daemon's interval):
+ * stacks, sealed or live, mappings and labels go; marks keep their ids,
+ * and mapping ids are not reused.  0, or -ENOMEM (nothing changed). */
+int stack_agg_reset(struct stack_agg *a);
 void stack_agg_free(struct stack_agg *a);
 
 #endif

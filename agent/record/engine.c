@@ -413,7 +413,50 @@ void engine_stop(struct record_engine *e)
 	launch_stop(&e->cmd);
 }
 
+/* The profile of what was aggregated since (wall, mono). */
+static int build_profile(struct record_engine *e, struct built_profile *bp,
+			 const struct timespec *wall, uint64_t mono);
+
 int engine_build_profile(struct record_engine *e, struct built_profile *bp)
+{
+	int ret = build_profile(e, bp, &e->wall_start, e->start_ns);
+
+	e->duration_ns = mono_ns() - e->start_ns;
+	return ret;
+}
+
+int engine_cut(struct record_engine *e, struct built_profile *bp)
+{
+	struct timespec wall;
+	uint64_t now;
+	int ret;
+
+	if (!e->cut_ns) {
+		e->cut_ns = e->start_ns;
+		e->cut_wall = e->wall_start;
+	}
+	/* The two clocks read together: the next profile starts where this
+	 * one ends, on both. */
+	clock_gettime(CLOCK_REALTIME, &wall);
+	now = mono_ns();
+	ret = build_profile(e, bp, &e->cut_wall, e->cut_ns);
+	if (ret)
+		return ret;
+	bp->p.duration_nanos = (int64_t)(now - e->cut_ns);
+	ret = stack_agg_reset(&e->agg);
+	if (ret) {
+		profile_built_free(bp);
+		return ret;
+	}
+	offcpu_cut(&e->off);
+	e->cut_ns = now;
+	e->cut_wall = wall;
+	e->cuts++;
+	return 0;
+}
+
+static int build_profile(struct record_engine *e, struct built_profile *bp,
+			 const struct timespec *wall, uint64_t mono)
 {
 	const struct record_opts *o = e->o;
 	const struct record_event_desc *first = engine_event(e, 0);
@@ -423,7 +466,7 @@ int engine_build_profile(struct record_engine *e, struct built_profile *bp)
 		 * at the nominal 1/F as without -c. */
 		.period_ns = first && !strcmp(first->unit, "nanoseconds") ? (int64_t)first->period
 									   : 1000000000ll / o->freq,
-		.time_nanos = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec,
+		.time_nanos = (int64_t)wall->tv_sec * 1000000000ll + wall->tv_nsec,
 		.tag_keys = o->tag_keys,
 		.tag_vals = o->tag_vals,
 		.ntags = (uint32_t)o->ntags,
@@ -440,8 +483,7 @@ int engine_build_profile(struct record_engine *e, struct built_profile *bp)
 						    (int64_t)e->event_descs[i].period };
 	po.events = o->events.n ? events : NULL;
 	po.nevents = o->events.n ? i : 0;
-	e->duration_ns = mono_ns() - e->start_ns;
-	po.duration_nanos = (int64_t)e->duration_ns;
+	po.duration_nanos = (int64_t)(mono_ns() - mono);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		e->peak_rss_recording_kb = ru.ru_maxrss;
 	return profile_build(&e->agg, e->sym, &po, bp) ? -ENOMEM : 0;

@@ -85,6 +85,10 @@ struct record_engine {
 	uint64_t start_ns;           /* monotonic */
 	uint64_t duration_ns;        /* set by engine_build_profile */
 	long peak_rss_recording_kb;  /* before the profile was symbolized */
+	/* engine_cut: where the next profile starts */
+	struct timespec cut_wall;
+	uint64_t cut_ns;             /* 0: at engine_start */
+	uint64_t cuts;
 };
 
 enum engine_stop_reason {
@@ -123,6 +127,14 @@ void engine_stop(struct record_engine *e);
 /* Symbolizes the stacks aggregated since engine_start into `bp` (free it
  * with profile_built_free).  0 or -ENOMEM. */
 int engine_build_profile(struct record_engine *e, struct built_profile *bp);
+
+/* A daemon's interval: the profile of what was aggregated since the last
+ * cut (the first: since engine_start), symbolized into `bp`, after which
+ * aggregation starts afresh; tables, mappings and symbols stay warm.
+ * Profiles of successive cuts tile time: each starts where the one
+ * before ended (time_nanos, duration_nanos).  0 or -ENOMEM (what was
+ * aggregated is then kept for the next cut). */
+int engine_cut(struct record_engine *e, struct built_profile *bp);
 
 /* The events on-CPU samples are taken of (none with --off-cpu-only),
  * known once engine_load has opened them; idx is sample_event.event. */
