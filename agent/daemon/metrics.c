@@ -278,7 +278,7 @@ static void format_offcpu(FILE *f, const struct engine_figures *fg)
 {
 	const uint64_t *c = fg->counters;
 	const struct simple_metric m[] = {
-		{ "cfiprof_offcpu_samples_total", "counter", "Off-CPU samples aggregated.",
+		{ "cfiprof_offcpu_samples_total", "counter", "Off-CPU samples recorded.",
 		  fg->off_cpu_samples },
 		{ "cfiprof_offcpu_samples_sent_total", "counter",
 		  "Off-CPU samples the BPF side sent.", c[CNT_OFFCPU_SAMPLES] },

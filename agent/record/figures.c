@@ -80,8 +80,6 @@ static void read_events(const struct record_engine *e, struct engine_figures *f)
 	}
 	f->nevents = i;
 	f->samples_before_exec = e->events.before_exec;
-	f->on_cpu_samples = e->agg.samples[STACK_ON_CPU];
-	f->off_cpu_samples = e->agg.samples[STACK_OFF_CPU];
 	for (i = 0; i < CNT_NR; i++)
 		f->counters[i] = engine_counter(e, i);
 	f->records = e->events.records;
@@ -188,6 +186,7 @@ void engine_figures_read(struct record_engine *e, struct engine_figures *f)
 	read_events(e, f);
 	read_progs(e, f);
 	f->off_cpu = e->o->off.enabled;
+	f->off_cpu_samples = e->off.samples;
 	f->wakers_paired = e->off.wakers_paired;
 	f->wakers_unpaired = e->off.wakers_unpaired;
 	read_tables(e, f);

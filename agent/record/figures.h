@@ -50,7 +50,6 @@ struct engine_figures {
 	uint32_t nevents;
 	struct event_figures events[CFIPROF_MAX_EVENTS];
 	uint64_t samples_before_exec; /* of -- CMD before its exec: dropped */
-	uint64_t on_cpu_samples, off_cpu_samples; /* aggregated stacks' samples */
 	uint64_t counters[CNT_NR];   /* the BPF side's, summed over CPUs */
 	/* the ring buffer's records */
 	uint64_t records;
@@ -65,6 +64,7 @@ struct engine_figures {
 	struct prog_figures progs[FIGURES_MAX_PROGS];
 	/* off-CPU (off_cpu: enabled; the BPF side's counts are in counters) */
 	bool off_cpu;
+	uint64_t off_cpu_samples;    /* aggregated since the start, across cuts */
 	uint64_t wakers_paired, wakers_unpaired;
 	/* CFI tables */
 	struct table_stats tables;
