@@ -165,6 +165,29 @@ USAGE_ERRORS = [
     ("unknown-command", ["frobnicate"], ["frobnicate"]),
     ("unknown-command-control", ["frob\nnicate"], ["frob"]),
     ("version-operand", ["version", "extra"], ["version", "'extra'"]),
+    # cfiprof agent: refused while parsing, before anything loads or listens
+    ("agent-interval-short", ["agent", "--interval", "0.5s"], ["--interval", "'0.5s'"]),
+    ("agent-interval-unit", ["agent", "--interval", "10d"], ["--interval", "'10d'"]),
+    ("agent-interval-long", ["agent", "--interval", "25h"], ["--interval", "'25h'"]),
+    ("agent-interval-empty", ["agent", "--interval", ""], ["--interval"]),
+    ("agent-interval-dots", ["agent", "--interval", "1.2.3s"], ["--interval"]),
+    ("agent-listen-empty", ["agent", "--listen", ""], ["--listen"]),
+    ("agent-pyroscope-scheme", ["agent", "--pyroscope", "ftp://h/"], ["--pyroscope", "'ftp://h/'"]),
+    ("agent-header-no-colon", ["agent", "--pyroscope", "http://h", "--pyroscope-header", "X"],
+     ["--pyroscope-header", "'X'"]),
+    ("agent-header-bad-name", ["agent", "--pyroscope", "http://h", "--pyroscope-header", "a b:c"],
+     ["--pyroscope-header", "'a b'"]),
+    ("agent-header-newline", ["agent", "--pyroscope", "http://h", "--pyroscope-header", "A:b\r\nC:d"],
+     ["--pyroscope-header", "line break"]),
+    ("agent-header-alone", ["agent", "--pyroscope-header", "A:b"], ["--pyroscope-header", "--pyroscope"]),
+    ("agent-queue-small", ["agent", "--pyroscope", "http://h", "--pyroscope-queue", "1"],
+     ["--pyroscope-queue", "'1'"]),
+    ("agent-command", ["agent", "--", "sleep", "1"], ["'sleep'", "runs no command"]),
+    ("agent-pid-and-uid", ["agent", "-p", NOPID, "-u", "0"], ["one target"]),
+    ("agent-off-cpu-min-alone", ["agent", "--off-cpu-min", "2ms"], ["--off-cpu-min", "--off-cpu"]),
+    ("agent-freq-zero", ["agent", "-F", "0"], ["-F", "'0'"]),
+    ("agent-unknown", ["agent", "--wakers"], ["--wakers"]),
+    ("agent-log-empty", ["agent", "--log", ""], ["--log"]),
 ]
 
 
@@ -224,7 +247,8 @@ def test_help(cfiprof, env, tmp):
     if not wanted("help"):
         return
     with Case("help") as c:
-        for args in (["--help"], ["help"], ["record", "--help"], ["stat", "-h"], ["cfi", "--help"],
+        for args in (["--help"], ["help"], ["record", "--help"], ["stat", "-h"], ["agent", "--help"],
+                     ["cfi", "--help"],
                      ["cfi", "dump", "--help"]):
             rc, out, err = run([cfiprof] + args, env, tmp)
             c.check(rc == 0 and out.startswith(b"usage: cfiprof") and err == b"",

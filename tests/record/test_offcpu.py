@@ -263,6 +263,8 @@ def t_threshold(tmp):
             # wait for the CPU around the block (preemption, not counted).
             # On a busy machine a 0.2 ms sleep can take 1 ms that way: the
             # short sleeps get no lower bound but with --off-cpu-min 0.
+            if leaf == "sleep_leaf":
+                slow_sleeps = maybe
             if leaf == "short_leaf":
                 sure = d if min_ns == 0 else []
             log(f"--off-cpu-min {arg}: {leaf}: {n} events kept, {len(sure)}-{len(maybe)} expected")
@@ -280,8 +282,10 @@ def t_threshold(tmp):
             elif not 0.8 * sum(sure) <= w <= sum(sure):
                 raise Fail(f"--off-cpu-min {arg}: {leaf} blocked {w / 1e6:.3f} ms, the fixture "
                            f"measured {sum(sure) / 1e6:.3f} ms around its calls")
-        if arg == "7ms" and any(x[0] == SLEEP_CHAIN for x in mine):
-            raise Fail("--off-cpu-min 7ms kept 5 ms sleeps")
+        # (the count check above already bounds kept 5 ms sleeps by those
+        # the fixture saw take 7 ms: on a busy machine some do)
+        if arg == "7ms" and any(x[0] == SLEEP_CHAIN for x in mine) and not slow_sleeps:
+            raise Fail("--off-cpu-min 7ms kept 5 ms sleeps that took less than 7 ms")
 
 
 def pipe_or_mutex(tmp, fxname, leaf, chain, comm, waker_chain, waker_comm, wakers):
