@@ -127,6 +127,7 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 		labelled(f, "cfiprof_samples_total", "event", fg->events[i].name);
 		fprintf(f, "%llu\n", (unsigned long long)fg->events[i].samples);
 	}
+	/* (Events sampled every N occurrences have no frequency.) */
 	family(f, "cfiprof_event_sample_frequency_hertz", "gauge",
 	       "Sampling frequency of the events sampled by frequency.");
 	for (i = 0; i < fg->nevents; i++) {
@@ -147,43 +148,50 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 	simple(f, m, sizeof(m) / sizeof(m[0]));
 }
 
-static void format_bpf(FILE *f, const struct engine_figures *fg)
+enum prog_value { PROG_RUNS, PROG_RUN_TIME, PROG_RUN_MEAN, PROG_RECURSION_MISSES };
+
+/* A family of one value per BPF program.  The kernel counts runs only
+ * while its statistics are enabled: without them no run figure (a 0
+ * would read as "never ran"), but recursion misses, which it always
+ * counts. */
+static void per_program(FILE *f, const struct engine_figures *fg, const char *name,
+			const char *type, const char *help, enum prog_value what)
 {
 	uint32_t i;
 
+	family(f, name, type, help);
+	for (i = 0; i < fg->nprogs; i++) {
+		const struct prog_figures *p = &fg->progs[i];
+
+		if (!p->info_ok || (what != PROG_RECURSION_MISSES && !fg->bpf_stats) ||
+		    (what == PROG_RUN_MEAN && !p->run_cnt))
+			continue;
+		labelled(f, name, "program", p->name);
+		if (what == PROG_RUN_TIME)
+			seconds_ns(f, p->run_time_ns);
+		else if (what == PROG_RUN_MEAN)
+			seconds_ns(f, p->run_time_ns / p->run_cnt);
+		else
+			fprintf(f, "%llu\n", (unsigned long long)(what == PROG_RUNS ? p->run_cnt :
+								  p->recursion_misses));
+	}
+}
+
+static void format_bpf(FILE *f, const struct engine_figures *fg)
+{
 	family(f, "cfiprof_bpf_stats_enabled", "gauge",
 	       "1 if the kernel's BPF run-time statistics are enabled, which the run figures need.");
 	fprintf(f, "cfiprof_bpf_stats_enabled %d\n", fg->bpf_stats);
-	family(f, "cfiprof_bpf_runs_total", "counter", "Runs of each BPF program.");
-	for (i = 0; fg->bpf_stats && i < fg->nprogs; i++) {
-		if (!fg->progs[i].info_ok)
-			continue;
-		labelled(f, "cfiprof_bpf_runs_total", "program", fg->progs[i].name);
-		fprintf(f, "%llu\n", (unsigned long long)fg->progs[i].run_cnt);
-	}
-	family(f, "cfiprof_bpf_run_seconds_total", "counter", "Time spent in each BPF program.");
-	for (i = 0; fg->bpf_stats && i < fg->nprogs; i++) {
-		if (!fg->progs[i].info_ok)
-			continue;
-		labelled(f, "cfiprof_bpf_run_seconds_total", "program", fg->progs[i].name);
-		seconds_ns(f, fg->progs[i].run_time_ns);
-	}
-	family(f, "cfiprof_bpf_run_average_seconds", "gauge",
-	       "Mean time of one run of each BPF program since the agent started.");
-	for (i = 0; fg->bpf_stats && i < fg->nprogs; i++) {
-		if (!fg->progs[i].info_ok || !fg->progs[i].run_cnt)
-			continue;
-		labelled(f, "cfiprof_bpf_run_average_seconds", "program", fg->progs[i].name);
-		seconds_ns(f, fg->progs[i].run_time_ns / fg->progs[i].run_cnt);
-	}
-	family(f, "cfiprof_bpf_recursion_misses_total", "counter",
-	       "Runs of each BPF program the kernel skipped: it was already running on that CPU.");
-	for (i = 0; i < fg->nprogs; i++) {
-		if (!fg->progs[i].info_ok)
-			continue;
-		labelled(f, "cfiprof_bpf_recursion_misses_total", "program", fg->progs[i].name);
-		fprintf(f, "%llu\n", (unsigned long long)fg->progs[i].recursion_misses);
-	}
+	per_program(f, fg, "cfiprof_bpf_runs_total", "counter", "Runs of each BPF program.",
+		    PROG_RUNS);
+	per_program(f, fg, "cfiprof_bpf_run_seconds_total", "counter",
+		    "Time spent in each BPF program.", PROG_RUN_TIME);
+	per_program(f, fg, "cfiprof_bpf_run_average_seconds", "gauge",
+		    "Mean time of one run of each BPF program since the agent started.",
+		    PROG_RUN_MEAN);
+	per_program(f, fg, "cfiprof_bpf_recursion_misses_total", "counter",
+		    "Runs of each BPF program the kernel skipped: it was already running on that CPU.",
+		    PROG_RECURSION_MISSES);
 }
 
 static void format_tables(FILE *f, const struct engine_figures *fg)
