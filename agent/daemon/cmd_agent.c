@@ -235,6 +235,9 @@ int cmd_agent(int argc, char **argv)
 		free(a);
 		return 1;
 	}
+	/* /metrics serves BPF run time and runs per program, which the
+	 * kernel counts only with its statistics enabled (record --stats's). */
+	a->o.rec.stats = true;
 	if (engine_open(&a->e, &a->o.rec))
 		goto out;
 	if (!stop_requested && engine_load(&a->e))
