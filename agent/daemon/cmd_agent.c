@@ -585,6 +585,9 @@ int cmd_agent(int argc, char **argv)
 	a->o.rec.service_name = true;
 	if (!gethostname(a->hostname, sizeof(a->hostname) - 1) && a->hostname[0])
 		a->o.rec.hostname = a->hostname;
+	/* /metrics serves BPF run time and runs per program, which the
+	 * kernel counts only with its statistics enabled (record --stats's). */
+	a->o.rec.stats = true;
 	if (engine_open(&a->e, &a->o.rec))
 		goto out;
 	if (!stop_requested && engine_load(&a->e))

@@ -1,22 +1,14 @@
 #include "agent/record/report.h"
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "cfiprof.skel.h"
 #include "agent/output/flamegraph_svg.h"
 #include "agent/output/folded.h"
 #include "agent/output/pprof.h"
-
-/* The yardstick of the miss-to-loaded latency target. */
-#define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
+#include "agent/record/figures.h"
 
 int report_open_output(const struct record_opts *o, struct output_file *of)
 {
@@ -123,51 +115,17 @@ static void print_top(const struct profile *p, uint32_t type, const char *of, ui
 	free(v);
 }
 
-/* Kernel memory of one of our BPF maps, as the kernel accounts it. */
-static uint64_t map_memlock(int fd)
+static void print_prog_cost(const struct engine_figures *f, const char *prog, const char *what)
 {
-	char path[64], line[128];
-	unsigned long long v = 0;
-	FILE *f;
+	const struct prog_figures *p = figures_prog(f, prog);
+	uint64_t runs = f->bpf_stats && p && p->info_ok ? p->run_cnt : 0;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "memlock: %llu", &v) == 1)
-			break;
-	fclose(f);
-	return v;
-}
-
-static uint64_t current_rss_kb(void)
-{
-	unsigned long long size = 0, rss = 0;
-	FILE *f = fopen("/proc/self/statm", "re");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &size, &rss) != 2)
-		rss = 0;
-	fclose(f);
-	return rss * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
-}
-
-static void print_prog_cost(const struct record_engine *e, struct bpf_program *prog,
-			    const char *what)
-{
-	struct bpf_prog_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	if (e->stats_fd >= 0 && !bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len) &&
-	    info.run_cnt)
+	if (runs)
 		fprintf(stderr, "bpf_ns_per_%s: %llu\n", what,
-			(unsigned long long)(info.run_time_ns / info.run_cnt));
+			(unsigned long long)(p->run_time_ns / p->run_cnt));
 	else
 		fprintf(stderr, "bpf_ns_per_%s: unavailable\n", what);
-	fprintf(stderr, "bpf_runs_%s: %llu\n", what, (unsigned long long)info.run_cnt);
+	fprintf(stderr, "bpf_runs_%s: %llu\n", what, (unsigned long long)runs);
 }
 
 static bool any_tracepoint(const struct record_opts *o)
@@ -181,27 +139,24 @@ static bool any_tracepoint(const struct record_opts *o)
 }
 
 /* What each BPF program cost, from the kernel's run-time statistics. */
-static void print_bpf_costs(const struct record_engine *e)
+static void print_bpf_costs(const struct record_engine *e, const struct engine_figures *f)
 {
-	struct bpf_program *prog;
+	uint32_t i;
 
-	print_prog_cost(e, e->skel->progs.on_cpu_sample, "sample");
+	print_prog_cost(f, "on_cpu_sample", "sample");
 	if (any_tracepoint(e->o))
-		print_prog_cost(e, e->skel->progs.on_tp_sample, "tracepoint_hit");
-	bpf_object__for_each_program(prog, e->skel->obj) {
-		struct bpf_prog_info pi;
-		__u32 plen = sizeof(pi);
+		print_prog_cost(f, "on_tp_sample", "tracepoint_hit");
+	for (i = 0; i < f->nprogs; i++) {
+		const struct prog_figures *p = &f->progs[i];
 
-		memset(&pi, 0, sizeof(pi));
-		if (e->stats_fd < 0 || bpf_program__fd(prog) < 0 ||
-		    bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &plen))
+		if (!f->bpf_stats || !p->info_ok)
 			continue;
 		/* recursion_misses: runs the kernel skipped (the program was
 		 * already running on that CPU). */
 		fprintf(stderr, "bpf_prog %s: runs %llu, ns_per_run %llu, missed %llu\n",
-			bpf_program__name(prog), (unsigned long long)pi.run_cnt,
-			(unsigned long long)(pi.run_cnt ? pi.run_time_ns / pi.run_cnt : 0),
-			(unsigned long long)pi.recursion_misses);
+			p->name, (unsigned long long)p->run_cnt,
+			(unsigned long long)(p->run_cnt ? p->run_time_ns / p->run_cnt : 0),
+			(unsigned long long)p->recursion_misses);
 	}
 }
 
@@ -222,100 +177,84 @@ static const char *preloaded_for(const struct record_opts *o)
 }
 
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */
-static void print_table_stats(struct record_engine *e)
+static void print_table_stats(struct record_engine *e, const struct engine_figures *f)
 {
 	const char *preloaded = preloaded_for(e->o);
 	static const char *const unwind_names[] = { "auto", "dwarf", "fp" };
-	struct table_stats ts;
-	struct bpf_map *map;
-	uint64_t fixed = 0, p50, p99, libc;
-	uint32_t nlat;
-	struct stat st;
+	const struct table_stats *ts = &f->tables;
 
-	tables_stats(&e->tables, &ts);
 	fprintf(stderr, "unwind: %s\n", unwind_names[e->o->unwind]);
 	fprintf(stderr, "misses: %llu (%llu for tables loaded, queued or failed meanwhile)\n",
-		(unsigned long long)ts.misses, (unsigned long long)ts.misses_ignored);
+		(unsigned long long)ts->misses, (unsigned long long)ts->misses_ignored);
 	fprintf(stderr, "miss_notifications_dropped: %llu\n",
-		(unsigned long long)engine_counter(e, CNT_MISS_DROPS));
+		(unsigned long long)f->counters[CNT_MISS_DROPS]);
 	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
-		(unsigned long long)e->events.missed_samples);
-	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts.loads,
-		(unsigned long long)ts.loaded);
+		(unsigned long long)f->missed_samples);
+	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts->loads,
+		(unsigned long long)ts->loaded);
 	if (preloaded)
-		fprintf(stderr, ", %llu preloaded for %s", (unsigned long long)ts.preloads,
+		fprintf(stderr, ", %llu preloaded for %s", (unsigned long long)ts->preloads,
 			preloaded);
 	fprintf(stderr, ")\n");
-	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts.cache_hits);
-	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts.compiled);
+	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts->cache_hits);
+	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts->compiled);
 	/* The count first: the objects follow, each with its reason. */
-	fprintf(stderr, "tables_failed: %u\n", tables_for_each_failure(&e->tables, NULL, NULL));
+	fprintf(stderr, "tables_failed: %u\n", f->tables_failed);
 	tables_for_each_failure(&e->tables, print_failure, NULL);
-	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts.evictions);
-	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts.unloads);
-	fprintf(stderr, "compile_ms: %.1f (cpu %.1f)\n", ts.compile_ms, ts.compile_cpu_ms);
-	p50 = tables_latency_pct(&e->tables, 50, UINT64_MAX, &nlat);
-	p99 = tables_latency_pct(&e->tables, 99, UINT64_MAX, &nlat);
-	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n", p50 / 1e6, p99 / 1e6,
-		nlat);
-	libc = stat(LIBC_PATH, &st) ? 2u << 20 : (uint64_t)st.st_size;
-	p50 = tables_latency_pct(&e->tables, 50, libc, &nlat);
-	p99 = tables_latency_pct(&e->tables, 99, libc, &nlat);
+	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts->evictions);
+	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts->unloads);
+	fprintf(stderr, "compile_ms: %.1f (cpu %.1f)\n", ts->compile_ms, ts->compile_cpu_ms);
+	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n",
+		f->miss_to_loaded.p50 / 1e6, f->miss_to_loaded.p99 / 1e6, f->miss_to_loaded.n);
 	fprintf(stderr, "miss_to_loaded_ms_upto_libc_size: p50 %.2f p99 %.2f (%u tables of objects "
-		"up to %llu bytes)\n", p50 / 1e6, p99 / 1e6, nlat, (unsigned long long)libc);
+		"up to %llu bytes)\n", f->miss_to_loaded_small.p50 / 1e6,
+		f->miss_to_loaded_small.p99 / 1e6, f->miss_to_loaded_small.n,
+		(unsigned long long)f->small_size);
 	fprintf(stderr, "tables_built_before_sampling: %llu (compile_ms %.1f, cpu %.1f)\n",
-		(unsigned long long)e->startup.loads + e->startup.failed, e->startup.compile_ms,
-		e->startup.compile_cpu_ms);
-	if (e->events.nfirst) {
+		(unsigned long long)f->startup.loads + f->startup.failed, f->startup.compile_ms,
+		f->startup.compile_cpu_ms);
+	if (f->first_complete.n) {
 		fprintf(stderr, "exec_to_first_complete_stack_ms: p50 %.2f p99 %.2f (%u processes)\n",
-			percentile_u64(e->events.first_complete_ns, e->events.nfirst, 50) / 1e6,
-			percentile_u64(e->events.first_complete_ns, e->events.nfirst, 99) / 1e6,
-			e->events.nfirst);
+			f->first_complete.p50 / 1e6, f->first_complete.p99 / 1e6, f->first_complete.n);
 	}
-	fprintf(stderr, "table_memory_budget: %llu\n", (unsigned long long)e->tables.budget);
-	fprintf(stderr, "kernel_table_bytes: %llu (peak %llu)\n", (unsigned long long)ts.kernel_bytes,
-		(unsigned long long)ts.kernel_bytes_peak);
-	bpf_object__for_each_map(map, e->skel->obj)
-		fixed += map_memlock(bpf_map__fd(map));
+	fprintf(stderr, "table_memory_budget: %llu\n", (unsigned long long)f->table_budget);
+	fprintf(stderr, "kernel_table_bytes: %llu (peak %llu)\n", (unsigned long long)ts->kernel_bytes,
+		(unsigned long long)ts->kernel_bytes_peak);
 	fprintf(stderr, "kernel_map_bytes: %llu (fixed maps, incl. the ring buffer)\n",
-		(unsigned long long)fixed);
+		(unsigned long long)f->kernel_map_bytes);
 }
 
 /* Processes followed, and the walker's steps. */
-static void print_process_stats(const struct record_engine *e)
+static void print_process_stats(const struct engine_figures *f)
 {
-	const uint64_t *pe = e->events.proc_events;
+	const uint64_t *pe = f->proc_events, *c = f->counters;
 
-	fprintf(stderr, "modules: %u\n", e->mods.n);
-	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)e->procs.ever_read,
-		procs_count(&e->procs));
+	fprintf(stderr, "modules: %u\n", f->modules);
+	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)f->procs_ever_read,
+		f->procs_live);
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
-		(unsigned long long)e->procs.rescans, (unsigned long long)e->procs.publishes,
-		(unsigned long long)e->procs.scan_lost);
+		(unsigned long long)f->mapping_scans, (unsigned long long)f->mapping_publishes,
+		(unsigned long long)f->scan_lost);
 	fprintf(stderr, "process_events: exec %llu exit %llu fork %llu mmap %llu munmap %llu "
 		"(lost %llu)\n", (unsigned long long)pe[EVENT_EXEC], (unsigned long long)pe[EVENT_EXIT],
 		(unsigned long long)pe[EVENT_FORK], (unsigned long long)pe[EVENT_MMAP],
 		(unsigned long long)pe[EVENT_MUNMAP],
-		(unsigned long long)engine_counter(e, CNT_PROC_EVENT_DROPS));
+		(unsigned long long)c[CNT_PROC_EVENT_DROPS]);
 	fprintf(stderr, "fp_steps: %llu (%llu while a table was missing)\n",
-		(unsigned long long)engine_counter(e, CNT_FP_STEPS),
-		(unsigned long long)engine_counter(e, CNT_MISS_FP_STEPS));
-	fprintf(stderr, "cfi_steps: %llu\n", (unsigned long long)engine_counter(e, CNT_CFI_STEPS));
-	fprintf(stderr, "signal_frames: %llu\n",
-		(unsigned long long)engine_counter(e, CNT_SIGNAL_FRAMES));
+		(unsigned long long)c[CNT_FP_STEPS], (unsigned long long)c[CNT_MISS_FP_STEPS]);
+	fprintf(stderr, "cfi_steps: %llu\n", (unsigned long long)c[CNT_CFI_STEPS]);
+	fprintf(stderr, "signal_frames: %llu\n", (unsigned long long)c[CNT_SIGNAL_FRAMES]);
 }
 
 /* The agent's own memory and CPU time. */
-static void print_agent_stats(const struct record_engine *e)
+static void print_agent_stats(const struct engine_figures *f)
 {
-	struct rusage ru;
-
-	fprintf(stderr, "agent_rss_kb: %llu\n", (unsigned long long)current_rss_kb());
-	if (!getrusage(RUSAGE_SELF, &ru)) {
+	fprintf(stderr, "agent_rss_kb: %llu\n", (unsigned long long)(f->rss_bytes / 1024));
+	if (f->rusage_ok) {
 		fprintf(stderr, "agent_peak_rss_kb: %ld (%ld while recording; the rest symbolizing)\n",
-			ru.ru_maxrss, e->peak_rss_recording_kb);
-		fprintf(stderr, "agent_cpu_s: %.3f\n", ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
-			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+			f->peak_rss_kb, f->peak_rss_recording_kb);
+		fprintf(stderr, "agent_cpu_s: %.3f\n", f->cpu_user.tv_sec + f->cpu_system.tv_sec +
+			(f->cpu_user.tv_usec + f->cpu_system.tv_usec) / 1e6);
 	}
 }
 
@@ -323,7 +262,7 @@ static void print_agent_stats(const struct record_engine *e)
  * perf samples it walked, and how many were of processes not profiled
  * (-p, --cgroup: the filter's cost), kernel stacks it could not take,
  * and miss notifications sent (against "misses", those received). */
-static void print_bpf_counts(const struct record_engine *e)
+static void print_bpf_counts(const struct engine_figures *f)
 {
 	static const struct { const char *name; uint32_t idx; } counts[] = {
 		{ "samples_walked", CNT_SAMPLES },
@@ -335,38 +274,41 @@ static void print_bpf_counts(const struct record_engine *e)
 
 	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++)
 		fprintf(stderr, "%s: %llu\n", counts[i].name,
-			(unsigned long long)engine_counter(e, counts[i].idx));
+			(unsigned long long)f->counters[counts[i].idx]);
 }
 
 /* The sampled events: how each was opened, and its samples. */
-static void print_event_stats(const struct record_engine *e)
+static void print_event_stats(const struct engine_figures *f)
 {
 	uint32_t i;
 
-	for (i = 0; i < engine_nevents(e); i++) {
-		const struct record_event_desc *d = engine_event(e, i);
+	for (i = 0; i < f->nevents; i++) {
+		const struct event_figures *ev = &f->events[i];
 
-		fprintf(stderr, "event %s: samples %llu, ", d->name,
-			(unsigned long long)e->events.event_samples[i]);
-		if (d->attr.freq)
-			fprintf(stderr, "at %llu Hz\n", (unsigned long long)d->attr.sample_freq);
+		fprintf(stderr, "event %s: samples %llu, ", ev->name,
+			(unsigned long long)ev->samples);
+		if (ev->freq)
+			fprintf(stderr, "at %llu Hz\n", (unsigned long long)ev->sample_freq);
 		else
-			fprintf(stderr, "period %llu %s\n", (unsigned long long)d->period, d->unit);
+			fprintf(stderr, "period %llu %s\n", (unsigned long long)ev->period, ev->unit);
 	}
 	fprintf(stderr, "samples_before_cmd_exec: %llu (dropped: the agent's code)\n",
-		(unsigned long long)e->events.before_exec);
+		(unsigned long long)f->samples_before_exec);
 }
 
 void report_stats(struct record_engine *e)
 {
-	print_event_stats(e);
-	print_bpf_costs(e);
+	struct engine_figures f;
+
+	engine_figures_read(e, &f);
+	print_event_stats(&f);
+	print_bpf_costs(e, &f);
 	if (e->o->off.enabled)
 		offcpu_print_stats(&e->off, e->skel, stderr);
-	print_table_stats(e);
-	print_process_stats(e);
-	print_agent_stats(e);
-	print_bpf_counts(e);
+	print_table_stats(e, &f);
+	print_process_stats(&f);
+	print_agent_stats(&f);
+	print_bpf_counts(&f);
 }
 
 /* What the flame graphs' titles say was recorded: the command line, or

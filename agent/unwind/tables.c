@@ -436,6 +436,7 @@ void tables_stats(struct table_manager *tm, struct table_stats *out)
 {
 	pthread_mutex_lock(&tm->lock);
 	*out = tm->stats;
+	out->queued = tm->qlen;
 	pthread_mutex_unlock(&tm->lock);
 }
 

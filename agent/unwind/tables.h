@@ -42,6 +42,7 @@ struct table_stats {
 	uint64_t evictions;        /* unloaded to stay under the budget */
 	uint64_t unloads;          /* unloaded because no process maps them any more */
 	uint64_t loaded;           /* tables in the kernel now */
+	uint64_t queued;           /* waiting for a worker now (set by tables_stats) */
 	uint64_t kernel_bytes;     /* their map memory now (chunks rounded up) */
 	uint64_t kernel_bytes_peak;
 	uint64_t table_bytes_loaded; /* blob bytes loaded, summed over all loads */

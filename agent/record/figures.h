@@ -1,0 +1,100 @@
+/*
+ * The engine's figures in one place: what `record --stats` prints
+ * (report.c) and what the daemon's /metrics serves (agent/daemon/metrics.c)
+ * are read here, once, into plain numbers.  Both front ends render the
+ * same struct, so a figure cannot be read one way for one and another
+ * way for the other; and the renderers can be tested on a struct filled
+ * by hand, with no engine.
+ */
+#ifndef AGENT_RECORD_FIGURES_H
+#define AGENT_RECORD_FIGURES_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/time.h>
+
+#include "bpf/abi.h"
+#include "agent/unwind/tables.h"
+
+struct record_engine;
+
+/* More than bpf/ has programs: the rest are counted in nprogs_unlisted. */
+#define FIGURES_MAX_PROGS 32
+
+/* An on-CPU sampling event and its samples. */
+struct event_figures {
+	const char *name;            /* the engine's: valid while it is open */
+	uint64_t samples;            /* aggregated */
+	bool freq;                   /* sampled at sample_freq Hz, else every period */
+	uint64_t sample_freq;
+	uint64_t period;             /* in unit */
+	const char *unit;            /* "nanoseconds" or "count" */
+};
+
+/* A BPF program, from the kernel's bpf_prog_info. */
+struct prog_figures {
+	const char *name;
+	bool info_ok;                /* loaded, and its info read */
+	uint64_t run_cnt, run_time_ns; /* counted only while BPF stats are enabled */
+	uint64_t recursion_misses;   /* runs skipped: already running on that CPU */
+};
+
+/* Percentiles of a latency distribution, in ns. */
+struct latency_figures {
+	uint64_t p50, p99;
+	uint32_t n;                  /* values they are of */
+};
+
+struct engine_figures {
+	/* sampling */
+	uint32_t nevents;
+	struct event_figures events[CFIPROF_MAX_EVENTS];
+	uint64_t samples_before_exec; /* of -- CMD before its exec: dropped */
+	uint64_t counters[CNT_NR];   /* the BPF side's, summed over CPUs */
+	/* the ring buffer's records */
+	uint64_t records;
+	uint64_t end_reasons[WALK_END_NR + 1]; /* [WALK_END_NR]: unknown */
+	uint64_t bad_records, agg_errors;
+	uint64_t missed_samples;     /* walked partly by frame pointer: a table was missing */
+	uint64_t proc_events[EVENT_MUNMAP + 1];
+	struct latency_figures first_complete; /* exec to first complete stack */
+	/* BPF programs */
+	bool bpf_stats;              /* run-time statistics enabled (run_cnt, run_time_ns) */
+	uint32_t nprogs, nprogs_unlisted;
+	struct prog_figures progs[FIGURES_MAX_PROGS];
+	/* off-CPU (off_cpu: enabled; the BPF side's counts are in counters) */
+	bool off_cpu;
+	uint64_t off_cpu_samples;    /* aggregated since the start, across cuts */
+	uint64_t wakers_paired, wakers_unpaired;
+	/* CFI tables */
+	struct table_stats tables;
+	struct table_stats startup;  /* when sampling started */
+	uint32_t tables_failed;      /* objects without a table now */
+	uint64_t table_budget;       /* bytes */
+	struct latency_figures miss_to_loaded;
+	struct latency_figures miss_to_loaded_small; /* objects up to small_size bytes */
+	uint64_t small_size;         /* libc's size: the latency target's yardstick */
+	uint64_t kernel_map_bytes;   /* the fixed maps, ring buffer included */
+	/* processes and modules */
+	uint32_t modules;
+	uint32_t procs_unread, procs_live, procs_exited; /* registry entries by state */
+	uint64_t procs_ever_read, mapping_scans, mapping_publishes, scan_lost;
+	/* the agent itself */
+	uint64_t rss_bytes;
+	bool rusage_ok;
+	long peak_rss_kb, peak_rss_recording_kb;
+	struct timeval cpu_user, cpu_system;
+	int open_fds;                /* -1: unknown */
+	/* the profile's start (CLOCK_REALTIME) */
+	int64_t start_unix_ns;
+};
+
+/* Reads every figure of engine `e`, loaded (engine_load) and not yet
+ * closed.  Reading sorts the engine's latency arrays; nothing else
+ * changes. */
+void engine_figures_read(struct record_engine *e, struct engine_figures *f);
+
+/* The figures' BPF program `name`, or NULL. */
+const struct prog_figures *figures_prog(const struct engine_figures *f, const char *name);
+
+#endif
