@@ -136,6 +136,7 @@ struct agent {
 	struct pyroscope_pusher *push;
 	struct profile_merge *interval[KINDS];
 	uint64_t push_encode_failures;
+	uint64_t metrics_ns;         /* when /metrics was last refreshed */
 };
 
 /* The sums of the sample types counting samples and off-CPU events. */
@@ -389,7 +390,12 @@ static void open_pulls(struct agent *a)
 	}
 }
 
-/* The figures /metrics serves, refreshed every loop turn. */
+/* /metrics is refreshed this often: reading the figures (a read of
+ * /proc per BPF map, the programs' statistics) takes 1-2 ms, which at
+ * every turn of the loop would cost more than the whole profiling. */
+#define METRICS_REFRESH_NS 1000000000ull
+
+/* The figures /metrics serves. */
 static void publish_metrics(struct agent *a)
 {
 	struct agent_metrics_extra x = {
@@ -446,7 +452,10 @@ static int run(struct agent *a)
 		bool window_closes = false;
 		uint32_t i;
 
-		publish_metrics(a);
+		if (now - a->metrics_ns >= METRICS_REFRESH_NS) {
+			publish_metrics(a);
+			a->metrics_ns = now;
+		}
 		open_pulls(a);
 		if (deadline > a->next_interval_ns)
 			deadline = a->next_interval_ns;

@@ -42,8 +42,13 @@ def start_agent(extra, port):
     log("$ " + " ".join(args) + " &")
     agent = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    line = agent.stderr.readline()
-    log(line.rstrip())
+    # (the listening line comes first, then the profiling one)
+    line = ""
+    for _ in range(2):
+        line = agent.stderr.readline()
+        log(line.rstrip())
+        if "profiling" in line:
+            break
     if "profiling" not in line:
         agent.kill()
         raise Fail(f"no 'profiling' line from cfiprof agent: {line!r}{agent.communicate()[1]}")
