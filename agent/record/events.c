@@ -32,9 +32,15 @@ static void note_first_complete(struct record_events *ev, struct proc *p, const 
 	    (s->flags & SAMPLE_FLAG_MISSED) || s->time_ns < p->born_ns)
 		return;
 	p->first_complete_ns = s->time_ns;
+	/* The most recent EVENTS_FIRST_WINDOW: bounded for a daemon. */
+	if (ev->nfirst == EVENTS_FIRST_WINDOW) {
+		ev->first_complete_ns[ev->first_total++ % EVENTS_FIRST_WINDOW] = s->time_ns - p->born_ns;
+		return;
+	}
 	if (array_reserve_first(&ev->first_complete_ns, &ev->cap_first, ev->nfirst + 1, 64))
 		return;
 	ev->first_complete_ns[ev->nfirst++] = s->time_ns - p->born_ns;
+	ev->first_total++;
 }
 
 static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_event *pe)

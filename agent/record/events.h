@@ -18,6 +18,9 @@
 #include "agent/unwind/modules.h"
 #include "agent/unwind/tables.h"
 
+/* Exec-to-first-complete-stack times kept for the percentiles. */
+#define EVENTS_FIRST_WINDOW 65536u
+
 struct sample_log;
 
 struct record_events {
@@ -47,7 +50,8 @@ struct record_events {
 	uint64_t missed_samples;       /* walked partly by frame pointer: a table was missing */
 	/* time from a new process's exec to its first complete stack */
 	uint64_t *first_complete_ns;
-	uint32_t nfirst, cap_first;
+	uint32_t nfirst, cap_first;  /* the last EVENTS_FIRST_WINDOW processes' */
+	uint64_t first_total;
 	struct frame_ref *frames;      /* scratch for one sample */
 };
 

@@ -104,14 +104,22 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 	return n;
 }
 
-/* Without memory, the latency goes unrecorded: only statistics lose. */
+/* Without memory, the latency goes unrecorded: only statistics lose.
+ * The most recent TABLES_LATENCY_WINDOW are kept, so that a daemon that
+ * loads tables for months holds a bounded number. */
 static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size)
 {
-	if (array_reserve_first(&tm->latency, &tm->cap_latency, tm->nlatency + 1, 256))
+	uint32_t i = tm->nlatency;
+
+	if (i == TABLES_LATENCY_WINDOW)
+		i = (uint32_t)(tm->latency_total % TABLES_LATENCY_WINDOW);
+	else if (array_reserve_first(&tm->latency, &tm->cap_latency, tm->nlatency + 1, 256))
 		return;
-	tm->latency[tm->nlatency].ns = ns;
-	tm->latency[tm->nlatency].object_size = object_size;
-	tm->nlatency++;
+	else
+		tm->nlatency++;
+	tm->latency[i].ns = ns;
+	tm->latency[i].object_size = object_size;
+	tm->latency_total++;
 }
 
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called

@@ -20,6 +20,9 @@
 
 #include "cfi/compile.h"
 
+/* Latencies kept for the percentiles: the most recent ones. */
+#define TABLES_LATENCY_WINDOW 65536u
+
 struct module;
 struct module_registry;
 
@@ -74,7 +77,9 @@ struct table_manager {
 	uint32_t nunloads, cap_unloads;
 	struct table_stats stats;
 	struct table_latency { uint64_t ns, object_size; } *latency;
-	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table */
+	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table:
+					 * the last TABLES_LATENCY_WINDOW of them */
+	uint64_t latency_total;         /* recorded ever */
 };
 
 /* Starts the workers.  Returns 0 or a negative errno. */
