@@ -1,6 +1,5 @@
 #include "agent/cli/agent_options.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 
 #include "bpf/abi.h"
 #include "agent/cli/args.h"
+#include "agent/daemon/http_server.h"
 #include "agent/perf/cpus.h"
 #include "agent/unwind/cache.h"
 #include "agent/util/array.h"
@@ -129,32 +129,6 @@ int agent_parse_interval(const char *s, uint64_t *ns)
 	return -EINVAL;
 }
 
-int agent_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port)
-{
-	const char *colon = strrchr(s, ':'), *h = s;
-	size_t n;
-	long v;
-	unsigned char addr[16];
-
-	if (!colon || arg_long(colon + 1, 0, 65535, &v))
-		return -EINVAL;
-	n = (size_t)(colon - s);
-	/* [v6]:port */
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		h++;
-		n -= 2;
-	}
-	if (!n || n >= hostlen)
-		return -EINVAL;
-	memcpy(host, h, n);
-	host[n] = 0;
-	/* IPv4 bare, IPv6 in brackets only (its colons would be the port's) */
-	if (h == s ? inet_pton(AF_INET, host, addr) != 1 : inet_pton(AF_INET6, host, addr) != 1)
-		return -EINVAL;
-	*port = (uint16_t)v;
-	return 0;
-}
-
 /* "Name:value", as curl's -H takes it without the blank: a header name
  * is a token, and neither part may hold a line break. */
 static int add_header(struct agent_parse *st, char *arg)
@@ -182,6 +156,7 @@ static int handle_option(int key, char *arg, void *ctx)
 {
 	struct agent_parse *st = ctx;
 	struct agent_opts *o = st->o;
+	char err[256] = "";
 	int ret = record_opts_handle(key, arg, &st->rec);
 
 	if (ret != -ENOENT)
@@ -193,12 +168,13 @@ static int handle_option(int key, char *arg, void *ctx)
 					   "(e.g. 10s, 1m, 1500ms)", arg);
 		break;
 	case OPT_LISTEN: {
-		char host[64];
-		uint16_t port;
+		struct sockaddr_storage ss;
+		socklen_t len;
 
-		if (agent_parse_listen(arg, host, sizeof(host), &port))
+		/* (the server's own parser: what passes here binds there) */
+		if (http_listen_parse(arg, &ss, &len, err, sizeof(err)))
 			return arg_invalid(PROG, "--listen", "'%s' is not ADDR:PORT with an IP address "
-					   "(e.g. 127.0.0.1:7070, [::1]:7070, 0.0.0.0:7070)", arg);
+					   "(e.g. 127.0.0.1:7070, [::1]:7070, 0.0.0.0:7070): %s", arg, err);
 		o->listen = arg;
 		break;
 	}

@@ -39,8 +39,4 @@ void agent_opts_free(struct agent_opts *o);
  * day, into ns.  0 or -EINVAL. */
 int agent_parse_interval(const char *s, uint64_t *ns);
 
-/* --listen: "IPv4:PORT" or "[IPv6]:PORT" (an address, not a name: no
- * lookup), into host (without brackets) and port.  0 or -EINVAL. */
-int agent_parse_listen(const char *s, char *host, size_t hostlen, uint16_t *port);
-
 #endif
