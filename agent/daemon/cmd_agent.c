@@ -313,9 +313,13 @@ static void deliver(struct agent *a, struct built_profile *bp, bool interval_end
 	for (k = 0; k < KINDS; k++)
 		if (have[k])
 			profile_view_free(&views[k]);
-	/* Windows that closed with this cut. */
+	/* Windows that closed with this cut; a client that left gets no
+	 * more of its window recorded. */
 	for (i = 0; i < a->npulls;) {
-		if (a->pulls[i]->end_ns <= now) {
+		if (pull_board_abandoned(a->board, a->pulls[i])) {
+			finish_pull(a, a->pulls[i], 499, "cfiprof: the client left\n");
+			a->pulls[i] = a->pulls[--a->npulls];
+		} else if (a->pulls[i]->end_ns <= now) {
 			answer_pull(a, a->pulls[i]);
 			a->pulls[i] = a->pulls[--a->npulls];
 		} else {
