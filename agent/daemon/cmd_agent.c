@@ -565,8 +565,16 @@ static void stop_serving(struct agent *a)
 	if (a->board)
 		pull_board_free(a->board);
 	a->board = NULL;
-	if (a->push)
-		pyroscope_close(a->push, PUSH_FLUSH_MS);
+	if (a->push) {
+		struct pyroscope_stats ps;
+
+		/* After the last interval's push: nothing lost unsaid. */
+		pyroscope_close_stats(a->push, PUSH_FLUSH_MS, &ps);
+		if (!a->o.rec.quiet)
+			fprintf(stderr, "cfiprof agent: pushes: %" PRIu64 " sent, %" PRIu64 " failed, %"
+				PRIu64 " dropped, %" PRIu64 " not encoded\n", ps.sent, ps.failed,
+				ps.dropped, a->push_encode_failures);
+	}
 	a->push = NULL;
 	for (k = 0; k < KINDS; k++)
 		profile_merge_free(a->interval[k]);
