@@ -14,9 +14,9 @@
  *   engine_stop          stops sampling and takes in what is still queued
  *   engine_build_profile symbolizes what was aggregated since the start
  *   engine_close         frees everything (after any of the above)
- * Nothing here assumes one profile per run but engine_stop: a daemon
- * cutting a profile every N seconds would call run_until and
- * build_profile in turn.
+ * `record` builds one profile at the end; `cfiprof agent` calls run_until
+ * and engine_cut in turn, each cut a profile of its own, and engine_stop
+ * only once, before the last cut.
  */
 #ifndef AGENT_RECORD_ENGINE_H
 #define AGENT_RECORD_ENGINE_H
