@@ -18,6 +18,12 @@ usage: test_container.py CASE      (test_container.py --list lists them)
                    image as it is (ENTRYPOINT: the agent) cuts intervals
                    with samples and exits 0 on `podman stop`.
 
+  container-name   A program run with `podman run --name cfiprof-test-NAME`
+                   (runc, cgroupfs, a store of its own): `cfiprof agent`
+                   on the host gives its samples service_name and
+                   container_name cfiprof-test-NAME (from runc's state and
+                   the store's containers.json) and its container_id.
+
 Everything runs in a podman store of the test's own (tests/container/
 containers.py), removed afterwards.  Needs root, podman and BPF.
 """
@@ -36,6 +42,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "container"))
 import test_record as tr  # noqa: E402
 import containers as ctr  # noqa: E402
 from test_service import check_chain_by_pid  # noqa: E402
+import test_labels  # noqa: E402
 
 Fail = tr.Fail
 log = tr.log
@@ -246,6 +253,38 @@ def t_container_agent(tmp):
 
     finally:
         store.close()
+
+
+@case("container-name")
+def t_container_name(tmp):
+    ctr.install_sigterm_cleanup()
+    store = Store()
+    name = f"cfiprof-test-{os.getpid()}"
+    try:
+        rootfs = ctr.build_rootfs(tr.fx("threads"), os.path.join(tmp, "rootfs"))
+        cid = store.podman("run", "-d", "--name", name, "--network=none",
+                           *ctr.PodmanContainer.ulimits(), "--rootfs", rootfs,
+                           "/prog", "30").stdout.split()[-1]
+        pid = int(store.podman("inspect", "--format", "{{.State.Pid}}", cid).stdout.split()[-1])
+        log(f"container {name} ({cid[:12]}): host pid {pid}")
+        time.sleep(0.6)
+        port = test_labels.free_port()
+        agent = test_labels.start_agent(["-F", "99", "--interval", "1s"], port)
+        try:
+            samples, _ = test_labels.pull(port, tmp, 3)
+        finally:
+            test_labels.stop_agent(agent)
+    finally:
+        store.close()
+    mine = [s for s in samples if s.labels.get("pid") == pid]
+    if not mine:
+        raise Fail(f"no samples of the container's program (host pid {pid})")
+    for key, want in (("service_name", name), ("container_name", name), ("container_id", cid)):
+        got = {s.labels.get(key) for s in mine}
+        log(f"{key}: {sorted(map(str, got))}")
+        if got != {want}:
+            raise Fail(f"the container's samples have {key} {sorted(map(str, got))}, "
+                       f"want {want!r}")
 
 
 if __name__ == "__main__":
