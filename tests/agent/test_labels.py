@@ -33,9 +33,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_agent(extra, port):
-    """cfiprof agent on 127.0.0.1:PORT, once it profiles."""
-    args = [tr.BARE_MOUNTS, tr.CFIPROF, "agent", "--listen", f"127.0.0.1:{port}"]
+def start_agent(extra, port, wrap=()):
+    """cfiprof agent on 127.0.0.1:PORT (run by WRAP's command, if any),
+    once it profiles."""
+    args = list(wrap) + [tr.BARE_MOUNTS, tr.CFIPROF, "agent", "--listen", f"127.0.0.1:{port}"]
     if tr.CACHE:
         args += ["--cache-dir", tr.CACHE]
     args += extra
@@ -177,6 +178,36 @@ def t_service_threads(tmp):
         if comms != {process_comm, "rec-worker"}:
             raise Fail(f"{name}: comm labels {sorted(comms)}, want both threads' "
                        f"({process_comm!r}, 'rec-worker')")
+
+
+@case("hostname-node")
+def t_hostname_node(tmp):
+    """The agent in a UTS namespace of its own whose host name is not the
+    machine's (a container without --uts=host): its hostname label is
+    still the machine's.  With --hostname NAME (Kubernetes' spec.nodeName),
+    it is NAME."""
+    p = tr.start_bg([tr.fx("threads"), "30"])
+    fake = f"cfiprof-uts-{os.getpid()}"
+    host = socket.gethostname()
+    try:
+        time.sleep(0.6)
+        for extra, wrap, want in (
+                ([], ["unshare", "--uts", "sh", "-c", f'hostname {fake} && exec "$@"', "sh"],
+                 host),
+                (["--hostname", "node-7.example"], [], "node-7.example")):
+            port = free_port()
+            agent = start_agent(["-F", "99", "--interval", "1s", "-p", str(p.pid)] + extra,
+                                port, wrap)
+            try:
+                samples, _ = pull(port, tmp, 2)
+            finally:
+                stop_agent(agent)
+            got = {s.labels.get("hostname") for s in samples}
+            log(f"{' '.join(wrap[:2] + extra)}: hostname labels {sorted(map(str, got))}")
+            if not samples or got != {want}:
+                raise Fail(f"hostname labels {sorted(map(str, got))}, want {want!r}")
+    finally:
+        tr.stop_bg(p)
 
 
 @case("merged-window")
