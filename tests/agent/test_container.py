@@ -16,7 +16,9 @@ usage: test_container.py CASE      (test_container.py --list lists them)
                    library the binary needs and the recipe does not install
                    fails here: the base holds nothing else.  Then the
                    image as it is (ENTRYPOINT: the agent) cuts intervals
-                   with samples and exits 0 on `podman stop`.
+                   with samples, labels them with the machine's hostname
+                   though its UTS namespace is its own (no --uts=host),
+                   and exits 0 on `podman stop`.
 
   container-name   A program run with `podman run --name cfiprof-test-NAME`
                    (runc, cgroupfs, a store of its own): `cfiprof agent`
@@ -206,7 +208,10 @@ def run_entrypoint(store, out):
     with samples, and `podman stop` (STOPSIGNAL SIGTERM) ends it with
     status 0."""
     port = free_port()
-    cid = store.podman("run", "-d", *run_args(out), AGENT_IMAGE, "--interval", "1s",
+    # A UTS namespace of the container's own, named otherwise: the
+    # agent's hostname label is still the machine's.
+    cid = store.podman("run", "-d", "--uts=private", "--hostname", "cfiprof-uts-test",
+                       *run_args(out), AGENT_IMAGE, "--interval", "1s",
                        "--listen", f"127.0.0.1:{port}").stdout.split()[-1]
     deadline = time.monotonic() + 60
     busy = []
@@ -217,6 +222,14 @@ def run_entrypoint(store, out):
                                       logs, re.M) if int(n) > 0]
     if len(busy) < 2:
         raise Fail("the image's agent cut no 2 intervals with samples in 60 s")
+    inside = store.podman("exec", cid, "sh", "-c",
+                          "read h < /proc/sys/kernel/hostname; echo $h").stdout.split()[-1]
+    samples = test_labels.pull(port, out, 2)[0]
+    hosts = {s.labels.get("hostname") for s in samples}
+    log(f"hostname in the container: {inside}; the agent's hostname labels: {sorted(hosts)}")
+    if inside != "cfiprof-uts-test" or hosts != {socket.gethostname()}:
+        raise Fail(f"hostname labels {sorted(map(str, hosts))}, want the machine's "
+                   f"{socket.gethostname()!r} (the container's is {inside!r})")
     store.podman("stop", "-t", "60", cid, timeout=90)
     status = store.podman("inspect", "--format", "{{.State.ExitCode}}", cid).stdout.split()[-1]
     logs = store.podman("logs", cid, check=False).stdout
