@@ -123,16 +123,29 @@ static int set_k8s(struct container_meta *m, const struct k8s_names *k)
 	return 0;
 }
 
-int container_meta_from_docker(const char *buf, size_t len, struct container_meta *m)
+/* `m` cleared, and the document if it is JSON of `type` (else NULL). */
+static struct json_object *begin(const char *buf, size_t len, struct container_meta *m,
+				 enum json_type type)
 {
 	struct json_object *doc;
+
+	memset(m, 0, sizeof(*m));
+	doc = parse(buf, len);
+	if (doc && !json_object_is_type(doc, type)) {
+		json_object_put(doc);
+		doc = NULL;
+	}
+	return doc;
+}
+
+int container_meta_from_docker(const char *buf, size_t len, struct container_meta *m)
+{
+	struct json_object *doc = begin(buf, len, m, json_type_object);
 	const char *name;
 	size_t n = 0;
 	int ret = -EINVAL;
 
-	memset(m, 0, sizeof(*m));
-	doc = parse(buf, len);
-	if (!json_object_is_type(doc, json_type_object))
+	if (!doc)
 		goto out;
 	ret = -ENOENT;
 	name = string_member(doc, "Name", &n);
@@ -149,13 +162,11 @@ out:
 
 int container_meta_from_oci(const char *buf, size_t len, struct container_meta *m)
 {
+	struct json_object *doc = begin(buf, len, m, json_type_object), *ann;
 	struct k8s_names k = { 0 };
-	struct json_object *doc, *ann;
 	int ret = -EINVAL;
 
-	memset(m, 0, sizeof(*m));
-	doc = parse(buf, len);
-	if (!json_object_is_type(doc, json_type_object))
+	if (!doc)
 		goto out;
 	ret = -ENOENT;
 	if (!json_object_object_get_ex(doc, "annotations", &ann) ||
@@ -174,17 +185,14 @@ out:
 int container_meta_from_runc_state(const char *buf, size_t len, struct container_meta *m,
 				   char *bundle, size_t size)
 {
-	struct json_object *doc, *config, *labels;
+	struct json_object *doc = begin(buf, len, m, json_type_object), *config, *labels;
 	struct k8s_names k = { 0 };
 	int ret = -EINVAL;
 	size_t i, n;
 
-	memset(m, 0, sizeof(*m));
 	if (size)
 		bundle[0] = 0;
-	doc = parse(buf, len);
-	if (!json_object_is_type(doc, json_type_object) ||
-	    !json_object_object_get_ex(doc, "config", &config) ||
+	if (!doc || !json_object_object_get_ex(doc, "config", &config) ||
 	    !json_object_object_get_ex(config, "labels", &labels) ||
 	    !json_object_is_type(labels, json_type_array))
 		goto out;
@@ -222,13 +230,11 @@ out:
 int container_meta_from_storage(const char *buf, size_t len, const char *id,
 				struct container_meta *m)
 {
-	struct json_object *doc;
+	struct json_object *doc = begin(buf, len, m, json_type_array);
 	int ret = -EINVAL;
 	size_t i, n;
 
-	memset(m, 0, sizeof(*m));
-	doc = parse(buf, len);
-	if (!json_object_is_type(doc, json_type_array))
+	if (!doc)
 		goto out;
 	ret = -ENOENT;
 	n = json_object_array_length(doc);
