@@ -28,7 +28,7 @@ static struct json_object *parse(const char *buf, size_t len)
 		obj = NULL;
 	}
 	for (; obj && end < len; end++)
-		if (!strchr(" \t\r\n", buf[end])) {
+		if (!memchr(" \t\r\n", buf[end], 4)) {
 			json_object_put(obj);
 			obj = NULL;
 		}

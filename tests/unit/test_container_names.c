@@ -161,6 +161,8 @@ Test(container_meta, broken_and_hostile)
 	/* a name longer than any runtime gives */
 	i = (size_t)snprintf(longname, sizeof(longname), "{\"Name\":\"/%0300d\"}", 0);
 	cr_assert_eq(container_meta_from_docker(longname, i, &m), -ENOENT);
+	/* a NUL after the document is no white space */
+	cr_assert_eq(container_meta_from_docker("{\"Name\":\"/x\"}\0junk", 19, &m), -EINVAL);
 	/* a length that stops before the end: only those bytes are read */
 	cr_assert_eq(container_meta_from_docker(docker_cfg, 20, &m), -EINVAL);
 	/* a Kubernetes namespace that is no name: the container's name alone */
