@@ -227,6 +227,30 @@ out:
 	return ret;
 }
 
+int container_meta_bundle_of_crun(const char *buf, size_t len, char *bundle, size_t size)
+{
+	struct container_meta m;
+	struct json_object *doc = begin(buf, len, &m, json_type_object);
+	const char *b;
+	size_t n = 0;
+	int ret = -EINVAL;
+
+	if (size)
+		bundle[0] = 0;
+	if (!doc)
+		goto out;
+	ret = -ENOENT;
+	b = string_member(doc, "bundle", &n);
+	if (b && n && n < size && !memchr(b, 0, n)) {
+		memcpy(bundle, b, n);
+		bundle[n] = 0;
+		ret = 0;
+	}
+out:
+	json_object_put(doc);
+	return ret;
+}
+
 int container_meta_from_storage(const char *buf, size_t len, const char *id,
 				struct container_meta *m)
 {

@@ -42,6 +42,11 @@ int container_meta_from_oci(const char *buf, size_t len, struct container_meta *
 int container_meta_from_runc_state(const char *buf, size_t len, struct container_meta *m,
 				   char *bundle, size_t size);
 
+/* crun's status file (CRUN_ROOT/ID/status): the bundle's path, as for
+ * runc's state; no name.  0 with `bundle` set, -ENOENT when it names
+ * none (or one too long), -EINVAL when it is no JSON object. */
+int container_meta_bundle_of_crun(const char *buf, size_t len, char *bundle, size_t size);
+
 /* containers/storage's containers.json (podman, CRI-O): the first of
  * "names" of the container whose "id" is `id`. */
 int container_meta_from_storage(const char *buf, size_t len, const char *id,

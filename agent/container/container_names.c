@@ -177,6 +177,28 @@ static int from_runc(struct container_names *c, const char *path, const char *id
 	return ret;
 }
 
+/* crun keeps no annotations of its own: the bundle's OCI config has them
+ * (CRI-O's Kubernetes names), else its storage names it (podman). */
+static int from_crun(struct container_names *c, const char *id, struct container_meta *m)
+{
+	char path[4096 + 32], bundle[4096], *buf;
+	size_t len;
+	int ret;
+
+	snprintf(path, sizeof(path), "/run/crun/%s/status", id);
+	ret = read_safe(c, path, STATE_FILE_MAX, &buf, &len);
+	if (ret)
+		return ret;
+	ret = container_meta_bundle_of_crun(buf, len, bundle, sizeof(bundle));
+	free(buf);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s/config.json", bundle);
+	if (bundle[0] == '/' && !from_file(c, path, container_meta_from_oci, m))
+		return 0;
+	return from_bundle(c, bundle, id, m);
+}
+
 static int from_podman_store(struct container_names *c, const char *id, struct container_meta *m)
 {
 	char *buf;
@@ -206,6 +228,8 @@ static void resolve(struct container_names *c, const char *id, struct container_
 		if (!from_runc(c, path, id, m))
 			return;
 	}
+	if (!from_crun(c, id, m))
+		return;
 	snprintf(path, sizeof(path), "/run/containerd/io.containerd.runtime.v2.task/k8s.io/%s/config.json",
 		 id);
 	if (!from_file(c, path, container_meta_from_oci, m))

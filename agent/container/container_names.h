@@ -8,6 +8,8 @@
  *               Kubernetes' annotations; for podman and CRI-O the bundle,
  *               whose containers/storage names the container
  *               (BUNDLE/../../containers.json)
+ *   crun        /run/crun/ID/status: the bundle, whose config.json has the
+ *               annotations, else as for runc
  *   containerd  /run/containerd/io.containerd.runtime.v2.task/k8s.io/ID/config.json
  *   podman      /var/lib/containers/storage/overlay-containers/containers.json
  *

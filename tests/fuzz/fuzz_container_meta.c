@@ -7,8 +7,9 @@
  * container, and Pyroscope's series name: beyond memory safety the
  * harness checks that every parser either fails with nothing set or
  * gives a name and a service of the runtimes' alphabet, the name found
- * in the input, and a bundle path that is NUL-terminated within its room.
- * The same bytes go to all four parsers.
+ * in the input (unless JSON escapes are in it), and a bundle path that is
+ * NUL-terminated within its room.
+ * The same bytes go to all five parsers.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -47,7 +48,8 @@ static void check_meta(int ret, const struct container_meta *m, const uint8_t *d
 	/* NAME, or NAMESPACE/NAME */
 	CHECK(slashes <= 1);
 	CHECK(!strcmp(m->service + s - n, m->name));
-	CHECK(memmem(data, size, m->name, n));
+	/* (an escape, "\/" or "\u0061", stands for what it decodes to) */
+	CHECK(memchr(data, '\\', size) || memmem(data, size, m->name, n));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -64,7 +66,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	ret = container_meta_from_runc_state(buf, size, &m, bundle, sizeof(bundle));
 	check_meta(ret, &m, data, size);
 	CHECK(memchr(bundle, 0, sizeof(bundle)));
-	if (bundle[0])
+	if (bundle[0] && !memchr(data, '\\', size))
+		CHECK(memmem(data, size, bundle, strlen(bundle)));
+	memset(bundle, 0x5a, sizeof(bundle));
+	ret = container_meta_bundle_of_crun(buf, size, bundle, sizeof(bundle));
+	CHECK(ret == 0 || ret == -ENOENT || ret == -EINVAL);
+	CHECK(memchr(bundle, 0, sizeof(bundle)));
+	CHECK(!ret == !!bundle[0]);
+	if (bundle[0] && !memchr(data, '\\', size))
 		CHECK(memmem(data, size, bundle, strlen(bundle)));
 	return 0;
 }

@@ -63,6 +63,13 @@ static const char crio_state[] =
 	"{\"id\":\"" ID1 "\",\"config\":{\"labels\":[\"io.kubernetes.pod.namespace=kube-system\","
 	"\"io.kubernetes.container.name=coredns\",\"bundle=/run/containers/storage/x\"]}}";
 
+/* crun's status: the bundle only */
+static const char crun_status[] =
+	"{\"pid\":4242,\"process-start-time\":123,\"cgroup-path\":\"/libpod_parent/libpod-" ID1 "\","
+	"\"scope\":\"\",\"rootfs\":\"/x\",\"systemd-cgroup\":false,"
+	"\"bundle\":\"" PODMAN_BUNDLE "\",\"created\":\"2026-11-24T14:04:59Z\","
+	"\"owner\":\"root\",\"detached\":true}";
+
 static const char storage[] =
 	"[{\"id\":\"" ID2 "\",\"names\":[\"other\"],\"layer\":\"aa\"},"
 	"{\"id\":\"" ID1 "\",\"names\":[\"cfiprof-test-web\",\"alias\"],\"image\":\"\","
@@ -110,6 +117,21 @@ Test(container_meta, runc_state)
 	cr_assert_eq(container_meta_from_runc_state(podman_state, LEN(podman_state), &m, bundle, 20),
 		     -ENOENT);
 	cr_assert_str_eq(bundle, "");
+}
+
+Test(container_meta, crun_status)
+{
+	char bundle[4096];
+
+	cr_assert_eq(container_meta_bundle_of_crun(crun_status, LEN(crun_status), bundle,
+						   sizeof(bundle)), 0);
+	cr_assert_str_eq(bundle, PODMAN_BUNDLE);
+	cr_assert_eq(container_meta_bundle_of_crun("{\"pid\":1}", 9, bundle, sizeof(bundle)),
+		     -ENOENT);
+	cr_assert_str_eq(bundle, "");
+	cr_assert_eq(container_meta_bundle_of_crun("[1]", 3, bundle, sizeof(bundle)), -EINVAL);
+	cr_assert_eq(container_meta_bundle_of_crun(crun_status, LEN(crun_status), bundle, 16),
+		     -ENOENT);
 }
 
 Test(container_meta, storage)
@@ -246,6 +268,20 @@ Test(container_names, podman_through_runc_bundle)
 	cr_assert_str_eq(name_in_root(ID1, &refused), "");   /* no store yet */
 	put_file("/var/lib/containers/storage/overlay-containers/containers.json", storage, 0644);
 	cr_assert_str_eq(name_in_root(ID1, &refused), "cfiprof-test-web");
+	cr_assert_eq(refused, 0);
+}
+
+Test(container_names, crun_bundle)
+{
+	uint64_t refused;
+
+	/* podman under crun: the store names it */
+	put_file("/run/crun/" ID1 "/status", crun_status, 0600);
+	put_file("/var/lib/containers/storage/overlay-containers/containers.json", storage, 0644);
+	cr_assert_str_eq(name_in_root(ID1, &refused), "cfiprof-test-web");
+	/* CRI-O under crun: the bundle's config has the pod's names */
+	put_file(PODMAN_BUNDLE "/config.json", crio_oci, 0600);
+	cr_assert_str_eq(name_in_root(ID1, &refused), "coredns");
 	cr_assert_eq(refused, 0);
 }
 
