@@ -17,7 +17,7 @@ PKGS=(
   linux-perf strace
   bpfcc-tools libbpf-tools
   python3 curl
-  libmicrohttpd-dev libcurl4-openssl-dev prometheus gnuplot-nox
+  libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev prometheus gnuplot-nox
   chromium
 )
 

@@ -40,6 +40,7 @@ static void usage(FILE *f)
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
 		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
 		"      --tag KEY=VALUE     add a label to every sample (repeatable)\n"
+		"      --hostname NAME     the hostname label (default: the node's host name)\n"
 		"      --cache-dir DIR     CFI table cache (default %s)\n"
 		"      --no-cache          do not read or write the table cache\n"
 		"      --debug-dir DIR     root of separate debug files (default /usr/lib/debug)\n"
@@ -68,7 +69,7 @@ static void usage(FILE *f)
 
 enum {
 	OPT_INTERVAL = OPT_RECORD_LAST + 1, OPT_LISTEN, OPT_PYROSCOPE, OPT_PUSH_HEADER,
-	OPT_PUSH_QUEUE, OPT_LOG
+	OPT_PUSH_QUEUE, OPT_LOG, OPT_HOSTNAME
 };
 
 static const struct option long_options[] = {
@@ -92,6 +93,7 @@ static const struct option long_options[] = {
 	{ "pyroscope-header", required_argument, NULL, OPT_PUSH_HEADER },
 	{ "pyroscope-queue", required_argument, NULL, OPT_PUSH_QUEUE },
 	{ "log", required_argument, NULL, OPT_LOG },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -195,6 +197,16 @@ static int handle_option(int key, char *arg, void *ctx)
 		if (!*arg)
 			return arg_invalid(PROG, "--log", "empty path");
 		o->log = arg;
+		break;
+	case OPT_HOSTNAME:
+		/* a DNS name (a Kubernetes node's): it is a label value and
+		 * part of Pyroscope's series name */
+		if (!*arg || strlen(arg) > 253 ||
+		    strspn(arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_") !=
+			    strlen(arg))
+			return arg_invalid(PROG, "--hostname", "'%s' is not a host name (letters, "
+					   "digits, '.', '-' and '_', at most 253)", arg);
+		o->hostname = arg;
 		break;
 	}
 	return 0;

@@ -26,6 +26,7 @@ struct agent_opts {
 	uint32_t npush_headers;
 	uint64_t push_queue_bytes;   /* --pyroscope-queue SIZE */
 	const char *log;             /* --log FILE, or NULL: stderr */
+	const char *hostname;        /* --hostname NAME, or NULL: the node's */
 };
 
 /* Fills `o` from the command line (argv[0] is the command's name; the

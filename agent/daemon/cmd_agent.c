@@ -29,6 +29,7 @@
 #include "agent/cli/agent_options.h"
 #include "agent/daemon/http_server.h"
 #include "agent/daemon/metrics.h"
+#include "agent/daemon/node_name.h"
 #include "agent/daemon/pull.h"
 #include "agent/daemon/pyroscope.h"
 #include "agent/output/pprof.h"
@@ -245,7 +246,7 @@ static void answer_pull(struct agent *a, struct pull_request *r)
 static void push_interval(struct agent *a, int64_t until)
 {
 	static const char *const suffix[KINDS] = { "cpu", "off_cpu" };
-	const char *keys[] = { "hostname" }, *vals[] = { a->hostname };
+	const char *keys[] = { "hostname" }, *vals[] = { a->o.rec.hostname ? a->o.rec.hostname : "" };
 	int k;
 
 	for (k = 0; k < KINDS; k++) {
@@ -604,7 +605,9 @@ int cmd_agent(int argc, char **argv)
 	/* Every sample says which service and which machine it is of: what
 	 * a fleet's backend groups profiles by. */
 	a->o.rec.service_name = true;
-	if (!gethostname(a->hostname, sizeof(a->hostname) - 1) && a->hostname[0])
+	if (a->o.hostname)
+		a->o.rec.hostname = a->o.hostname;
+	else if (!node_name(a->hostname, sizeof(a->hostname)))
 		a->o.rec.hostname = a->hostname;
 	/* /metrics serves BPF run time and runs per program, which the
 	 * kernel counts only with its statistics enabled (record --stats's). */

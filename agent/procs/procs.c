@@ -15,6 +15,7 @@
 #include "agent/container/cgroup.h"
 #include "agent/container/container_open.h"
 #include "agent/procs/procmaps.h"
+#include "agent/profile/service_name.h"
 #include "bpf/mapping_search.h"
 
 /* Pids are dense and sequential; the index wants well-mixed low bits. */
@@ -56,29 +57,71 @@ static void free_proc(struct proc *p)
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
+	free(p->comm);
+	free(p->service_name);
 	free(p);
 }
 
-/* Its container and cgroup, for the samples' labels: read at every scan,
- * since a process can be moved to another cgroup (as runtimes do right
- * before exec'ing the container's program). */
-static void read_labels(struct proc *p)
+/* The comm of process `pid` (its main thread's, whatever thread reads
+ * it: /proc/PID/comm of a thread group), or "" when it is gone. */
+static void read_comm(int pid, char comm[16])
+{
+	char path[32];
+	ssize_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, comm, 15);
+		close(fd);
+	}
+	n = n < 0 ? 0 : n;
+	comm[n] = 0;
+	if (n && comm[n - 1] == '\n')
+		comm[n - 1] = 0;
+}
+
+static void set_str(char **dst, const char *v)
+{
+	if (*dst && v && !strcmp(*dst, v))
+		return;
+	free(*dst);
+	*dst = v && *v ? strdup(v) : NULL;
+}
+
+/* Its container, cgroup and comm, for the samples' labels: read at every
+ * scan, since a process can be moved to another cgroup (as runtimes do
+ * right before exec'ing the container's program) and execs change its
+ * comm. */
+static void read_labels(struct proc_registry *r, struct proc *p)
 {
 	struct cgroup_info *ci = malloc(sizeof(*ci));
+	char comm[16];
+	size_t len;
+	const char *svc;
 
 	if (!ci)
 		return;
 	if (!cgroup_read(p->pid, ci)) {
-		if (!p->cgroup || strcmp(p->cgroup, ci->path)) {
-			free(p->cgroup);
-			p->cgroup = ci->has_v2 && ci->path[0] ? strdup(ci->path) : NULL;
-		}
+		set_str(&p->cgroup, ci->has_v2 ? ci->path : NULL);
 		if (!p->container_id || strcmp(p->container_id, ci->container_id)) {
 			free(p->container_id);
 			p->container_id = ci->container_id[0] ? strdup(ci->container_id) : NULL;
+			container_names_put(r->names, p->container);
+			p->container = container_names_get(r->names, p->container_id);
 		}
 	}
 	free(ci);
+	read_comm(p->pid, comm);
+	if (comm[0])
+		set_str(&p->comm, comm);
+	svc = service_name(p->container ? p->container->service : NULL, p->container_id, p->cgroup,
+			   p->comm, &len);
+	if (!p->service_name || strlen(p->service_name) != len || memcmp(p->service_name, svc, len)) {
+		free(p->service_name);
+		p->service_name = p->comm || p->container_id || p->cgroup ? strndup(svc, len) : NULL;
+	}
 }
 
 /* Drops the table references a mapping array holds. */
@@ -104,6 +147,9 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
+	free(p->comm);
+	free(p->service_name);
+	container_names_put(r->names, p->container);
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	/* The due list still holds the pid: say so, or it would be added twice. */
@@ -344,7 +390,7 @@ int procs_scan(struct proc_registry *r, int pid)
 		p->counted = true;
 		r->ever_read++;
 	}
-	read_labels(p);
+	read_labels(r, p);
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
@@ -391,6 +437,7 @@ void procs_free(struct proc_registry *r)
 
 	for (i = 0; i < r->count; i++) {
 		release_maps(r, r->procs[i]->maps, r->procs[i]->n);
+		container_names_put(r->names, r->procs[i]->container);
 		free_proc(r->procs[i]);
 	}
 	free(r->procs);

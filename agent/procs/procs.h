@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
@@ -49,6 +50,9 @@ struct proc {
 	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
+	char *comm;                /* the process's (its main thread's) comm, or NULL */
+	const struct container_meta *container; /* its container's names (a reference), or NULL */
+	char *service_name;        /* agent/profile/service_name.h of the above, or NULL */
 	bool published;            /* its mappings are in BPF */
 	bool tables_dropped;       /* exited: its mappings hold no table reference */
 	uint64_t epoch;            /* the epoch they were published with */
@@ -71,6 +75,7 @@ struct proc_registry {
 	struct module_registry *mods;
 	struct bpf_proc_maps bpf;  /* where processes are published */
 	struct module *vdso;
+	struct container_names *names; /* containers' names, or NULL: by id only */
 	/* lifecycle.c's: pids whose reading is due (some may be stale: a
 	 * proc's scan_due_ns is what counts), and exited pids in the order
 	 * they are to be forgotten. */

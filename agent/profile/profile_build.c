@@ -272,7 +272,8 @@ static void set_types(struct built_profile *b, const struct profile_opts *o)
 
 /* The labels the loop in profile_build gives every sample (or, for the
  * last two, those of containers and cgroups): keep the two in step. */
-static const char *const own_labels[] = { "pid", "tid", "comm", "walk_end", "container_id", "cgroup" };
+static const char *const own_labels[] = { "pid", "tid", "comm", "walk_end", "container_id", "cgroup",
+					  "container_name" };
 
 bool profile_label_is_own(const char *key)
 {
@@ -341,7 +342,7 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->locs = calloc(total_frames + 1, sizeof(*b->locs));
 	b->samples = calloc(nstacks + 1, sizeof(*b->samples));
 	b->values = calloc((nstacks + 1) * b->p.ntypes, sizeof(*b->values));
-	nlabels = (nstacks + 1) * (8 + o->ntags);
+	nlabels = (nstacks + 1) * (9 + o->ntags);
 	b->labels = calloc(nlabels, sizeof(*b->labels));
 	b->mappings = calloc(pm.n + 1, sizeof(*b->mappings));   /* + the kernel's */
 	profile_mapping_of = calloc(pm.n + 1, sizeof(*profile_mapping_of));
@@ -470,11 +471,19 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 				goto out;
 			lab[ps->nlabels++] = (struct prof_label){ .key = "cgroup", .str = v };
 		}
+		if (s->container_name) {
+			const char *v = sym_intern(&b->comms, s->container_name);
+
+			if (!v)
+				goto out;
+			lab[ps->nlabels++] = (struct prof_label){ .key = "container_name", .str = v };
+		}
 		if (add_service) {
-			size_t len;
-			/* no container's name: the agent knows containers
-			 * by the id in their cgroup path only */
-			const char *name = service_name(NULL, s->container_id, s->cgroup, comm, &len);
+			size_t len = s->service_name ? strlen(s->service_name) : 0;
+			/* The process's, when it was known (agent/procs): else
+			 * what the sample says, its thread's comm included. */
+			const char *name = s->service_name ? s->service_name :
+					   service_name(NULL, s->container_id, s->cgroup, comm, &len);
 
 			/* a unit is a piece of the cgroup path: a string of its own */
 			name = sym_intern_n(&b->comms, name, len);

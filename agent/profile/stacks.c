@@ -167,15 +167,28 @@ struct stack_key {
 	uint32_t n;
 };
 
-/* The hash of a sample with the labels `container_id` and `cgroup`
- * (interned: the pointers stand for the strings). */
-static uint64_t hash_stack(const struct stack_key *k, const char *container_id, const char *cgroup)
+/* The labels a stack carries besides its sample's own (interned: the
+ * pointers stand for the strings). */
+struct stack_labels {
+	const char *container_id, *cgroup, *service_name, *container_name;
+};
+
+static struct stack_labels cur_labels(const struct stack_agg *a)
+{
+	return (struct stack_labels){ a->cur_container_id, a->cur_cgroup, a->cur_service_name,
+				      a->cur_container_name };
+}
+
+/* The hash of a sample with the labels `l`. */
+static uint64_t hash_stack(const struct stack_key *k, struct stack_labels l)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)k->pid << 32 | k->tid);
 	uint32_t i;
 
-	h ^= (uintptr_t)container_id * 0x9e3779b97f4a7c15ull;
-	h ^= (uintptr_t)cgroup * 0xc2b2ae3d27d4eb4full;
+	h ^= (uintptr_t)l.container_id * 0x9e3779b97f4a7c15ull;
+	h ^= (uintptr_t)l.cgroup * 0xc2b2ae3d27d4eb4full;
+	h ^= (uintptr_t)l.service_name * 0x165667b19e3779f9ull;
+	h ^= (uintptr_t)l.container_name * 0x27d4eb2f165667c5ull;
 
 	h = (h ^ k->end_reason) * 0x100000001b3ull;
 	h = (h ^ k->event) * 0x100000001b3ull;
@@ -194,7 +207,8 @@ static uint64_t hash_of(const struct stack_agg *a, const struct stack *s)
 	struct stack_key k = { a, s->pid, s->tid, s->comm, s->end_reason, s->event, s->frames,
 			       s->nframes };
 
-	return hash_stack(&k, s->container_id, s->cgroup);
+	return hash_stack(&k, (struct stack_labels){ s->container_id, s->cgroup, s->service_name,
+						      s->container_name });
 }
 
 static bool stack_eq(void *ctx, int32_t id)
@@ -205,6 +219,8 @@ static bool stack_eq(void *ctx, int32_t id)
 	return s->pid == k->pid && s->tid == k->tid && s->end_reason == k->end_reason &&
 	       s->event == k->event &&
 	       s->container_id == k->a->cur_container_id && s->cgroup == k->a->cur_cgroup &&
+	       s->service_name == k->a->cur_service_name &&
+	       s->container_name == k->a->cur_container_name &&
 	       s->nframes == k->n && !strncmp(s->comm, k->comm, sizeof(s->comm)) &&
 	       !memcmp(s->frames, k->frames, k->n * sizeof(*k->frames));
 }
@@ -262,6 +278,16 @@ int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const ch
 	return err;
 }
 
+int stack_agg_set_service(struct stack_agg *a, const char *service_name,
+			  const char *container_name)
+{
+	int err = 0;
+
+	a->cur_service_name = label_str(a, a->cur_service_name, service_name, &err);
+	a->cur_container_name = label_str(a, a->cur_container_name, container_name, &err);
+	return err;
+}
+
 static int add_sample(struct stack_agg *a, enum stack_kind kind, const struct stack_key *k,
 		      uint64_t weight);
 
@@ -299,6 +325,8 @@ static struct stack *new_stack(struct stack_agg *a, const struct stack_key *k, u
 	s->event = k->event;
 	s->container_id = a->cur_container_id;
 	s->cgroup = a->cur_cgroup;
+	s->service_name = a->cur_service_name;
+	s->container_name = a->cur_container_name;
 	s->nframes = k->n;
 	memcpy(s->frames, k->frames, k->n * sizeof(*k->frames));
 	a->stacks[a->n++] = s;
@@ -318,7 +346,7 @@ static int add_sample(struct stack_agg *a, enum stack_kind kind, const struct st
 		      uint64_t weight)
 {
 	struct stack_key k = *key;
-	uint64_t h = hash_stack(&k, a->cur_container_id, a->cur_cgroup);
+	uint64_t h = hash_stack(&k, cur_labels(a));
 	struct stack *s;
 	int32_t id;
 
@@ -406,7 +434,7 @@ static uint64_t unzigzag(uint64_t v)
 static int encode_stack(struct stack_agg *a, const struct stack *s)
 {
 	/* Every varint takes at most 10 bytes. */
-	size_t most = 16 + 10 * (9 + 7 * (size_t)s->nframes + 2 * STACK_KINDS) + sizeof(s->comm);
+	size_t most = 16 + 10 * (11 + 7 * (size_t)s->nframes + 2 * STACK_KINDS) + sizeof(s->comm);
 	size_t comm_len = strnlen(s->comm, sizeof(s->comm));
 	uint32_t *ids = s->nframes ? malloc(s->nframes * sizeof(*ids)) : NULL;
 	uint32_t nids = 0, i, k;
@@ -444,6 +472,8 @@ static int encode_stack(struct stack_agg *a, const struct stack *s)
 	*w++ = s->end_reason;
 	put_varint(&w, label_code(a, s->container_id));
 	put_varint(&w, label_code(a, s->cgroup));
+	put_varint(&w, label_code(a, s->service_name));
+	put_varint(&w, label_code(a, s->container_name));
 	put_varint(&w, s->event);
 	put_varint(&w, nids);
 	for (i = 0; i < nids; i++) {
@@ -602,7 +632,7 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 					const unsigned char *end)
 {
 	struct stack_cursor *c = a->cursor;
-	uint64_t pid, tid, cid, cg, event, nframes, v, prev = 0;
+	uint64_t pid, tid, cid, cg, svc, cname, event, nframes, v, prev = 0;
 	unsigned comm_len, end_reason;
 	const unsigned char *comm;
 	uint32_t i, nmaps;
@@ -617,7 +647,8 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 	*r += comm_len;
 	end_reason = *(*r)++;
 	if (!get_varint(r, end, &cid) || !get_varint(r, end, &cg) || cid > a->nlabel_strs ||
-	    cg > a->nlabel_strs || !get_varint(r, end, &event) || event > UINT16_MAX ||
+	    cg > a->nlabel_strs || !get_varint(r, end, &svc) || !get_varint(r, end, &cname) ||
+	    svc > a->nlabel_strs || cname > a->nlabel_strs || !get_varint(r, end, &event) || event > UINT16_MAX ||
 	    !decode_maps(a, r, end, &nmaps) ||
 	    !get_varint(r, end, &nframes) || nframes > (uint64_t)(end - *r))
 		return NULL;
@@ -637,6 +668,8 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 	s->event = (uint16_t)event;
 	s->container_id = cid ? a->label_strs[cid - 1] : NULL;
 	s->cgroup = cg ? a->label_strs[cg - 1] : NULL;
+	s->service_name = svc ? a->label_strs[svc - 1] : NULL;
+	s->container_name = cname ? a->label_strs[cname - 1] : NULL;
 	s->maps = c->maps;
 	s->nmaps = nmaps;
 	s->nframes = (uint32_t)nframes;

@@ -50,6 +50,8 @@ struct stack {
 	uint32_t nframes;          /* leaf first: kernel frames, then user frames */
 	const char *container_id;  /* interned in the aggregation, or NULL */
 	const char *cgroup;        /* the same */
+	const char *service_name;  /* the same; NULL: derived from the others */
+	const char *container_name;/* the same */
 	uint64_t count[STACK_KINDS];  /* samples */
 	uint64_t weight[STACK_KINDS]; /* summed weights */
 	/* A sealed stack's frame mappings, which its frames' ids index
@@ -89,7 +91,7 @@ struct stack_agg {
 	uint32_t nmarks, cap_marks;
 	struct sym_table mark_index; /* hash of a name -> id */
 	/* the labels of the samples added next (stack_agg_set_labels) */
-	const char *cur_container_id, *cur_cgroup;
+	const char *cur_container_id, *cur_cgroup, *cur_service_name, *cur_container_name;
 	char **label_strs;         /* every distinct label value, owned */
 	uint32_t nlabel_strs, cap_label_strs;
 	/* sealed stacks: full blocks, then the one being filled, raw */
@@ -120,6 +122,13 @@ int64_t stack_agg_mark(struct stack_agg *a, const char *name);
  * reused pid in another container never shares stacks with the old one.
  * Returns 0 or -ENOMEM (the labels are then left out). */
 int stack_agg_set_labels(struct stack_agg *a, const char *container_id, const char *cgroup);
+
+/* The service_name and container_name (agent/profile/service_name.h) of
+ * the process whose samples are added next; NULL or "" for unknown.  Part
+ * of a stack's identity too (a process's comm changes at exec).  Returns
+ * 0 or -ENOMEM (the labels are then left out). */
+int stack_agg_set_service(struct stack_agg *a, const char *service_name,
+			  const char *container_name);
 
 /* Counts a sample of `kind` (stack_agg_add: on-CPU) with the current
  * labels; frames[0..n) leaf first, copied.  Returns 0 or -ENOMEM. */

@@ -165,6 +165,8 @@ static int start_unwinding(struct record_engine *e)
 		return ret;
 	}
 	e->procs.mods = &e->mods;
+	/* NULL (no memory): containers are known by id only */
+	e->procs.names = container_names_new(NULL);
 	e->procs.bpf.mappings_fd = bpf_map__fd(e->skel->maps.proc_mappings);
 	e->procs.bpf.infos_fd = bpf_map__fd(e->skel->maps.proc_infos);
 	e->procs.bpf.epochs_fd = bpf_map__fd(e->skel->maps.proc_epochs);
@@ -512,6 +514,8 @@ void engine_close(struct record_engine *e)
 	tables_stop(&e->tables);
 	offcpu_free(&e->off);
 	procs_free(&e->procs);
+	container_names_free(e->procs.names);
+	e->procs.names = NULL;
 	modules_free(&e->mods);
 	tables_free(&e->tables);
 	events_free(&e->events);

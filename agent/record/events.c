@@ -174,7 +174,9 @@ int events_handle(void *ctx, void *data, size_t size)
 		ev->frames[k++] = (struct frame_ref){ (uint64_t)ev->event_marks[s->event], FRAME_MARK };
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
-	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL))
+	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL) ||
+	    stack_agg_set_service(ev->agg, p ? p->service_name : NULL,
+				  p && p->container ? p->container->name : NULL))
 		ev->agg_errors++;
 	if (s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))
 		ret = offcpu_record(ev->off, ev->agg, s->pid, s->tid, comm, s->end_reason, s->flags,

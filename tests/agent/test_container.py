@@ -16,7 +16,15 @@ usage: test_container.py CASE      (test_container.py --list lists them)
                    library the binary needs and the recipe does not install
                    fails here: the base holds nothing else.  Then the
                    image as it is (ENTRYPOINT: the agent) cuts intervals
-                   with samples and exits 0 on `podman stop`.
+                   with samples, labels them with the machine's hostname
+                   though its UTS namespace is its own (no --uts=host),
+                   and exits 0 on `podman stop`.
+
+  container-name   A program run with `podman run --name cfiprof-test-NAME`
+                   (runc, cgroupfs, a store of its own): `cfiprof agent`
+                   on the host gives its samples service_name and
+                   container_name cfiprof-test-NAME (from runc's state and
+                   the store's containers.json) and its container_id.
 
 Everything runs in a podman store of the test's own (tests/container/
 containers.py), removed afterwards.  Needs root, podman and BPF.
@@ -36,6 +44,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "container"))
 import test_record as tr  # noqa: E402
 import containers as ctr  # noqa: E402
 from test_service import check_chain_by_pid  # noqa: E402
+import test_labels  # noqa: E402
 
 Fail = tr.Fail
 log = tr.log
@@ -199,7 +208,10 @@ def run_entrypoint(store, out):
     with samples, and `podman stop` (STOPSIGNAL SIGTERM) ends it with
     status 0."""
     port = free_port()
-    cid = store.podman("run", "-d", *run_args(out), AGENT_IMAGE, "--interval", "1s",
+    # A UTS namespace of the container's own, named otherwise: the
+    # agent's hostname label is still the machine's.
+    cid = store.podman("run", "-d", "--uts=private", "--hostname", "cfiprof-uts-test",
+                       *run_args(out), AGENT_IMAGE, "--interval", "1s",
                        "--listen", f"127.0.0.1:{port}").stdout.split()[-1]
     deadline = time.monotonic() + 60
     busy = []
@@ -210,6 +222,14 @@ def run_entrypoint(store, out):
                                       logs, re.M) if int(n) > 0]
     if len(busy) < 2:
         raise Fail("the image's agent cut no 2 intervals with samples in 60 s")
+    inside = store.podman("exec", cid, "sh", "-c",
+                          "read h < /proc/sys/kernel/hostname; echo $h").stdout.split()[-1]
+    samples = test_labels.pull(port, out, 2)[0]
+    hosts = {s.labels.get("hostname") for s in samples}
+    log(f"hostname in the container: {inside}; the agent's hostname labels: {sorted(hosts)}")
+    if inside != "cfiprof-uts-test" or hosts != {socket.gethostname()}:
+        raise Fail(f"hostname labels {sorted(map(str, hosts))}, want the machine's "
+                   f"{socket.gethostname()!r} (the container's is {inside!r})")
     store.podman("stop", "-t", "60", cid, timeout=90)
     status = store.podman("inspect", "--format", "{{.State.ExitCode}}", cid).stdout.split()[-1]
     logs = store.podman("logs", cid, check=False).stdout
@@ -246,6 +266,38 @@ def t_container_agent(tmp):
 
     finally:
         store.close()
+
+
+@case("container-name")
+def t_container_name(tmp):
+    ctr.install_sigterm_cleanup()
+    store = Store()
+    name = f"cfiprof-test-{os.getpid()}"
+    try:
+        rootfs = ctr.build_rootfs(tr.fx("threads"), os.path.join(tmp, "rootfs"))
+        cid = store.podman("run", "-d", "--name", name, "--network=none",
+                           *ctr.PodmanContainer.ulimits(), "--rootfs", rootfs,
+                           "/prog", "30").stdout.split()[-1]
+        pid = int(store.podman("inspect", "--format", "{{.State.Pid}}", cid).stdout.split()[-1])
+        log(f"container {name} ({cid[:12]}): host pid {pid}")
+        time.sleep(0.6)
+        port = test_labels.free_port()
+        agent = test_labels.start_agent(["-F", "99", "--interval", "1s"], port)
+        try:
+            samples, _ = test_labels.pull(port, tmp, 3)
+        finally:
+            test_labels.stop_agent(agent)
+    finally:
+        store.close()
+    mine = [s for s in samples if s.labels.get("pid") == pid]
+    if not mine:
+        raise Fail(f"no samples of the container's program (host pid {pid})")
+    for key, want in (("service_name", name), ("container_name", name), ("container_id", cid)):
+        got = {s.labels.get(key) for s in mine}
+        log(f"{key}: {sorted(map(str, got))}")
+        if got != {want}:
+            raise Fail(f"the container's samples have {key} {sorted(map(str, got))}, "
+                       f"want {want!r}")
 
 
 if __name__ == "__main__":

@@ -33,9 +33,10 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start_agent(extra, port):
-    """cfiprof agent on 127.0.0.1:PORT, once it profiles."""
-    args = [tr.BARE_MOUNTS, tr.CFIPROF, "agent", "--listen", f"127.0.0.1:{port}"]
+def start_agent(extra, port, wrap=()):
+    """cfiprof agent on 127.0.0.1:PORT (run by WRAP's command, if any),
+    once it profiles."""
+    args = list(wrap) + [tr.BARE_MOUNTS, tr.CFIPROF, "agent", "--listen", f"127.0.0.1:{port}"]
     if tr.CACHE:
         args += ["--cache-dir", tr.CACHE]
     args += extra
@@ -87,8 +88,8 @@ def t_service_name(tmp):
     """Three copies of the two-thread fixture: in a cgroup named as a
     systemd service, in one named as a docker container's scope, and in
     one that is neither.  Their samples' service_name is the unit, the
-    container's id, and the program's comm; every sample has the
-    machine's hostname."""
+    container's id, and the process's comm (its worker thread's too);
+    every sample has the machine's hostname."""
     root = tr.cgroup2_mount()
     unit = f"cfiprof-test-{os.getpid()}.service"
     cgs = {"unit": f"{root}/{unit}",
@@ -126,10 +127,87 @@ def t_service_name(tmp):
         if not mine:
             raise Fail(f"no samples of the fixture in the {k} cgroup (pid {p.pid})")
         for s in mine:
-            expect = want.get(k, s.labels.get("comm"))
+            # the process's comm, its worker thread's samples too
+            expect = want.get(k, "rec-threads")
             if s.labels["service_name"] != expect:
                 raise Fail(f"{k}: service_name {s.labels['service_name']!r}, want {expect!r}: "
                            f"{s.labels}")
+
+
+@case("service-threads")
+def t_service_threads(tmp):
+    """The two-thread fixture, its worker thread named rec-worker: the
+    samples of both threads carry the process's comm as service_name
+    (each keeps its thread's comm label), and a pull filtered by that
+    service_name holds both threads."""
+    root = tr.cgroup2_mount()
+    cg = f"{root}/cfiprof-plain-{os.getpid()}"
+    os.mkdir(cg)
+    port = free_port()
+    p = None
+    try:
+        p = in_cgroup(cg, [tr.fx("threads"), "30"])
+        time.sleep(0.6)
+        with open(f"/proc/{p.pid}/comm") as f:
+            process_comm = f.read().strip()
+        agent = start_agent(["-F", "99", "--interval", "1s", "-p", str(p.pid)], port)
+        try:
+            samples, _ = pull(port, tmp, 3)
+            url = (f"http://127.0.0.1:{port}/debug/pprof/profile?seconds=3"
+                   f"&service_name={process_comm}")
+            log(f"GET {url}")
+            with urllib.request.urlopen(url, timeout=60) as r:
+                body = r.read()
+            path = os.path.join(tmp, "filtered.pb.gz")
+            with open(path, "wb") as f:
+                f.write(body)
+            kept, _ = tr.read_pprof(path)
+        finally:
+            stop_agent(agent)
+    finally:
+        if p:
+            tr.stop_bg(p)
+        os.rmdir(cg)
+    for name, got in (("pulled", samples), ("?service_name=", kept)):
+        mine = [s for s in got if s.labels.get("pid") == p.pid]
+        comms = {s.labels.get("comm") for s in mine}
+        services = {s.labels.get("service_name") for s in mine}
+        log(f"{name}: {len(mine)} stacks, comms {sorted(comms)}, service_name {sorted(services)}")
+        if services != {process_comm}:
+            raise Fail(f"{name}: service_name {sorted(services)}, want only {process_comm!r}")
+        if comms != {process_comm, "rec-worker"}:
+            raise Fail(f"{name}: comm labels {sorted(comms)}, want both threads' "
+                       f"({process_comm!r}, 'rec-worker')")
+
+
+@case("hostname-node")
+def t_hostname_node(tmp):
+    """The agent in a UTS namespace of its own whose host name is not the
+    machine's (a container without --uts=host): its hostname label is
+    still the machine's.  With --hostname NAME (Kubernetes' spec.nodeName),
+    it is NAME."""
+    p = tr.start_bg([tr.fx("threads"), "30"])
+    fake = f"cfiprof-uts-{os.getpid()}"
+    host = socket.gethostname()
+    try:
+        time.sleep(0.6)
+        for extra, wrap, want in (
+                ([], ["unshare", "--uts", "sh", "-c", f'hostname {fake} && exec "$@"', "sh"],
+                 host),
+                (["--hostname", "node-7.example"], [], "node-7.example")):
+            port = free_port()
+            agent = start_agent(["-F", "99", "--interval", "1s", "-p", str(p.pid)] + extra,
+                                port, wrap)
+            try:
+                samples, _ = pull(port, tmp, 2)
+            finally:
+                stop_agent(agent)
+            got = {s.labels.get("hostname") for s in samples}
+            log(f"{' '.join(wrap[:2] + extra)}: hostname labels {sorted(map(str, got))}")
+            if not samples or got != {want}:
+                raise Fail(f"hostname labels {sorted(map(str, got))}, want {want!r}")
+    finally:
+        tr.stop_bg(p)
 
 
 @case("merged-window")

@@ -192,6 +192,10 @@ USAGE_ERRORS = [
     ("agent-freq-zero", ["agent", "-F", "0"], ["-F", "'0'"]),
     ("agent-unknown", ["agent", "--wakers"], ["--wakers"]),
     ("agent-log-empty", ["agent", "--log", ""], ["--log"]),
+    ("agent-hostname-empty", ["agent", "--hostname", ""], ["--hostname", "host name"]),
+    ("agent-hostname-space", ["agent", "--hostname", "a b"], ["--hostname", "'a b'"]),
+    ("agent-hostname-brace", ["agent", "--hostname", "n}{x=\"y\""], ["--hostname", "host name"]),
+    ("agent-hostname-long", ["agent", "--hostname", "a" * 254], ["--hostname", "at most 253"]),
 ]
 
 

@@ -191,6 +191,58 @@ Test(service_name, profile_build_labels)
 	stack_agg_free(&a);
 }
 
+/* The process's service and its container's name, as the agent sets them
+ * (stack_agg_set_service): a worker thread's sample has its process's
+ * service_name, not its comm; container_name is a label; both are part of
+ * a stack's identity and survive sealing (an exited process's stacks). */
+Test(service_name, process_service_and_container_name)
+{
+	struct profile_opts o = { .period_ns = 1000, .service_name = true };
+	struct frame_ref f = { 0x1000, FRAME_KERNEL };
+	uint32_t pid = 40, nservice = 0, nworker = 0, nweb = 0;
+	struct stack_agg a = { 0 };
+	struct built_profile b;
+
+	cr_assert_eq(stack_agg_set_service(&a, "rec-threads", NULL), 0);
+	cr_assert_eq(stack_agg_add(&a, 40, 40, "rec-threads", 0, &f, 1, 1), 0);
+	cr_assert_eq(stack_agg_add(&a, 40, 41, "rec-worker", 0, &f, 1, 1), 0);
+	/* the same sample, another service (the process exec'd): a stack of its own */
+	cr_assert_eq(stack_agg_set_service(&a, "other", NULL), 0);
+	cr_assert_eq(stack_agg_add(&a, 40, 41, "rec-worker", 0, &f, 1, 1), 0);
+	cr_assert_eq(stack_agg_count(&a), 3);
+	cr_assert_eq(stack_agg_set_labels(&a, ID64, "/libpod_parent/libpod-" ID64), 0);
+	cr_assert_eq(stack_agg_set_service(&a, "web", "web"), 0);
+	cr_assert_eq(stack_agg_add(&a, 50, 50, "nginx", 0, &f, 1, 1), 0);
+	/* sealed: decoded from the store */
+	cr_assert_eq(stack_agg_seal(&a, &pid, 1), 0);
+	cr_assert_eq(profile_build(&a, NULL, &o, &b), 0);
+	cr_assert_eq(b.p.nsamples, 4);
+	for (uint32_t i = 0; i < b.p.nsamples; i++) {
+		const struct prof_sample *s = &b.p.samples[i];
+		const struct prof_label *svc = label(s, "service_name"), *comm = label(s, "comm");
+		const struct prof_label *cname = label(s, "container_name");
+
+		cr_assert(svc && comm);
+		if (!strcmp(svc->str, "rec-threads")) {
+			nservice++;
+			nworker += !strcmp(comm->str, "rec-worker");
+			cr_expect_null(cname);
+		} else if (!strcmp(svc->str, "web")) {
+			nweb++;
+			cr_assert(cname);
+			cr_expect_str_eq(cname->str, "web");
+			cr_expect_str_eq(label(s, "container_id")->str, ID64);
+		} else {
+			cr_expect_str_eq(svc->str, "other");
+		}
+	}
+	cr_expect_eq(nservice, 2);
+	cr_expect_eq(nworker, 1);
+	cr_expect_eq(nweb, 1);
+	profile_built_free(&b);
+	stack_agg_free(&a);
+}
+
 /* `record`'s options: neither label */
 Test(service_name, record_profile_unchanged)
 {
