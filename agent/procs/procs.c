@@ -267,7 +267,7 @@ static bool same_maps(const struct code_mapping *a, uint32_t na, const struct co
 
 int procs_scan(struct proc_registry *r, int pid)
 {
-	struct maps_entry *maps = NULL;
+	struct maps_set *set = &r->maps_read;
 	struct code_mapping *pm = NULL;
 	struct walker_mapping *bm = NULL;
 	struct proc *p = procs_get(r, pid);
@@ -279,9 +279,10 @@ int procs_scan(struct proc_registry *r, int pid)
 	bool unchanged;
 	int ret;
 
-	ret = procmaps_read(pid, &maps, &n);
+	ret = procmaps_read(pid, set);
 	if (ret)
 		return ret;
+	n = set->n;
 	pm = calloc(n, sizeof(*pm));
 	bm = calloc(n, sizeof(*bm));
 	if (!pm || !bm) {
@@ -289,11 +290,9 @@ int procs_scan(struct proc_registry *r, int pid)
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		const struct maps_entry *m = &maps[i];
+		const struct maps_entry *m = &set->v[i];
 		struct code_mapping *o = &pm[k];
 
-		if (!m->exec)
-			continue;
 		o->start = m->start;
 		o->end = m->end;
 		o->offset = m->offset;
@@ -359,7 +358,6 @@ int procs_scan(struct proc_registry *r, int pid)
 out:
 	free(pm);
 	free(bm);
-	procmaps_free(maps, n);
 	return ret;
 }
 
@@ -398,6 +396,7 @@ void procs_free(struct proc_registry *r)
 	free(r->due);
 	free(r->exited);
 	free(r->gone);
+	procmaps_free(&r->maps_read);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;
