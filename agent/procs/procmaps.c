@@ -107,12 +107,17 @@ static int query_fd(int fd, struct maps_set *set)
 		q.query_addr = addr;
 		q.vma_name_addr = (uintptr_t)name;
 		q.vma_name_size = sizeof(name);
+		q.build_id_addr = (uintptr_t)m.build_id;
+		q.build_id_size = sizeof(m.build_id);
 		if (ioctl(fd, PROCMAP_QUERY, &q))
 			return errno == ENOENT ? 0 : -errno;
-		m = (struct maps_entry){
-			.start = q.vma_start, .end = q.vma_end, .offset = q.vma_offset,
-			.inode = q.inode, .dev_major = q.dev_major, .dev_minor = q.dev_minor,
-		};
+		m.start = q.vma_start;
+		m.end = q.vma_end;
+		m.offset = q.vma_offset;
+		m.inode = q.inode;
+		m.dev_major = q.dev_major;
+		m.dev_minor = q.dev_minor;
+		m.build_id_size = q.build_id_size;
 		/* vma_name_size counts the terminating zero; 0: no name. */
 		ret = set_add(set, &m, name, q.vma_name_size ? q.vma_name_size - 1 : 0);
 		if (ret)

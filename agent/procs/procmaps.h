@@ -15,6 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The kernel's BUILD_ID_SIZE_MAX is 20. */
+#define MAPS_BUILD_ID_MAX 32
+
 /* One executable mapping. */
 struct maps_entry {
 	uint64_t start, end, offset;
@@ -24,6 +27,10 @@ struct maps_entry {
 			   * unlinked since ends in " (deleted)".  In the
 			   * set's string space. */
 	size_t path_at;   /* (where, while the set is read) */
+	/* The mapped file's GNU build-id, as the kernel finds it in the
+	 * file's notes; 0 bytes: none, or read from the text. */
+	uint8_t build_id[MAPS_BUILD_ID_MAX];
+	uint32_t build_id_size;
 };
 
 /* The executable mappings of one process, in address order.  Reused from

@@ -59,9 +59,10 @@ static void free_proc(struct proc *p)
 	free(p);
 }
 
-/* Its container and cgroup, for the samples' labels: read at every scan,
- * since a process can be moved to another cgroup (as runtimes do right
- * before exec'ing the container's program). */
+/* Its container and cgroup, for the samples' labels: read at the first
+ * scan of every program the process runs, since a process can be moved
+ * to another cgroup (as runtimes do right before exec'ing the
+ * container's program). */
 static void read_labels(struct proc *p)
 {
 	struct cgroup_info *ci = malloc(sizeof(*ci));
@@ -276,7 +277,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
-	bool unchanged;
+	bool unchanged, program_read;
 	int ret;
 
 	ret = procmaps_read(pid, set);
@@ -300,11 +301,16 @@ int procs_scan(struct proc_registry *r, int pid)
 			o->mod = vdso_module(r, pid, m);
 			o->offset = 0;
 		} else if (m->path[0] == '/' || m->inode) {
-			int fd = open_mapping(pid, m);
+			/* An object known by its build-id needs no open: most
+			 * mappings are of libraries every process maps. */
+			o->mod = modules_find_build_id(r->mods, m->build_id, m->build_id_size);
+			if (!o->mod) {
+				int fd = open_mapping(pid, m);
 
-			if (fd >= 0) {
-				o->mod = modules_get(r->mods, fd, m->path);
-				close(fd);
+				if (fd >= 0) {
+					o->mod = modules_get(r->mods, fd, m->path);
+					close(fd);
+				}
 			}
 		}
 		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
@@ -333,6 +339,8 @@ int procs_scan(struct proc_registry *r, int pid)
 		goto out;
 	}
 	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
+	/* The first read of this program (a new process, or an exec). */
+	program_read = p->state != PROC_READ || p->epoch != epoch;
 	release_maps(r, p->maps, p->n);
 	free(p->maps);
 	p->maps = pm;
@@ -343,7 +351,13 @@ int procs_scan(struct proc_registry *r, int pid)
 		p->counted = true;
 		r->ever_read++;
 	}
-	read_labels(p);
+	/* Runtimes move a process into its container's cgroup before the
+	 * exec, and the rescans of one program (mmap, unknown code) would
+	 * read the same cgroup file again: once per program. */
+	if (program_read) {
+		read_labels(p);
+		p->main_marked = false;
+	}
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "agent/procs/procmaps.h"
+#include "cfi/elffile.h"
 
 static bool have_query(void)
 {
@@ -88,6 +89,38 @@ static bool has_mapping(int pid, const char *path, const char *suffix)
 	}
 	procmaps_free(&set);
 	return found;
+}
+
+/* The build-id the ioctl gives for `pid`'s mapping of `path`, in hex. */
+static void mapped_build_id(int pid, const char *path, char *hex, size_t size)
+{
+	struct maps_set set = { 0 };
+	size_t i, k;
+
+	hex[0] = 0;
+	cr_assert_eq(procmaps_read_query(pid, &set), 0);
+	for (i = 0; i < set.n; i++) {
+		if (strcmp(set.v[i].path, path))
+			continue;
+		for (k = 0; k < set.v[i].build_id_size && 2 * k + 2 < size; k++)
+			snprintf(hex + 2 * k, 3, "%02x", set.v[i].build_id[k]);
+		break;
+	}
+	procmaps_free(&set);
+}
+
+/* The build-id in the notes of the ELF at `path`, in hex. */
+static void file_build_id(const char *path, char *hex, size_t size)
+{
+	struct cfi_error err = { { 0 } };
+	struct cfi_elf e;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(cfi_elf_open_fd(&e, fd, path, &err), 0, "%s", err.msg);
+	cfi_elf_build_id_hex(&e, hex, size);
+	cfi_elf_close(&e);
+	close(fd);
 }
 
 Test(procmaps, self_both_ways)
@@ -199,6 +232,14 @@ Test(procmaps, child_every_kind_both_ways)
 		cr_expect(has_mapping(pid, "/memfd:jit code (deleted)", NULL));
 		cr_expect(has_mapping(pid, "", NULL));
 		cr_expect(has_mapping(pid, NULL, "/only-here.so"));
+		{
+			char mapped[129], file[129];
+
+			mapped_build_id(pid, obj, mapped, sizeof(mapped));
+			file_build_id(obj, file, sizeof(file));
+			cr_expect(file[0] && !strcmp(mapped, file), "build-id %s mapped, %s in the file",
+				  mapped, file);
+		}
 	}
 	cr_assert_eq(write(go[1], "g", 1), 1);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
