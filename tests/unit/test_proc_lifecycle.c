@@ -164,6 +164,21 @@ Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 		  "the new program was not read");
 	expect_published(exec_ns);
 	cr_expect_eq(procs_get(&t.procs, child.pid)->born_ns, exec_ns);
+	/* The new program is the process's executable now (pprof lists it
+	 * first). */
+	{
+		const struct proc *p = procs_get(&t.procs, child.pid);
+		bool main_sleep = false;
+
+		for (uint32_t i = 0; i < p->n; i++) {
+			const char *path = p->maps[i].mod ? p->maps[i].mod->path : "";
+			size_t len = strlen(path);
+
+			main_sleep |= len >= 6 && !strcmp(path + len - 6, "/sleep") &&
+				      p->maps[i].mod->is_main;
+		}
+		cr_expect(main_sleep, "sleep's module is not marked as the executable");
+	}
 	/* ld.so's libraries: read again once the delay is over. */
 	cr_expect_eq(procs_run_due(&t.procs, now), now + PROCS_SCAN_DELAY_NS);
 	cr_expect_eq(t.procs.rescans, 1);
