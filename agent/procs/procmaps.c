@@ -66,15 +66,12 @@ static int set_add(struct maps_set *set, const struct maps_entry *m, const char 
 	return 0;
 }
 
-/* A process with no executable mapping left has exited (or is a kernel
- * thread, or a zombie): gone, as far as walking its stacks goes. */
-static int set_seal(struct maps_set *set)
+static void set_seal(struct maps_set *set)
 {
 	size_t i;
 
 	for (i = 0; i < set->n; i++)
 		set->v[i].path = set->names + set->v[i].path_at;
-	return set->n ? 0 : -ESRCH;
 }
 
 static int open_maps(int pid)
@@ -137,7 +134,8 @@ int procmaps_read_query(int pid, struct maps_set *set)
 		return fd;
 	ret = query_fd(fd, set);
 	close(fd);
-	return ret ? ret : set_seal(set);
+	set_seal(set);
+	return ret;
 }
 
 static bool parse_hex(const char **s, char stop, uint64_t *v)
@@ -203,6 +201,7 @@ int procmaps_read_text(int pid, struct maps_set *set)
 	size_t lcap = 0;
 	ssize_t len;
 	int fd = open_maps(pid), ret = 0;
+	size_t lines = 0;
 	FILE *f;
 
 	set_clear(set);
@@ -218,6 +217,7 @@ int procmaps_read_text(int pid, struct maps_set *set)
 		struct maps_entry m;
 		const char *path;
 
+		lines++;
 		if (line[len - 1] == '\n')
 			line[--len] = 0;
 		if (parse_line(line, &m, &path) <= 0)
@@ -228,7 +228,10 @@ int procmaps_read_text(int pid, struct maps_set *set)
 	}
 	free(line);
 	fclose(f);
-	return ret ? ret : set_seal(set);
+	set_seal(set);
+	/* No address space to show: a zombie, or gone since the open (the
+	 * ioctl says ESRCH then). */
+	return ret ? ret : lines ? 0 : -ESRCH;
 }
 
 /* Whether this kernel has PROCMAP_QUERY: 0 unknown, 1 yes, -1 no.

@@ -43,7 +43,9 @@ struct maps_set {
 };
 
 /* Reads the executable mappings of `pid` into `set` (emptied first).
- * -ESRCH if the process is gone (or has no executable mapping). */
+ * -ESRCH if the process is gone or has no address space (a zombie, a
+ * kernel thread).  A process in the middle of an exec may have none
+ * executable yet: 0 entries. */
 int procmaps_read(int pid, struct maps_set *set);
 
 /* The two ways, for tests.  procmaps_read_query: -ENOTTY on a kernel

@@ -284,8 +284,8 @@ int procs_scan(struct proc_registry *r, int pid)
 	if (ret)
 		return ret;
 	n = set->n;
-	pm = calloc(n, sizeof(*pm));
-	bm = calloc(n, sizeof(*bm));
+	pm = calloc(n ? n : 1, sizeof(*pm));
+	bm = calloc(n ? n : 1, sizeof(*bm));
 	if (!pm || !bm) {
 		ret = -ENOMEM;
 		goto out;
