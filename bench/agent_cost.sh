@@ -18,7 +18,11 @@
 # loopback port of its own (scraped once at the end).  Measured from /proc,
 # as a node's monitoring would:
 #   CPU    utime + stime (/proc/PID/stat) over the measured window, as % of
-#          one core (goal: <= 1 %, the OpenTelemetry profiler's limit)
+#          one core (goal: <= 1 %, the OpenTelemetry profiler's limit),
+#          and each of the two
+#   maps reads/s  cfiprof_mapping_scans_total (/metrics) over the window:
+#          processes' mappings read on an event or a sample, most of what
+#          the agent spends on a busy machine
 #   RSS    VmRSS (/proc/PID/status) every 5 s: median and largest over the
 #          window (goal: <= 64 MiB), and VmHWM, the peak since start-up
 #   samples/s  cfiprof_samples_total from /metrics over the agent's life
@@ -57,29 +61,38 @@ for k in $(seq 1 "${SLOTS:-2}"); do
   slots+=($!)
 done
 
-ticks() { awk '{ print $14 + $15 }' "/proc/$agent/stat"; }
+ticks() { awk '{ print $14, $15 }' "/proc/$agent/stat"; }
+scans() {
+  curl -sf "http://127.0.0.1:$port/metrics" |
+    awk '$1 == "cfiprof_mapping_scans_total" { print $2; f = 1 } END { if (!f) print "nan" }'
+}
 status() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$agent/status"; }
 sleep "$WARMUP"
 kill -0 "$agent" 2>/dev/null || { echo "agent_cost.sh: the agent exited:" >&2; cat "$tmp/agent.log" >&2; exit 1; }
-t0=$(date +%s.%N) c0=$(ticks)
+t0=$(date +%s.%N) c0=$(ticks) s0=$(scans)
 : > "$tmp/rss"
 for _ in $(seq 1 $((SECS / 5))); do
   sleep 5
   status VmRSS >> "$tmp/rss"
 done
-t1=$(date +%s.%N) c1=$(ticks)
+t1=$(date +%s.%N) c1=$(ticks) s1=$(scans)
 hwm=$(status VmHWM)
 curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/metrics" || : > "$tmp/metrics"
 [ ${#slots[@]} -eq 0 ] || wait "${slots[@]}"
 
-python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" <<'PY'
+python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" \
+  "$s0" "$s1" <<'PY'
 import re, statistics, sys
-tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots = sys.argv[1:]
+tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots, s0, s1 = sys.argv[1:]
 wall = float(t1) - float(t0)
-cpu = (int(c1) - int(c0)) / int(hz)
+(u0, k0), (u1, k1) = [[int(x) for x in c.split()] for c in (c0, c1)]
+user, sys_ = (u1 - u0) / int(hz), (k1 - k0) / int(hz)
+cpu = user + sys_
 rss = [int(x) for x in open(f"{tmp}/rss").read().split()]
 print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up")
-print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s)")
+print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s): "
+      f"user {100 * user / wall:.2f} %, system {100 * sys_ / wall:.2f} %")
+print(f"maps reads: {(float(s1) - float(s0)) / wall:.1f}/s")
 print(f"RSS: median {statistics.median(rss) / 1024:.1f} MiB, largest {max(rss) / 1024:.1f} MiB, "
       f"peak since start (VmHWM) {int(hwm) / 1024:.1f} MiB")
 m = open(f"{tmp}/metrics").read()

@@ -3,16 +3,59 @@
 #include <bpf/bpf.h>
 #include <errno.h>
 
-/* Deletes entries [from, to) of one slot of `pid`'s mappings. */
-static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t from, uint32_t to)
+/* Keys written or deleted per call: a process's mappings, most at once. */
+#define BATCH 64
+
+static void slot_keys(struct mapping_key *keys, uint32_t pid, uint32_t slot, uint32_t from,
+		      uint32_t n)
 {
-	struct mapping_key key = { .tgid = pid };
 	uint32_t i;
 
-	for (i = from; i < to; i++) {
-		key.idx = slot | i;
-		bpf_map_delete_elem(mappings_fd, &key);
+	for (i = 0; i < n; i++)
+		keys[i] = (struct mapping_key){ .tgid = pid, .idx = slot | (from + i) };
+}
+
+/* Deletes entries [from, to) of one slot of `pid`'s mappings: a system
+ * call per BATCH entries, not per entry (the processes of a busy host
+ * come and go by the hundred a second).  A batch stops at a key that is
+ * not there (a publish that failed half-way): the rest go one by one. */
+static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t from, uint32_t to)
+{
+	struct mapping_key keys[BATCH];
+
+	while (from < to) {
+		uint32_t n = to - from < BATCH ? to - from : BATCH, count = n, i;
+
+		slot_keys(keys, pid, slot, from, n);
+		if (bpf_map_delete_batch(mappings_fd, keys, &count, NULL))
+			for (i = count < n ? count : n; i < n; i++)
+				bpf_map_delete_elem(mappings_fd, &keys[i]);
+		from += n;
 	}
+}
+
+/* Writes m[0..n) as entries 0..n of one slot, BATCH a call.  Kernels
+ * without batch operations on hashes (before 5.6) get them one by one. */
+static int update_range(int mappings_fd, uint32_t pid, uint32_t slot,
+			const struct walker_mapping *m, uint32_t n)
+{
+	struct mapping_key keys[BATCH];
+	uint32_t done;
+
+	for (done = 0; done < n;) {
+		uint32_t k = n - done < BATCH ? n - done : BATCH, count = k, i;
+
+		slot_keys(keys, pid, slot, done, k);
+		if (bpf_map_update_batch(mappings_fd, keys, &m[done], &count, NULL)) {
+			if (errno != EINVAL && errno != EOPNOTSUPP && errno != ENOTSUP)
+				return -errno;
+			for (i = count < k ? count : k; i < k; i++)
+				if (bpf_map_update_elem(mappings_fd, &keys[i], &m[done + i], BPF_ANY))
+					return -errno;
+		}
+		done += k;
+	}
+	return 0;
 }
 
 int bpf_proc_add_target(const struct bpf_proc_maps *maps, uint32_t pid)
@@ -32,16 +75,14 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots)
 {
-	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0, i;
+	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0;
 	struct proc_info info = { .nmappings = n, .slot = bit, .epoch = epoch };
-	struct mapping_key key = { .tgid = pid };
+	int ret;
 
 	/* The walker reads the other slot until proc_info switches below. */
-	for (i = 0; i < n; i++) {
-		key.idx = bit | i;
-		if (bpf_map_update_elem(maps->mappings_fd, &key, &m[i], BPF_ANY))
-			return -errno;
-	}
+	ret = update_range(maps->mappings_fd, pid, bit, m, n);
+	if (ret)
+		return ret;
 	delete_range(maps->mappings_fd, pid, bit, n, slots->n[slot]);
 	slots->n[slot] = n;
 	if (bpf_map_update_elem(maps->infos_fd, &pid, &info, BPF_ANY))

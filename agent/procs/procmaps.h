@@ -1,27 +1,58 @@
-/* Parsing of /proc/PID/maps. */
+/*
+ * The executable mappings of a process, as /proc/PID/maps lists them.
+ *
+ * Read with the PROCMAP_QUERY ioctl on /proc/PID/maps where the kernel has
+ * it (6.11+): the kernel then skips every mapping that is not executable
+ * and formats nothing.  Older kernels (the ioctl fails with ENOTTY, found
+ * once) get the text parsed.  Both give the same entries: the text
+ * parser leaves out the gate area ("[vsyscall]"), which is no mapping of
+ * the process (the ioctl never returns it) and holds no code a stack walk
+ * meets.
+ */
 #ifndef AGENT_PROCMAPS_H
 #define AGENT_PROCMAPS_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* One line of /proc/PID/maps: any mapping, executable or not. */
+/* The kernel's BUILD_ID_SIZE_MAX is 20. */
+#define MAPS_BUILD_ID_MAX 32
+
+/* One executable mapping. */
 struct maps_entry {
 	uint64_t start, end, offset;
 	uint64_t inode;
 	unsigned dev_major, dev_minor;
-	bool exec;
-	char *path;   /* "" for anonymous memory; "[vdso]", "[stack]", ... */
+	const char *path; /* "" for anonymous memory; "[vdso]", ...; a file
+			   * unlinked since ends in " (deleted)".  In the
+			   * set's string space. */
+	size_t path_at;   /* (where, while the set is read) */
+	/* The mapped file's GNU build-id, as the kernel finds it in the
+	 * file's notes; 0 bytes: none, or read from the text. */
+	uint8_t build_id[MAPS_BUILD_ID_MAX];
+	uint32_t build_id_size;
 };
 
-/* Reads every mapping of `pid`.  -ESRCH if the process is gone. */
-int procmaps_read(int pid, struct maps_entry **out, size_t *n);
+/* The executable mappings of one process, in address order.  Reused from
+ * read to read: its arrays only grow. */
+struct maps_set {
+	struct maps_entry *v;
+	size_t n, cap;
+	char *names;              /* the paths, one after another */
+	size_t names_len, names_cap;
+};
 
-/* Parses one line of a maps file into `m` (path allocated).  Returns 0
- * or -EINVAL.  Exposed for tests. */
-int procmaps_parse_line(const char *line, struct maps_entry *m);
+/* Reads the executable mappings of `pid` into `set` (emptied first).
+ * -ESRCH if the process is gone or has no address space (a zombie, a
+ * kernel thread).  A process in the middle of an exec may have none
+ * executable yet: 0 entries. */
+int procmaps_read(int pid, struct maps_set *set);
 
-void procmaps_free(struct maps_entry *m, size_t n);
+/* The two ways, for tests.  procmaps_read_query: -ENOTTY on a kernel
+ * without PROCMAP_QUERY. */
+int procmaps_read_query(int pid, struct maps_set *set);
+int procmaps_read_text(int pid, struct maps_set *set);
+
+void procmaps_free(struct maps_set *set);
 
 #endif

@@ -90,10 +90,10 @@ static void set_str(char **dst, const char *v)
 	*dst = v && *v ? strdup(v) : NULL;
 }
 
-/* Its container, cgroup and comm, for the samples' labels: read at every
- * scan, since a process can be moved to another cgroup (as runtimes do
- * right before exec'ing the container's program) and execs change its
- * comm. */
+/* Its container, cgroup and comm, for the samples' labels: read at the
+ * first scan of every program the process runs, since a process can be
+ * moved to another cgroup (as runtimes do right before exec'ing the
+ * container's program) and an exec changes its comm. */
 static void read_labels(struct proc_registry *r, struct proc *p)
 {
 	struct cgroup_info *ci = malloc(sizeof(*ci));
@@ -313,7 +313,7 @@ static bool same_maps(const struct code_mapping *a, uint32_t na, const struct co
 
 int procs_scan(struct proc_registry *r, int pid)
 {
-	struct maps_entry *maps = NULL;
+	struct maps_set *set = &r->maps_read;
 	struct code_mapping *pm = NULL;
 	struct walker_mapping *bm = NULL;
 	struct proc *p = procs_get(r, pid);
@@ -322,24 +322,23 @@ int procs_scan(struct proc_registry *r, int pid)
 	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
-	bool unchanged;
+	bool unchanged, program_read;
 	int ret;
 
-	ret = procmaps_read(pid, &maps, &n);
+	ret = procmaps_read(pid, set);
 	if (ret)
 		return ret;
-	pm = calloc(n, sizeof(*pm));
-	bm = calloc(n, sizeof(*bm));
+	n = set->n;
+	pm = calloc(n ? n : 1, sizeof(*pm));
+	bm = calloc(n ? n : 1, sizeof(*bm));
 	if (!pm || !bm) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		const struct maps_entry *m = &maps[i];
+		const struct maps_entry *m = &set->v[i];
 		struct code_mapping *o = &pm[k];
 
-		if (!m->exec)
-			continue;
 		o->start = m->start;
 		o->end = m->end;
 		o->offset = m->offset;
@@ -347,11 +346,16 @@ int procs_scan(struct proc_registry *r, int pid)
 			o->mod = vdso_module(r, pid, m);
 			o->offset = 0;
 		} else if (m->path[0] == '/' || m->inode) {
-			int fd = open_mapping(pid, m);
+			/* An object known by its build-id needs no open: most
+			 * mappings are of libraries every process maps. */
+			o->mod = modules_find_build_id(r->mods, m->build_id, m->build_id_size);
+			if (!o->mod) {
+				int fd = open_mapping(pid, m);
 
-			if (fd >= 0) {
-				o->mod = modules_get(r->mods, fd, m->path);
-				close(fd);
+				if (fd >= 0) {
+					o->mod = modules_get(r->mods, fd, m->path);
+					close(fd);
+				}
 			}
 		}
 		if (o->mod && !module_bias(o->mod, o->start, o->offset, &o->bias))
@@ -380,6 +384,8 @@ int procs_scan(struct proc_registry *r, int pid)
 		goto out;
 	}
 	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
+	/* The first read of this program (a new process, or an exec). */
+	program_read = p->state != PROC_READ || p->epoch != epoch;
 	release_maps(r, p->maps, p->n);
 	free(p->maps);
 	p->maps = pm;
@@ -390,7 +396,13 @@ int procs_scan(struct proc_registry *r, int pid)
 		p->counted = true;
 		r->ever_read++;
 	}
-	read_labels(r, p);
+	/* Runtimes move a process into its container's cgroup before the
+	 * exec, and the rescans of one program (mmap, unknown code) would
+	 * read the same cgroup file again: once per program. */
+	if (program_read) {
+		read_labels(r, p);
+		p->main_marked = false;
+	}
 	p->last_scan_ns = mono_ns();
 	/* Most rescans (an mmap of data near code, a thread's stack) change
 	 * nothing the walker sees: leave its maps alone. */
@@ -405,7 +417,6 @@ int procs_scan(struct proc_registry *r, int pid)
 out:
 	free(pm);
 	free(bm);
-	procmaps_free(maps, n);
 	return ret;
 }
 
@@ -445,6 +456,7 @@ void procs_free(struct proc_registry *r)
 	free(r->due);
 	free(r->exited);
 	free(r->gone);
+	procmaps_free(&r->maps_read);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;

@@ -22,6 +22,7 @@
 
 #include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
+#include "agent/procs/procmaps.h"
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
 
@@ -88,15 +89,16 @@ struct proc_registry {
 	 * stacks) and empties the list. */
 	uint32_t *gone;
 	uint32_t ngone, cap_gone;
+	struct maps_set maps_read; /* procs_scan's, kept for the next scan */
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
 	uint64_t ever_read;        /* processes read at least once, exited ones too */
 };
 
-/* Reads /proc/PID/maps, opens every executable mapping's file through
- * /proc/PID/map_files (so deleted files and other mount namespaces work),
- * resolves modules and publishes the mappings to BPF; the entry (added if
+/* Reads the executable mappings of /proc/PID/maps (procmaps.h), opens
+ * each one's file through /proc/PID/map_files (so deleted files and other
+ * mount namespaces work), resolves modules and publishes the mappings to BPF; the entry (added if
  * need be) is PROC_READ.  -ESRCH: gone (the entry is left as it was). */
 int procs_scan(struct proc_registry *r, int pid);
 

@@ -36,6 +36,18 @@ static struct module *find_by_build_id(struct module_registry *r, const char *bi
 	return NULL;
 }
 
+struct module *modules_find_build_id(struct module_registry *r, const uint8_t *id, size_t len)
+{
+	char hex[sizeof(((struct module *)0)->build_id)];
+	size_t i;
+
+	if (!len || 2 * len >= sizeof(hex))
+		return NULL;
+	for (i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	return find_by_build_id(r, hex);
+}
+
 static int add(struct module_registry *r, struct module *m)
 {
 	int ret;

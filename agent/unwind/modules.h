@@ -67,6 +67,11 @@ struct module_registry {
  * miss. */
 struct module *modules_get(struct module_registry *r, int fd, const char *path);
 
+/* The known module of the object whose build-id is the `len` bytes at
+ * `id`, or NULL: what modules_get would find for a file with that
+ * build-id, without the file. */
+struct module *modules_find_build_id(struct module_registry *r, const uint8_t *id, size_t len);
+
 /* ELF virtual address = runtime address - bias, for a mapping of `m` at
  * `start` with file offset `offset`.  Returns false if no loadable
  * segment contains that offset. */

@@ -472,3 +472,45 @@ void fake_bpf_reset(void)
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);
 }
+
+/* libbpf's batch calls, as the kernel's generic ones do them: element
+ * after element, stopping at the first failure, with *count the elements
+ * done.  One call of `op`, on the map. */
+int bpf_map_update_batch(int fd, const void *keys, const void *values, __u32 *count,
+			 const struct bpf_map_batch_opts *opts)
+{
+	struct fake_bpf_map *m;
+	__u32 i;
+	int err;
+
+	m = enter(FAKE_BPF_UPDATE, fd, &err);
+	if (!m) {
+		*count = 0;
+		return leave(err);
+	}
+	for (i = 0; i < *count && !err; i++)
+		err = update_locked(m, (const char *)keys + (size_t)i * m->key_size,
+				    (const char *)values + (size_t)i * m->value_size,
+				    opts ? opts->elem_flags : 0);
+	*count = err ? i - 1 : i;
+	return leave(err);
+}
+
+int bpf_map_delete_batch(int fd, const void *keys, __u32 *count,
+			 const struct bpf_map_batch_opts *opts)
+{
+	struct fake_bpf_map *m;
+	__u32 i;
+	int err;
+
+	(void)opts;
+	m = enter(FAKE_BPF_DELETE, fd, &err);
+	if (!m) {
+		*count = 0;
+		return leave(err);
+	}
+	for (i = 0; i < *count && !err; i++)
+		err = delete_locked(m, (const char *)keys + (size_t)i * m->key_size);
+	*count = err ? i - 1 : i;
+	return leave(err);
+}

@@ -16,6 +16,7 @@
 #include "agent/procs/lifecycle.h"
 #include "agent/util/clock.h"
 #include "bpf/abi.h"
+#include "fake_bpf.h"
 #include "proc_fixture.h"
 
 #define MS (1000ull * 1000)
@@ -122,6 +123,33 @@ Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 	cr_expect_eq(test_bpf_writes(&t), writes, "an unchanged process was written to BPF");
 }
 
+/* A busy host's processes come and go by the hundred a second: a
+ * process's mappings are written to BPF, and removed, a call at a time,
+ * not a call per mapping. */
+Test(lifecycle, mappings_written_and_removed_in_one_call)
+{
+	int fd = t.procs.bpf.mappings_fd;
+	uint64_t updates, deletes;
+	struct proc *p;
+
+	updates = fake_bpf_map_calls(fd, FAKE_BPF_UPDATE);
+	p = read_child();
+	cr_assert_gt(p->n, 2, "the child has %u executable mappings", p->n);
+	expect_published(0);
+	cr_expect_eq(fake_bpf_map_calls(fd, FAKE_BPF_UPDATE) - updates, 1,
+		     "%u mappings took %llu calls", p->n,
+		     (unsigned long long)(fake_bpf_map_calls(fd, FAKE_BPF_UPDATE) - updates));
+	/* Into the other slot. */
+	test_bpf_new_epoch(&t, child.pid, 42);
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	expect_published(42);
+	deletes = fake_bpf_map_calls(fd, FAKE_BPF_DELETE);
+	procs_on_exit(&t.procs, child.pid, mono_ns());
+	expect_nothing_published();
+	/* One per slot. */
+	cr_expect_eq(fake_bpf_map_calls(fd, FAKE_BPF_DELETE) - deletes, 2);
+}
+
 Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 {
 	uint64_t now = mono_ns(), exec_ns;
@@ -136,6 +164,21 @@ Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 		  "the new program was not read");
 	expect_published(exec_ns);
 	cr_expect_eq(procs_get(&t.procs, child.pid)->born_ns, exec_ns);
+	/* The new program is the process's executable now (pprof lists it
+	 * first). */
+	{
+		const struct proc *p = procs_get(&t.procs, child.pid);
+		bool main_sleep = false;
+
+		for (uint32_t i = 0; i < p->n; i++) {
+			const char *path = p->maps[i].mod ? p->maps[i].mod->path : "";
+			size_t len = strlen(path);
+
+			main_sleep |= len >= 6 && !strcmp(path + len - 6, "/sleep") &&
+				      p->maps[i].mod->is_main;
+		}
+		cr_expect(main_sleep, "sleep's module is not marked as the executable");
+	}
 	/* ld.so's libraries: read again once the delay is over. */
 	cr_expect_eq(procs_run_due(&t.procs, now), now + PROCS_SCAN_DELAY_NS);
 	cr_expect_eq(t.procs.rescans, 1);
