@@ -65,7 +65,8 @@ struct cached {
 	uint64_t vaddr;
 	int32_t module;
 	uint32_t nframes;
-	struct sym_frame *frames;   /* in the arena */
+	struct sym_frame *frames;   /* ours (malloc): freed with the entry; the
+				     * strings they point at are interned */
 };
 
 struct symbolizer {
@@ -204,6 +205,8 @@ void symbolizer_free(struct symbolizer *s)
 	sym_no_alt_close(&s->no_alt);
 	free(s->modules);
 	free(s->free_ids);
+	for (size_t i = 0; i < s->ncache; i++)
+		free(s->cache[i].frames);
 	sym_table_free(&s->by_build_id);
 	free(s->files);
 	sym_table_free(&s->by_file);
@@ -562,12 +565,14 @@ static int cache_add(struct symbolizer *s, int32_t module, uint64_t vaddr,
 	c->vaddr = vaddr;
 	c->module = module;
 	c->nframes = (uint32_t)n;
-	c->frames = sym_arena_alloc(&s->arena, (size_t)n * sizeof(*frames), _Alignof(struct sym_frame));
+	c->frames = malloc((size_t)n * sizeof(*frames));
 	if (!c->frames)
 		return -ENOMEM;
 	memcpy(c->frames, frames, (size_t)n * sizeof(*frames));
-	if (sym_table_insert(&s->cache_index, cache_hash(module, vaddr), (int32_t)s->ncache))
+	if (sym_table_insert(&s->cache_index, cache_hash(module, vaddr), (int32_t)s->ncache)) {
+		free(c->frames);
 		return -ENOMEM;
+	}
 	s->ncache++;
 	*out = c;
 	return 0;
@@ -783,8 +788,11 @@ int symbolizer_remove(struct symbolizer *s, int module)
 				 module);
 	drop_entries(&s->by_file, s->files, &s->nfiles, sizeof(*s->files), file_of, module,
 		     file_entry_hash);
-	/* (Their frames stay in the arena: profiles built before may point
-	 * at their strings.) */
+	/* (The strings their frames name stay: profiles built before may
+	 * point at them.) */
+	for (size_t i = 0; i < s->ncache; i++)
+		if (s->cache[i].module == module)
+			free(s->cache[i].frames);
 	drop_entries(&s->cache_index, s->cache, &s->ncache, sizeof(*s->cache), cached_of, module,
 		     cached_entry_hash);
 	m->removed = true;

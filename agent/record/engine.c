@@ -289,6 +289,7 @@ static int mark_events(struct record_engine *e)
 		}
 	}
 	e->events.mark_events = true;
+	stack_agg_fix_marks(&e->agg);
 	return 0;
 }
 

@@ -29,11 +29,9 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "record"))
 import test_record as tr  # noqa: E402
+from test_pull import Agent  # noqa: E402  (registers its cases: cleared below)
 
 tr.CASES.clear()
-case = tr.case
-Fail = tr.Fail
-log = tr.log
 
 PROGRAMS = 40
 RUN_MS = 300
@@ -63,7 +61,7 @@ def set_build_id(path, n):
                 f.seek(desc + descsz - 4)
                 f.write(struct.pack("<I", n))
                 return
-    raise Fail(f"{path}: no .note.gnu.build-id to make distinct")
+    raise tr.Fail(f"{path}: no .note.gnu.build-id to make distinct")
 
 
 def metrics(base):
@@ -89,7 +87,7 @@ def agent_pid(popen_pid):
         ppid = int(st.rsplit(")", 1)[1].split()[1])
         if os.path.basename(exe) == "cfiprof" and (pid == popen_pid or ppid == popen_pid):
             return pid
-    raise Fail("no cfiprof process found under the agent's launcher")
+    raise tr.Fail("no cfiprof process found under the agent's launcher")
 
 
 def fds(pid):
@@ -100,52 +98,8 @@ def figures(base, pid, what):
     m = metrics(base)
     f = {"fds": fds(pid), "modules": int(m.get("cfiprof_modules", -1)),
          "released": int(m.get("cfiprof_modules_released_total", -1))}
-    log(f"{what}: {f['fds']} fds, {f['modules']} modules, {f['released']} released")
+    tr.log(f"{what}: {f['fds']} fds, {f['modules']} modules, {f['released']} released")
     return f
-
-
-class Agent:
-    """cfiprof agent in the background on 127.0.0.1 (it picks the port)."""
-
-    def __init__(self, tmp, extra):
-        self.errpath = os.path.join(tmp, "agent.err")
-        self.err = open(self.errpath, "w+")
-        args = [tr.BARE_MOUNTS, tr.CFIPROF, "agent"]
-        if tr.CACHE:
-            args += ["--cache-dir", tr.CACHE]
-        args += ["--listen", "127.0.0.1:0"] + extra
-        log("$ " + " ".join(args) + " &")
-        self.p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=self.err,
-                                  stderr=self.err)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            text = self.text()
-            m = re.search(r"listening on port (\d+)", text)
-            if m and "profiling" in text:
-                self.base = f"http://127.0.0.1:{m.group(1)}"
-                self.pid = agent_pid(self.p.pid)
-                return
-            if self.p.poll() is not None:
-                raise Fail(f"cfiprof agent exited with {self.p.returncode}:\n{text}")
-            time.sleep(0.1)
-        self.p.kill()
-        raise Fail("cfiprof agent did not start sampling within 60 s:\n" + self.text())
-
-    def text(self):
-        with open(self.errpath) as f:
-            return f.read()
-
-    def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
-        try:
-            status = self.p.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            raise Fail("cfiprof agent did not exit within 60 s of SIGTERM")
-        log(self.text().rstrip()[-3000:])
-        if status != 0:
-            raise Fail(f"cfiprof agent exited with {status}")
 
 
 def pull(base, seconds, path, result):
@@ -158,7 +112,7 @@ def pull(base, seconds, path, result):
         result["error"] = repr(e)
 
 
-@case("release-modules")
+@tr.case("release-modules")
 def t_release_modules(tmp):
     cg = f"{tr.cgroup2_mount()}/cfiprof-release-{os.getpid()}"
     os.mkdir(cg)
@@ -170,6 +124,7 @@ def t_release_modules(tmp):
         progs.append(path)
     try:
         agent = Agent(tmp, ["--cgroup", cg, "-F", "499", "--interval", "1s"])
+        agent.pid = agent_pid(agent.p.pid)
         try:
             time.sleep(2.5)
             base = figures(agent.base, agent.pid, "before")
@@ -192,7 +147,7 @@ def t_release_modules(tmp):
                     peak = {k: max(peak[k], now[k]) for k in peak}
             puller.join(timeout=secs + 180)
             if not result.get("ok"):
-                raise Fail(f"the pull spanning the run failed: {result.get('error')}")
+                raise tr.Fail(f"the pull spanning the run failed: {result.get('error')}")
             # Exited processes are kept a second, their modules an
             # interval unused more: a few intervals.
             deadline = time.monotonic() + 30
@@ -209,20 +164,20 @@ def t_release_modules(tmp):
         os.rmdir(cg)
     # The test sees what the agent holds while programs run.
     if peak["modules"] < base["modules"] + 2:
-        raise Fail(f"while 40 distinct programs ran, the agent held at most "
+        raise tr.Fail(f"while 40 distinct programs ran, the agent held at most "
                    f"{peak['modules'] - base['modules']} more modules: the test sees nothing")
     if end["fds"] > base["fds"] + SLACK:
-        raise Fail(f"{end['fds']} fds open 30 s after the last of 40 programs exited, "
+        raise tr.Fail(f"{end['fds']} fds open 30 s after the last of 40 programs exited, "
                    f"{base['fds']} before them (peak {peak['fds']}): their objects stay open")
     if end["modules"] > base["modules"] + SLACK:
-        raise Fail(f"{end['modules']} modules 30 s after the last of 40 programs exited, "
+        raise tr.Fail(f"{end['modules']} modules 30 s after the last of 40 programs exited, "
                    f"{base['modules']} before them: they are never released")
     if end["released"] < PROGRAMS:
-        raise Fail(f"cfiprof_modules_released_total {end['released']}, want at least "
+        raise tr.Fail(f"cfiprof_modules_released_total {end['released']}, want at least "
                    f"{PROGRAMS}")
     samples, _ = tr.read_pprof(out)
     names = {s.labels.get("comm") for s in samples}
-    log(f"pulled: {len(samples)} stacks of comms {sorted(n for n in names if n)[:8]}...")
+    tr.log(f"pulled: {len(samples)} stacks of comms {sorted(n for n in names if n)[:8]}...")
     stacks = tr.pprof_stacks(samples)
     tr.check_chain(stacks, "short_leaf", tr.SHORT_CHAIN, "40 released programs, pulled",
                    min_samples=PROGRAMS * 20, share=0.9)
@@ -232,12 +187,12 @@ def t_release_modules(tmp):
     unnamed = [(f, n) for f, n in stacks if f and f[-1] == "short_leaf" and
                any(re.match(r"^short-\d+\+0x", x) for x in f)]
     if unnamed:
-        raise Fail(f"{sum(n for _, n in unnamed)} samples of the programs have frames "
+        raise tr.Fail(f"{sum(n for _, n in unnamed)} samples of the programs have frames "
                    f"left unnamed, e.g. {tr.fmt_chain(unnamed[0][0])}")
     # Every one of them, by its own pid, symbolized.
     pids = {s.labels.get("pid") for s in samples if s.frames and s.frames[-1] == "short_leaf"}
     if len(pids) < PROGRAMS:
-        raise Fail(f"only {len(pids)} of the {PROGRAMS} programs have symbolized samples")
+        raise tr.Fail(f"only {len(pids)} of the {PROGRAMS} programs have symbolized samples")
 
 
 if __name__ == "__main__":
