@@ -32,8 +32,8 @@
 #define KALLSYMS_PATH "/proc/kallsyms"
 
 struct module {
-	int fd;                  /* our duplicate, close-on-exec, until
-				  * libdwfl takes it over (then -1) */
+	int fd;                  /* our duplicate, close-on-exec: libdwfl gets
+				  * a duplicate of it at each opening */
 	const char *path;        /* interned */
 	const char *base;        /* basename of path, for "base+0xOFF" */
 	const char *build_id;    /* interned lower-case hex, "" if none */
@@ -47,6 +47,8 @@ struct module {
 	struct sym_symtab symbols;      /* of its symbol table */
 	struct sym_plt plt;             /* its PLT stubs */
 	bool dwfl_tried;
+	bool removed;            /* symbolizer_remove: its id is free */
+	uint32_t users;          /* registrations not yet removed */
 	uint64_t start, end;     /* the module's address range */
 };
 
@@ -63,7 +65,8 @@ struct cached {
 	uint64_t vaddr;
 	int32_t module;
 	uint32_t nframes;
-	struct sym_frame *frames;   /* in the arena */
+	struct sym_frame *frames;   /* ours (malloc): freed with the entry; the
+				     * strings they point at are interned */
 };
 
 struct symbolizer {
@@ -78,6 +81,8 @@ struct symbolizer {
 	struct module *modules;
 	size_t nmodules, capmodules;
 	struct sym_table by_build_id;
+	int32_t *free_ids;          /* of removed modules, taken first */
+	size_t nfree_ids, capfree_ids;
 	struct file_id *files;
 	size_t nfiles, capfiles;
 	struct sym_table by_file;   /* -> files[] */
@@ -167,8 +172,9 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 }
 
 /* What a module's lookups took: its indexes, its libdwfl session (which
- * ends its DWARF, not the alt file we gave it) and its fds. */
-static void module_release(struct module *m)
+ * ends its DWARF, not the alt file we gave it) and its fds; `forever`:
+ * its own fd too, else the next lookup not cached opens it again. */
+static void module_release(struct module *m, bool forever)
 {
 	sym_fnindex_free(&m->functions);
 	sym_symtab_free(&m->symbols);
@@ -177,16 +183,17 @@ static void module_release(struct module *m)
 		dwfl_end(m->dwfl);
 	m->dwfl = NULL;
 	m->dmod = NULL;
-	m->dwfl_tried = true;
+	m->dwfl_tried = forever;
 	if (m->alt)
 		dwarf_end(m->alt);
 	m->alt = NULL;
 	if (m->alt_fd >= 0)
 		close(m->alt_fd);
 	m->alt_fd = -1;
-	if (m->fd >= 0)
+	if (forever && m->fd >= 0)
 		close(m->fd);
-	m->fd = -1;
+	if (forever)
+		m->fd = -1;
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -194,9 +201,12 @@ void symbolizer_free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmodules; i++)
-		module_release(&s->modules[i]);
+		module_release(&s->modules[i], true);
 	sym_no_alt_close(&s->no_alt);
 	free(s->modules);
+	free(s->free_ids);
+	for (size_t i = 0; i < s->ncache; i++)
+		free(s->cache[i].frames);
 	sym_table_free(&s->by_build_id);
 	free(s->files);
 	sym_table_free(&s->by_file);
@@ -216,14 +226,19 @@ struct file_key {
 	const struct stat *st;
 };
 
+static uint64_t file_id_hash(dev_t dev, ino_t ino, off_t size, const struct timespec *mtime)
+{
+	uint64_t h = sym_hash_u64((uint64_t)dev);
+
+	h = sym_hash_u64(h ^ (uint64_t)ino);
+	h = sym_hash_u64(h ^ (uint64_t)size);
+	h = sym_hash_u64(h ^ (uint64_t)mtime->tv_sec);
+	return sym_hash_u64(h ^ (uint64_t)mtime->tv_nsec);
+}
+
 static uint64_t file_hash(const struct stat *st)
 {
-	uint64_t h = sym_hash_u64((uint64_t)st->st_dev);
-
-	h = sym_hash_u64(h ^ (uint64_t)st->st_ino);
-	h = sym_hash_u64(h ^ (uint64_t)st->st_size);
-	h = sym_hash_u64(h ^ (uint64_t)st->st_mtim.tv_sec);
-	return sym_hash_u64(h ^ (uint64_t)st->st_mtim.tv_nsec);
+	return file_id_hash(st->st_dev, st->st_ino, st->st_size, &st->st_mtim);
 }
 
 static bool file_eq(void *ctx, int32_t id)
@@ -272,7 +287,8 @@ static bool bid_eq(void *ctx, int32_t id)
 {
 	const struct bid_key *k = ctx;
 
-	return (size_t)id < k->s->nmodules && k->s->modules[id].build_id == k->hex;
+	return (size_t)id < k->s->nmodules && !k->s->modules[id].removed &&
+	       k->s->modules[id].build_id == k->hex;
 }
 
 /* The build-id of the ELF open at fd as hex into `hex` (size >= 2*len+1),
@@ -304,6 +320,53 @@ out:
 	return rc;
 }
 
+/* Makes modules[id] (a removed module's, or the next one) the module of
+ * the file `st` open at `fd`, whose build-id is `hex` ("" if none; its
+ * hash `bh`).  Returns id, or a negative errno. */
+static int add_module_at(struct symbolizer *s, int32_t id, int fd, const struct stat *st,
+			 uint64_t fh, const char *hex, uint64_t bh, const char *path)
+{
+	bool reused = (size_t)id < s->nmodules;
+	struct module *m = &s->modules[id];
+	const char *slash;
+	int dupfd;
+
+	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dupfd < 0)
+		return -errno;
+	memset(m, 0, sizeof(*m));
+	/* (Until it is complete, a reused id stays free: removed.) */
+	m->removed = reused;
+	m->fd = dupfd;
+	m->alt_fd = -1;
+	m->dev = st->st_dev;
+	m->ino = st->st_ino;
+	m->path = sym_intern(&s->strings, path ? path : "");
+	slash = m->path ? strrchr(m->path, '/') : NULL;
+	m->base = slash ? sym_intern(&s->strings, slash + 1) : m->path;
+	m->build_id = sym_intern(&s->strings, hex);
+	if (!m->path || !m->base || !m->build_id ||
+	    (hex[0] && sym_table_insert(&s->by_build_id, bh, id))) {
+		/* (a build-id entry already made for this id is harmless:
+		 * bid_eq ignores ids >= nmodules and removed ones, and the
+		 * module that later takes the id is compared on its own
+		 * build-id) */
+		close(dupfd);
+		m->fd = -1;
+		return -ENOMEM;
+	}
+	m->users = 1;
+	if (reused) {
+		m->removed = false;
+		s->nfree_ids--;
+	} else {
+		s->nmodules++;
+	}
+	/* (failing this only costs an ELF read at the next registration) */
+	(void)add_file(s, st, fh, id);
+	return id;
+}
+
 int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 {
 	struct stat st;
@@ -311,10 +374,8 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 	struct bid_key bk = { s, NULL };
 	char hex[2 * 64 + 1];
 	uint64_t fh, bh = 0;
-	struct module *m;
-	const char *slash;
 	int32_t id;
-	int rc, dupfd;
+	int rc;
 
 	if (!s || fd < 0)
 		return -EINVAL;
@@ -324,8 +385,10 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 		return -ENOEXEC;
 	fh = file_hash(&st);
 	id = sym_table_find(&s->by_file, fh, file_eq, &fk);
-	if (id >= 0)
+	if (id >= 0) {
+		s->modules[s->files[id].module].users++;
 		return s->files[id].module;
+	}
 
 	rc = read_build_id(fd, hex, sizeof(hex));
 	if (rc)
@@ -339,12 +402,18 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 			/* Another file, same object: remember it too, so that
 			 * the next registration of it skips the ELF read. */
 			rc = add_file(s, &st, fh, id);
-			return rc ? rc : id;
+			if (rc)
+				return rc;
+			s->modules[id].users++;
+			return id;
 		}
 	}
 
 	if (s->nmodules >= INT32_MAX)
 		return -ENOSPC;
+	/* The id of a removed module first: a daemon's modules come and go. */
+	if (s->nfree_ids)
+		return add_module_at(s, s->free_ids[s->nfree_ids - 1], fd, &st, fh, hex, bh, path);
 	if (s->nmodules == s->capmodules) {
 		size_t cap = s->capmodules ? s->capmodules * 2 : 16;
 		struct module *mods = realloc(s->modules, cap * sizeof(*mods));
@@ -354,36 +423,12 @@ int symbolizer_add_module(struct symbolizer *s, int fd, const char *path)
 		s->modules = mods;
 		s->capmodules = cap;
 	}
-	dupfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-	if (dupfd < 0)
-		return -errno;
-	m = &s->modules[s->nmodules];
-	memset(m, 0, sizeof(*m));
-	m->fd = dupfd;
-	m->alt_fd = -1;
-	m->dev = st.st_dev;
-	m->ino = st.st_ino;
-	m->path = sym_intern(&s->strings, path ? path : "");
-	slash = m->path ? strrchr(m->path, '/') : NULL;
-	m->base = slash ? sym_intern(&s->strings, slash + 1) : m->path;
-	m->build_id = bk.hex;
-	id = (int32_t)s->nmodules;
-	if (!m->path || !m->base || (hex[0] && sym_table_insert(&s->by_build_id, bh, id))) {
-		/* (a build-id entry already made for this id is harmless:
-		 * bid_eq ignores ids >= nmodules, and the module that later
-		 * takes the id is compared on its own build-id) */
-		close(dupfd);
-		return -ENOMEM;
-	}
-	s->nmodules++;
-	/* (failing this only costs an ELF read at the next registration) */
-	(void)add_file(s, &st, fh, id);
-	return id;
+	return add_module_at(s, (int32_t)s->nmodules, fd, &st, fh, hex, bh, path);
 }
 
 static const struct module *get_module(const struct symbolizer *s, int module)
 {
-	if (!s || module < 0 || (size_t)module >= s->nmodules)
+	if (!s || module < 0 || (size_t)module >= s->nmodules || s->modules[module].removed)
 		return NULL;
 	return &s->modules[module];
 }
@@ -442,22 +487,29 @@ static void open_dwfl(struct symbolizer *s, struct module *m)
 	Dwarf_Addr start, end, bias;
 	void **userdata;
 	Dwarf *dw;
+	int fd;
 
 	m->dwfl_tried = true;
-	m->dwfl = dwfl_begin(&s->callbacks);
-	if (!m->dwfl)
+	fd = m->fd >= 0 ? fcntl(m->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd < 0)
 		return;
+	m->dwfl = dwfl_begin(&s->callbacks);
+	if (!m->dwfl) {
+		close(fd);
+		return;
+	}
 	dwfl_report_begin(m->dwfl);
 	/* Base 0 with p_vaddr added: module addresses are the file's
 	 * virtual addresses (bias 0) for ET_EXEC and ET_DYN alike.  On
-	 * success libdwfl owns the fd (and maps the file). */
-	m->dmod = dwfl_report_elf(m->dwfl, m->base, m->path, m->fd, 0, true);
+	 * success libdwfl owns the fd (and maps the file): ours stays, for
+	 * opening it again after symbolizer_release. */
+	m->dmod = dwfl_report_elf(m->dwfl, m->base, m->path, fd, 0, true);
 	if (!m->dmod) {
+		close(fd);
 		dwfl_end(m->dwfl);
 		m->dwfl = NULL;
 		return;
 	}
-	m->fd = -1;
 	dwfl_report_end(m->dwfl, NULL, NULL);
 	dwfl_module_info(m->dmod, &userdata, &start, &end, NULL, NULL, NULL, NULL);
 	m->start = start;
@@ -513,12 +565,14 @@ static int cache_add(struct symbolizer *s, int32_t module, uint64_t vaddr,
 	c->vaddr = vaddr;
 	c->module = module;
 	c->nframes = (uint32_t)n;
-	c->frames = sym_arena_alloc(&s->arena, (size_t)n * sizeof(*frames), _Alignof(struct sym_frame));
+	c->frames = malloc((size_t)n * sizeof(*frames));
 	if (!c->frames)
 		return -ENOMEM;
 	memcpy(c->frames, frames, (size_t)n * sizeof(*frames));
-	if (sym_table_insert(&s->cache_index, cache_hash(module, vaddr), (int32_t)s->ncache))
+	if (sym_table_insert(&s->cache_index, cache_hash(module, vaddr), (int32_t)s->ncache)) {
+		free(c->frames);
 		return -ENOMEM;
+	}
 	s->ncache++;
 	*out = c;
 	return 0;
@@ -655,5 +709,93 @@ void symbolizer_release(struct symbolizer *s, int module)
 {
 	if (!get_module(s, module))
 		return;
-	module_release(&s->modules[module]);
+	module_release(&s->modules[module], false);
+}
+
+/* Removes from `t` the entries i of v[0..*n) (elements of `size` bytes)
+ * that `drop` says go, each indexed under hash(v + i): the last element
+ * fills each hole. */
+static void drop_entries(struct sym_table *t, void *v, size_t *n, size_t size,
+			 bool (*drop)(const void *e, int32_t module), int32_t module,
+			 uint64_t (*hash)(const void *e))
+{
+	char *base = v;
+
+	for (size_t i = *n; i > 0; i--) {
+		char *e = base + (i - 1) * size, *last = base + (*n - 1) * size;
+
+		if (!drop(e, module))
+			continue;
+		sym_table_remove(t, hash(e), (int32_t)(i - 1));
+		if (e != last) {
+			/* Cannot fail: the index just lost an entry. */
+			sym_table_remove(t, hash(last), (int32_t)(*n - 1));
+			memcpy(e, last, size);
+			sym_table_insert(t, hash(e), (int32_t)(i - 1));
+		}
+		(*n)--;
+	}
+}
+
+static bool file_of(const void *e, int32_t module)
+{
+	return ((const struct file_id *)e)->module == module;
+}
+
+static uint64_t file_entry_hash(const void *e)
+{
+	const struct file_id *f = e;
+
+	return file_id_hash(f->dev, f->ino, f->size, &f->mtime);
+}
+
+static bool cached_of(const void *e, int32_t module)
+{
+	return ((const struct cached *)e)->module == module;
+}
+
+static uint64_t cached_entry_hash(const void *e)
+{
+	const struct cached *c = e;
+
+	return cache_hash(c->module, c->vaddr);
+}
+
+int symbolizer_remove(struct symbolizer *s, int module)
+{
+	struct module *m = (struct module *)get_module(s, module);
+
+	if (!m)
+		return -EINVAL;
+	/* Registered twice (two names of one object): the other stays. */
+	if (m->users > 1) {
+		m->users--;
+		return 0;
+	}
+	/* Room first: once removed, the id must be reusable. */
+	if (s->nfree_ids == s->capfree_ids) {
+		size_t cap = s->capfree_ids ? s->capfree_ids * 2 : 16;
+		int32_t *v = realloc(s->free_ids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		s->free_ids = v;
+		s->capfree_ids = cap;
+	}
+	module_release(m, true);
+	if (m->build_id[0])
+		sym_table_remove(&s->by_build_id, sym_hash_bytes(m->build_id, strlen(m->build_id)),
+				 module);
+	drop_entries(&s->by_file, s->files, &s->nfiles, sizeof(*s->files), file_of, module,
+		     file_entry_hash);
+	/* (The strings their frames name stay: profiles built before may
+	 * point at them.) */
+	for (size_t i = 0; i < s->ncache; i++)
+		if (s->cache[i].module == module)
+			free(s->cache[i].frames);
+	drop_entries(&s->cache_index, s->cache, &s->ncache, sizeof(*s->cache), cached_of, module,
+		     cached_entry_hash);
+	m->removed = true;
+	s->free_ids[s->nfree_ids++] = module;
+	return 0;
 }

@@ -53,11 +53,21 @@ const char *symbolizer_module_build_id(const struct symbolizer *s, int module);
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max);
 
-/* Frees what symbolizing `module` took (its DWARF and symbol indexes):
- * call it once every address of the module was looked up.  Results
- * already looked up stay cached; an address not looked up before gives
- * "module+0xOFFSET" afterwards. */
+/* Frees what symbolizing `module` took (its DWARF and symbol indexes),
+ * once the addresses wanted now were looked up.  Results already looked
+ * up stay cached; an address not looked up before opens the module
+ * again (a daemon's next interval has new addresses of the same
+ * objects). */
 void symbolizer_release(struct symbolizer *s, int module);
+
+/* Forgets `module` for good (a daemon's object no process maps any
+ * more), once as many removals as registrations that returned it came:
+ * what symbolizing it took, its fds, its results cached, its
+ * files and build-id; a later registration of the same file makes a new
+ * module, and may be given this id.  Strings looked up before stay valid
+ * until symbolizer_free.  0, or -EINVAL (no such module), -ENOMEM
+ * (nothing changed). */
+int symbolizer_remove(struct symbolizer *s, int module);
 
 /* Symbolizes a kernel address from /proc/kallsyms (read once): "func"
  * or "[kernel]+0xADDR". */

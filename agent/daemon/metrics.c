@@ -269,6 +269,9 @@ static void format_procs(FILE *f, const struct engine_figures *fg)
 		  "Process records lost: the ring buffer was full.",
 		  fg->counters[CNT_PROC_EVENT_DROPS] },
 		{ "cfiprof_modules", "gauge", "Executable objects known.", fg->modules },
+		{ "cfiprof_modules_released_total", "counter",
+		  "Executable objects forgotten: no process mapped them for an interval.",
+		  fg->modules_released },
 	};
 
 	by_label(f, "cfiprof_processes", "gauge",

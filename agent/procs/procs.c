@@ -124,6 +124,22 @@ static void read_labels(struct proc_registry *r, struct proc *p)
 	}
 }
 
+/* A mapping array starts (or stops) naming its modules: while it does,
+ * they are not released. */
+static void count_mapped(struct proc_registry *r, const struct code_mapping *maps, uint32_t n,
+			 bool mapped)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (maps[i].mod) {
+			if (mapped)
+				module_map(r->mods, maps[i].mod);
+			else
+				module_unmap(r->mods, maps[i].mod);
+		}
+}
+
 /* Drops the table references a mapping array holds. */
 static void release_maps(struct proc_registry *r, const struct code_mapping *maps, uint32_t n)
 {
@@ -144,6 +160,7 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	/* (Most exits on a busy host are of processes never read.) */
 	if (p->published || p->slots.n[0] || p->slots.n[1])
 		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
+	count_mapped(r, p->maps, p->n, false);
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
@@ -241,6 +258,9 @@ static struct module *vdso_module(struct proc_registry *r, int pid, const struct
 	if (buf && memfd >= 0 && pread(fd, buf, len, (off_t)m->start) == (ssize_t)len &&
 	    write(memfd, buf, len) == (ssize_t)len)
 		r->vdso = modules_get(r->mods, memfd, "[vdso]");
+	/* Every process maps it, and each would copy it out again. */
+	if (r->vdso)
+		r->vdso->pinned = true;
 	free(buf);
 	if (memfd >= 0)
 		close(memfd);
@@ -386,6 +406,8 @@ int procs_scan(struct proc_registry *r, int pid)
 	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
 	/* The first read of this program (a new process, or an exec). */
 	program_read = p->state != PROC_READ || p->epoch != epoch;
+	count_mapped(r, pm, k, true);
+	count_mapped(r, p->maps, p->n, false);
 	release_maps(r, p->maps, p->n);
 	free(p->maps);
 	p->maps = pm;
@@ -449,6 +471,7 @@ void procs_free(struct proc_registry *r)
 	for (i = 0; i < r->count; i++) {
 		release_maps(r, r->procs[i]->maps, r->procs[i]->n);
 		container_names_put(r->names, r->procs[i]->container);
+		count_mapped(r, r->procs[i]->maps, r->procs[i]->n, false);
 		free_proc(r->procs[i]);
 	}
 	free(r->procs);

@@ -756,14 +756,20 @@ uint64_t stack_agg_count(const struct stack_agg *a)
 	return a->n + a->nsealed_stacks;
 }
 
+void stack_agg_fix_marks(struct stack_agg *a)
+{
+	a->nfixed_marks = a->nmarks;
+}
+
 int stack_agg_reset(struct stack_agg *a)
 {
 	struct stack_agg fresh = { 0 };
 	uint32_t i, last_id = a->last_mapping_id;
 	int err = 0;
 
-	/* The marks first: ids handed out (engine's event marks) stay good. */
-	for (i = 0; i < a->nmarks && !err; i++)
+	/* The fixed marks first: ids handed out (engine's event marks) stay
+	 * good. */
+	for (i = 0; i < a->nfixed_marks && !err; i++)
 		if (stack_agg_mark(&fresh, a->marks[i]) != (int64_t)i)
 			err = -ENOMEM;
 	if (err) {
@@ -772,9 +778,12 @@ int stack_agg_reset(struct stack_agg *a)
 	}
 	stack_agg_free(a);
 	*a = fresh;
-	/* Ids are never reused: a frame_ref held across the cut names no
-	 * mapping of the new aggregation. */
-	a->last_mapping_id = last_id;
+	a->nfixed_marks = a->nmarks;
+	/* Not reused at once: a frame_ref held across the cut names no
+	 * mapping of the new aggregation.  Past half the range they start
+	 * again, or a daemon's months of intervals would run out of ids
+	 * (FRAME_MARK) and leave every frame unknown. */
+	a->last_mapping_id = last_id < FRAME_MARK / 2 ? last_id : 0;
 	return 0;
 }
 

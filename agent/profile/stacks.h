@@ -89,6 +89,7 @@ struct stack_agg {
 	uint64_t samples[STACK_KINDS], weight[STACK_KINDS];
 	char **marks;              /* names of synthetic frames, by id */
 	uint32_t nmarks, cap_marks;
+	uint32_t nfixed_marks;     /* the first ones, kept across resets */
 	struct sym_table mark_index; /* hash of a name -> id */
 	/* the labels of the samples added next (stack_agg_set_labels) */
 	const char *cur_container_id, *cur_cgroup, *cur_service_name, *cur_container_name;
@@ -164,9 +165,18 @@ const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
 /* Stacks in all, live and sealed. */
 uint64_t stack_agg_count(const struct stack_agg *a);
 
+/* The marks made so far keep their ids across resets (the engine's event
+ * marks, handed out once); marks made later (off-CPU's "[woken by] COMM",
+ * one per waker's name) go at each reset, so that a daemon holds the
+ * names of one interval, not of every program that ever woke another. */
+void stack_agg_fix_marks(struct stack_agg *a);
+
 /* Empties the aggregation for the next profile (a daemon's interval):
- * stacks, sealed or live, mappings and labels go; marks keep their ids,
- * and mapping ids are not reused.  0, or -ENOMEM (nothing changed). */
+ * stacks, sealed or live, mappings, labels and marks not fixed go; fixed
+ * marks keep their ids.  Mapping ids go on from the last, so that an id
+ * held across the cut names no mapping of the next interval, and start
+ * again from 1 once past half their range (no one holds an id for 2^31
+ * mappings).  0, or -ENOMEM (nothing changed). */
 int stack_agg_reset(struct stack_agg *a);
 void stack_agg_free(struct stack_agg *a);
 

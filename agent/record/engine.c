@@ -291,6 +291,7 @@ static int mark_events(struct record_engine *e)
 		}
 	}
 	e->events.mark_events = true;
+	stack_agg_fix_marks(&e->agg);
 	return 0;
 }
 
@@ -451,6 +452,10 @@ int engine_cut(struct record_engine *e, struct built_profile *bp)
 		return ret;
 	}
 	offcpu_cut(&e->off);
+	/* No stack names a module now: those no process maps since the cut
+	 * before go, so that a daemon on a host where programs come and go
+	 * holds the live ones' only. */
+	modules_release_unused(&e->mods);
 	e->cut_ns = now;
 	e->cut_wall = wall;
 	e->cuts++;

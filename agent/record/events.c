@@ -75,8 +75,14 @@ static void on_other_record(struct record_events *ev, const void *data, size_t s
 	uint32_t kind = *(const uint32_t *)data;
 
 	if (kind == EVENT_MISS && size >= sizeof(*me)) {
-		if (me->table_id && me->table_id <= ev->mods->n)
-			tables_request(ev->tables, ev->mods->mods[me->table_id - 1], me->time_ns);
+		/* Table ids are module ids, never reused: a miss for a module
+		 * released since (its walk was in flight) asks for nothing. */
+		struct module *m = modules_by_id(ev->mods, me->table_id);
+
+		if (m)
+			tables_request(ev->tables, m, me->time_ns);
+		else if (me->table_id && me->table_id <= ev->mods->last_id)
+			ev->misses_released++;
 		else
 			ev->bad_records++;
 	} else if (kind >= EVENT_EXEC && kind <= EVENT_MUNMAP && kind != EVENT_MISS &&

@@ -145,6 +145,7 @@ static void read_procs(const struct record_engine *e, struct engine_figures *f)
 	uint32_t i;
 
 	f->modules = e->mods.n;
+	f->modules_released = e->mods.released;
 	for (i = 0; i < r->count; i++) {
 		switch (r->procs[i]->state) {
 		case PROC_UNREAD:

@@ -76,7 +76,8 @@ struct engine_figures {
 	uint64_t small_size;         /* libc's size: the latency target's yardstick */
 	uint64_t kernel_map_bytes;   /* the fixed maps, ring buffer included */
 	/* processes and modules */
-	uint32_t modules;
+	uint32_t modules;            /* live now */
+	uint64_t modules_released;   /* freed at cuts: no process mapped them */
 	uint32_t procs_unread, procs_live, procs_exited; /* registry entries by state */
 	uint64_t procs_ever_read, mapping_scans, mapping_publishes, scan_lost;
 	/* the agent itself */

@@ -229,7 +229,8 @@ static void print_process_stats(const struct engine_figures *f)
 {
 	const uint64_t *pe = f->proc_events, *c = f->counters;
 
-	fprintf(stderr, "modules: %u\n", f->modules);
+	fprintf(stderr, "modules: %u (released %llu)\n", f->modules,
+		(unsigned long long)f->modules_released);
 	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)f->procs_ever_read,
 		f->procs_live);
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",

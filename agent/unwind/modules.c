@@ -1,5 +1,6 @@
 #include "agent/unwind/modules.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,31 +10,97 @@
 #include <unistd.h>
 
 #include "agent/util/array.h"
+#include "symbolize/intern.h"
+
+static uint64_t file_hash(dev_t dev, ino_t ino, off_t size, int64_t mtime_ns)
+{
+	uint64_t h = sym_hash_u64((uint64_t)dev);
+
+	h = sym_hash_u64(h ^ (uint64_t)ino);
+	h = sym_hash_u64(h ^ (uint64_t)size);
+	return sym_hash_u64(h ^ (uint64_t)mtime_ns);
+}
+
+static uint64_t module_file_hash(const struct module *m)
+{
+	return file_hash(m->dev, m->ino, m->size, m->mtime_ns);
+}
+
+static uint64_t bid_hash(const char *bid)
+{
+	return sym_hash_bytes(bid, strlen(bid));
+}
+
+struct find_key {
+	const struct module_registry *r;
+	const struct stat *st;
+	const char *bid;
+	uint32_t id;
+};
+
+static bool file_eq(void *ctx, int32_t slot)
+{
+	const struct find_key *k = ctx;
+	const struct module *m = k->r->mods[slot];
+
+	return m->dev == k->st->st_dev && m->ino == k->st->st_ino && m->size == k->st->st_size &&
+	       m->mtime_ns == (int64_t)k->st->st_mtim.tv_sec * 1000000000 + k->st->st_mtim.tv_nsec;
+}
+
+static bool bid_eq(void *ctx, int32_t slot)
+{
+	const struct find_key *k = ctx;
+
+	return !strcmp(k->r->mods[slot]->build_id, k->bid);
+}
+
+static bool id_eq(void *ctx, int32_t slot)
+{
+	const struct find_key *k = ctx;
+
+	return k->r->mods[slot]->id == k->id;
+}
 
 static struct module *find_by_file(struct module_registry *r, const struct stat *st)
 {
-	uint32_t i;
+	struct find_key k = { r, st, NULL, 0 };
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	int32_t slot = sym_table_find(&r->by_file, file_hash(st->st_dev, st->st_ino, st->st_size, mtime),
+				      file_eq, &k);
 
-	for (i = 0; i < r->n; i++) {
-		struct module *m = r->mods[i];
-
-		if (m->dev == st->st_dev && m->ino == st->st_ino && m->size == st->st_size &&
-		    m->mtime_ns == (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec)
-			return m;
-	}
-	return NULL;
+	return slot < 0 ? NULL : r->mods[slot];
 }
 
 static struct module *find_by_build_id(struct module_registry *r, const char *bid)
 {
-	uint32_t i;
+	struct find_key k = { r, NULL, bid, 0 };
+	int32_t slot;
 
 	if (!bid[0])
 		return NULL;
-	for (i = 0; i < r->n; i++)
-		if (!strcmp(r->mods[i]->build_id, bid))
-			return r->mods[i];
-	return NULL;
+	slot = sym_table_find(&r->by_build_id, bid_hash(bid), bid_eq, &k);
+	return slot < 0 ? NULL : r->mods[slot];
+}
+
+struct module *modules_by_id(const struct module_registry *r, uint32_t id)
+{
+	struct find_key k = { r, NULL, NULL, id };
+	int32_t slot = id ? sym_table_find(&r->by_id, sym_hash_u64(id), id_eq, &k) : -1;
+
+	return slot < 0 ? NULL : r->mods[slot];
+}
+
+/* Indexes (or unindexes) the module in `slot` under its id, file and
+ * build-id.  Inserting cannot fail once reserved. */
+static void index_slot(struct module_registry *r, uint32_t slot, bool insert)
+{
+	const struct module *m = r->mods[slot];
+	int (*op)(struct sym_table *, uint64_t, int32_t) = insert ? sym_table_insert : sym_table_remove;
+
+	op(&r->by_id, sym_hash_u64(m->id), (int32_t)slot);
+	op(&r->by_file, module_file_hash(m), (int32_t)slot);
+	if (m->build_id[0])
+		op(&r->by_build_id, bid_hash(m->build_id), (int32_t)slot);
 }
 
 struct module *modules_find_build_id(struct module_registry *r, const uint8_t *id, size_t len)
@@ -52,18 +119,98 @@ static int add(struct module_registry *r, struct module *m)
 {
 	int ret;
 
-	/* The table worker walks the array to pick eviction victims. */
+	if (r->n >= INT32_MAX || r->last_id == UINT32_MAX || sym_table_reserve(&r->by_id, r->n + 1) ||
+	    sym_table_reserve(&r->by_file, r->n + 1) || sym_table_reserve(&r->by_build_id, r->n + 1))
+		return -ENOMEM;
+	/* The table workers walk the array to pick eviction victims. */
 	if (r->tables)
 		pthread_mutex_lock(&r->tables->lock);
 	ret = array_reserve_first(&r->mods, &r->cap, r->n + 1, 64);
 	if (!ret) {
 		r->mods[r->n] = m;
-		m->id = r->n + 1;
+		m->slot = r->n;
+		m->id = ++r->last_id;
 		r->n++;
 	}
 	if (r->tables)
 		pthread_mutex_unlock(&r->tables->lock);
+	if (!ret)
+		index_slot(r, m->slot, true);
 	return ret;
+}
+
+/* Takes the module in `slot` out of the array: the last one fills the
+ * hole.  Called with the table manager's lock held, if there is one. */
+static void remove_slot_locked(struct module_registry *r, uint32_t slot)
+{
+	uint32_t last = r->n - 1;
+
+	index_slot(r, slot, false);
+	if (slot != last) {
+		index_slot(r, last, false);
+		r->mods[slot] = r->mods[last];
+		r->mods[slot]->slot = slot;
+		index_slot(r, slot, true);
+	}
+	r->n--;
+}
+
+static void free_module(struct module_registry *r, struct module *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	if (r->sym && m->sym >= 0)
+		symbolizer_remove(r->sym, m->sym);
+	free(m->path);
+	free(m->error);
+	free(m);
+}
+
+void module_map(struct module_registry *r, struct module *m)
+{
+	m->mapped++;
+	m->mapped_cut = r->cuts;
+}
+
+void module_unmap(struct module_registry *r, struct module *m)
+{
+	(void)r;
+	if (m->mapped)
+		m->mapped--;
+}
+
+uint32_t modules_release_unused(struct module_registry *r)
+{
+	struct module **gone = NULL;
+	uint32_t i, ngone = 0, cap = 0;
+
+	r->cuts++;
+	if (r->tables)
+		pthread_mutex_lock(&r->tables->lock);
+	for (i = r->n; i > 0; i--) {
+		struct module *m = r->mods[i - 1];
+
+		/* Mapped now: in the interval starting too.  mapped_cut: mapped
+		 * during the interval just cut, or made then (a program that
+		 * ran and exited within it). */
+		if (m->mapped)
+			m->mapped_cut = r->cuts;
+		if (m->mapped || m->pinned || m->mapped_cut + 1 >= r->cuts ||
+		    (r->tables && !tables_forgettable_locked(m)))
+			continue;
+		if (array_reserve_first(&gone, &cap, ngone + 1, 16))
+			break;
+		remove_slot_locked(r, i - 1);
+		gone[ngone++] = m;
+	}
+	if (r->tables)
+		pthread_mutex_unlock(&r->tables->lock);
+	/* (No worker can reach them now: out of the array, no job.) */
+	for (i = 0; i < ngone; i++)
+		free_module(r, gone[i]);
+	free(gone);
+	r->released += ngone;
+	return ngone;
 }
 
 /* Whether compiling `e` could give a table at all: it, or its separate
@@ -110,6 +257,8 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 		return NULL;
 	}
 	m->fd = -1;
+	m->sym = -1;
+	m->mapped_cut = r->cuts;
 	cfi_elf_build_id_hex(&e, m->build_id, sizeof(m->build_id));
 	m->dev = st.st_dev;
 	m->ino = st.st_ino;
@@ -182,6 +331,7 @@ void modules_free(struct module_registry *r)
 {
 	uint32_t i;
 
+	/* (The symbolizer, freed on its own, takes its modules along.) */
 	for (i = 0; i < r->n; i++) {
 		if (r->mods[i]->fd >= 0)
 			close(r->mods[i]->fd);
@@ -190,6 +340,9 @@ void modules_free(struct module_registry *r)
 		free(r->mods[i]);
 	}
 	free(r->mods);
+	sym_table_free(&r->by_id);
+	sym_table_free(&r->by_file);
+	sym_table_free(&r->by_build_id);
 	r->mods = NULL;
 	r->n = r->cap = 0;
 }

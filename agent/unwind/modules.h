@@ -14,12 +14,14 @@
 
 #include "cfi/compile.h"
 #include "symbolize/symbolize.h"
+#include "symbolize/table.h"
 #include "agent/unwind/tables.h"
 
 #define MODULE_MAX_LOADS 16
 
 struct module {
-	uint32_t id;               /* 1-based */
+	uint32_t id;               /* 1-based, never reused (also its table id) */
+	uint32_t slot;             /* its index in the registry's mods[] */
 	char *path;                /* as the process named it */
 	char build_id[2 * CFI_BUILD_ID_MAX + 1];
 	int sym;                   /* symbolizer module, or -1 */
@@ -33,6 +35,7 @@ struct module {
 	uint64_t table_bytes;      /* blob size, once compiled */
 	uint64_t kernel_bytes;     /* kernel memory while loaded */
 	char *error;               /* why it has no table, or NULL */
+	uint32_t table_jobs;       /* in the workers' queue or unload list, or on a worker */
 	uint64_t last_used_ns;     /* atomic: last sample through it, or load */
 	struct { uint64_t vaddr, offset, filesz; bool exec; } load[MODULE_MAX_LOADS];
 	int nload;
@@ -41,6 +44,10 @@ struct module {
 	off_t size;
 	int64_t mtime_ns;
 	bool is_main;              /* some process's executable (listed first in pprof) */
+	/* The main thread's (modules_release_unused): */
+	uint32_t mapped;           /* process mappings naming it (exited ones' too) */
+	uint64_t mapped_cut;       /* the registry's cuts when it was last mapped */
+	bool pinned;               /* never released (the vDSO, shared by all) */
 };
 
 /* How the walker unwinds the modules' code. */
@@ -50,9 +57,16 @@ enum unwind_mode {
 	UNWIND_FP,                 /* frame pointers only: no tables */
 };
 
+/* The modules live now, in no order: a released module's slot is taken by
+ * the last one.  The array changes under the table manager's lock (its
+ * workers walk it); the indexes are the main thread's alone. */
 struct module_registry {
 	struct module **mods;
 	uint32_t n, cap;
+	struct sym_table by_id, by_file, by_build_id; /* -> slot */
+	uint32_t last_id;
+	uint64_t cuts;             /* modules_release_unused calls */
+	uint64_t released;         /* modules freed, ever */
 	struct symbolizer *sym;
 	struct table_manager *tables;
 	enum unwind_mode unwind;
@@ -76,6 +90,23 @@ struct module *modules_find_build_id(struct module_registry *r, const uint8_t *i
  * `start` with file offset `offset`.  Returns false if no loadable
  * segment contains that offset. */
 bool module_bias(const struct module *m, uint64_t start, uint64_t offset, uint64_t *bias);
+
+/* The live module of id `id`, or NULL (none, or released). */
+struct module *modules_by_id(const struct module_registry *r, uint32_t id);
+
+/* A process mapping starts or stops naming `m` (agent/procs/procs.c):
+ * a module some mapping names is never released. */
+void module_map(struct module_registry *r, struct module *m);
+void module_unmap(struct module_registry *r, struct module *m);
+
+/* A daemon's cut, once the interval's stacks are gone: frees the modules
+ * no process mapping named since the cut before (one interval unused, so
+ * that a program run again and again keeps its module), whose table is
+ * out of the kernel and that no table worker holds -- the rest wait for
+ * a later cut.  Freed: the fd, the symbolizer's module, the struct; the
+ * id is never reused, so a table id in flight in BPF (a miss) names no
+ * other object.  Returns how many were freed. */
+uint32_t modules_release_unused(struct module_registry *r);
 
 void modules_free(struct module_registry *r);
 

@@ -284,6 +284,7 @@ static void *worker_main(void *arg)
 		else
 			build_and_load(tm, m, false);
 		pthread_mutex_lock(&tm->lock);
+		m->table_jobs--;
 		tm->busy--;
 	}
 	pthread_mutex_unlock(&tm->lock);
@@ -324,6 +325,7 @@ static int enqueue_locked(struct table_manager *tm, struct module *m)
 	if (array_reserve_first(&tm->queue, &tm->qcap, tm->qlen + 1, 64))
 		return -ENOMEM;
 	tm->queue[tm->qlen++] = m;
+	m->table_jobs++;
 	pthread_cond_signal(&tm->wake);
 	return 0;
 }
@@ -333,6 +335,7 @@ static int push_unload_locked(struct table_manager *tm, struct module *m)
 	if (array_reserve_first(&tm->unloads, &tm->cap_unloads, tm->nunloads + 1, 64))
 		return -ENOMEM;
 	tm->unloads[tm->nunloads++] = m;
+	m->table_jobs++;
 	pthread_cond_signal(&tm->wake);
 	return 0;
 }
@@ -433,6 +436,14 @@ void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 			m->table_state = TABLE_UNLOADING;
 	}
 	pthread_mutex_unlock(&tm->lock);
+}
+
+bool tables_forgettable_locked(const struct module *m)
+{
+	/* (LOADED with no process: tables_sweep has the worker unload it
+	 * first, off the main thread.) */
+	return !m->table_jobs && (m->table_state == TABLE_NONE || m->table_state == TABLE_IDLE ||
+				  m->table_state == TABLE_FAILED);
 }
 
 void tables_touch(struct module *m, uint64_t now_ns)

@@ -117,6 +117,11 @@ void tables_unref(struct table_manager *tm, struct module *m);
 /* Queues the unloading of tables unused for TABLES_UNUSED_GRACE_NS. */
 void tables_sweep(struct table_manager *tm, uint64_t now_ns);
 
+/* Whether `m` can be freed as far as tables go: its table is out of the
+ * kernel and no worker has it queued or in hand.  Called with the lock
+ * held: the caller takes it out of the registry before letting go. */
+bool tables_forgettable_locked(const struct module *m);
+
 /* A sample walked through `m` at `now_ns`: it is recently used. */
 void tables_touch(struct module *m, uint64_t now_ns);
 

@@ -226,3 +226,98 @@ Test(modules, bias_from_the_object_segments)
 	cr_assert(module_bias(m, start, page, &bias));
 	cr_expect_eq(bias + m->load[code].vaddr, start + m->load[code].offset - page);
 }
+
+/* ---- releasing (a daemon's cuts: modules_release_unused) ---- */
+
+static bool fd_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* A module goes once no mapping named it for a whole interval: not at the
+ * cut of the interval it was last mapped in (a program run again and
+ * again keeps it).  Its fd closes, its id is never given again, and the
+ * next mapping of the same object makes a module anew. */
+Test(modules, unmapped_module_is_released_after_an_interval_unused)
+{
+	const char *path = uf_env("UNWIND_OBJ1");
+	struct module *m = uf_module(path), *again;
+	uint32_t id = m->id;
+	int fd = m->fd;
+
+	module_map(&reg, m);
+	cr_expect_eq(modules_release_unused(&reg), 0, "mapped");
+	module_unmap(&reg, m);
+	cr_expect_eq(modules_release_unused(&reg), 0, "mapped in the interval just cut");
+	cr_assert_eq(modules_by_id(&reg, id), m);
+	cr_expect_eq(modules_release_unused(&reg), 1);
+	cr_expect_eq(reg.n, 0);
+	cr_expect_eq(reg.released, 1);
+	cr_expect_null(modules_by_id(&reg, id), "a released id names nothing");
+	cr_expect_not(fd_open(fd), "its fd is closed");
+	again = uf_module(path);
+	cr_assert_not_null(again);
+	cr_expect_neq(again->id, id, "ids are never reused");
+	cr_expect_eq(modules_by_id(&reg, again->id), again);
+	cr_expect_geq(again->fd, 0);
+}
+
+/* The vDSO's module is pinned: every process maps it, none may lose it. */
+Test(modules, pinned_module_stays)
+{
+	struct module *m = uf_obj(1);
+
+	m->pinned = true;
+	modules_release_unused(&reg);
+	modules_release_unused(&reg);
+	cr_expect_eq(modules_release_unused(&reg), 0);
+	cr_expect_eq(reg.n, 1);
+}
+
+/* A table in the kernel, or in a worker's hands, holds its module: it is
+ * released only once its table was unloaded (tables_sweep, on the
+ * worker), never from under a worker. */
+Test(modules, loaded_table_holds_its_module_until_unloaded)
+{
+	struct module *m = uf_obj(1);
+	uint32_t id = m->id;
+
+	tables_ref(&tm, m);
+	cr_assert_eq(tables_load_now(&tm, m), 0);
+	cr_assert_eq(uf_state(m), TABLE_LOADED);
+	tables_unref(&tm, m);
+	modules_release_unused(&reg);
+	modules_release_unused(&reg);
+	cr_expect_eq(modules_release_unused(&reg), 0, "its table is in the kernel");
+	tables_sweep(&tm, m->unref_ns + TABLES_UNUSED_GRACE_NS);
+	cr_assert_eq(tables_wait(&tm, 5000), 0);
+	cr_assert_eq(uf_state(m), TABLE_IDLE);
+	cr_expect_eq(modules_release_unused(&reg), 1);
+	cr_expect_null(modules_by_id(&reg, id));
+	cr_expect_eq(tm.stats.loaded, 0);
+}
+
+/* Releasing one of several moves another into its slot: every index
+ * (by id, file and build-id) still finds the others. */
+Test(modules, others_are_found_after_a_release)
+{
+	struct module *m[4];
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		m[i] = uf_obj(i + 1);
+		if (i)
+			module_map(&reg, m[i]);
+	}
+	modules_release_unused(&reg);
+	cr_assert_eq(modules_release_unused(&reg), 1);
+	cr_assert_eq(reg.n, 3);
+	for (i = 1; i < 4; i++) {
+		cr_expect_eq(modules_by_id(&reg, m[i]->id), m[i]);
+		cr_expect_eq(reg.mods[m[i]->slot], m[i]);
+		cr_expect_eq(uf_obj(i + 1), m[i], "object %d found again, not made anew", i + 1);
+		cr_expect_eq(uf_module(copy_of(m[i]->path)), m[i],
+			     "a copy of object %d: found by build-id", i + 1);
+	}
+	cr_expect_eq(reg.n, 3);
+}

@@ -31,6 +31,7 @@ Test(profile_cut, labels_and_marks_survive_the_reset)
 	snprintf(cg, sizeof(cg), "/system.slice/x.service");
 	mark = stack_agg_mark(&a, "[off-cpu]");
 	cr_assert_geq(mark, 0);
+	stack_agg_fix_marks(&a);
 	f[0] = (struct frame_ref){ .addr = (uint64_t)mark, .mapping = FRAME_MARK };
 	cr_assert_eq(stack_agg_set_labels(&a, cid, cg), 0);
 	/* (the aggregation keeps its own copies) */
@@ -44,8 +45,37 @@ Test(profile_cut, labels_and_marks_survive_the_reset)
 	cr_assert_str_eq(label(&bp.p.samples[0], "cgroup"), "/system.slice/x.service");
 	cr_assert_eq(strspn(label(&bp.p.samples[0], "container_id"), "a"), 64);
 	cr_assert_str_eq(bp.p.locations[bp.p.samples[0].locs[0]].frames[0].function, "[off-cpu]");
-	/* marks keep their ids across the reset */
+	/* fixed marks keep their ids across the reset */
 	cr_assert_eq(stack_agg_mark(&a, "[off-cpu]"), mark);
 	profile_built_free(&bp);
+	stack_agg_free(&a);
+}
+
+/* A daemon's resets keep what it holds to one interval's: marks made by
+ * samples ("[woken by] COMM") go, fixed ones stay; mapping ids never run
+ * out, however many intervals interned mappings (before: past FRAME_MARK
+ * every new mapping was 0, unknown, for good). */
+Test(profile_cut, resets_hold_one_interval)
+{
+	struct stack_agg a = { 0 };
+	struct code_mapping cm = { .start = 0x1000, .end = 0x2000 };
+	char name[64];
+	int i;
+
+	cr_assert_eq(stack_agg_mark(&a, "[event]"), 0);
+	stack_agg_fix_marks(&a);
+	for (i = 0; i < 100; i++) {
+		snprintf(name, sizeof(name), "[woken by] prog-%d", i);
+		cr_assert_geq(stack_agg_mark(&a, name), 0);
+		cr_assert_eq(stack_agg_reset(&a), 0);
+		cr_assert_eq(a.nmarks, 1, "reset %d: %u marks kept", i, a.nmarks);
+	}
+	cr_assert_eq(stack_agg_mark(&a, "[event]"), 0);
+	a.last_mapping_id = FRAME_MARK - 2;
+	cr_assert_eq(stack_agg_frame_mapping(&a, &cm), FRAME_MARK - 1);
+	cr_assert_eq(stack_agg_reset(&a), 0);
+	cm.start = 0x3000;
+	cm.end = 0x4000;
+	cr_assert_neq(stack_agg_frame_mapping(&a, &cm), 0, "mapping ids ran out");
 	stack_agg_free(&a);
 }
