@@ -129,6 +129,7 @@ struct agent {
 	uint64_t samples[3];         /* on-CPU samples, off-CPU events, all intervals */
 	uint64_t last_interval_samples;
 	uint64_t cut_failures;
+	uint64_t profiles_built;   /* cuts built (the others had no consumer) */
 	/* serving */
 	struct pull_board *board;
 	struct http_server *http;
@@ -285,17 +286,13 @@ static void push_interval(struct agent *a, int64_t until)
 
 /* A profile was cut: it goes to every open window, and to the interval
  * being pushed. */
-static void deliver(struct agent *a, struct built_profile *bp, bool interval_end, uint64_t now)
+static void deliver(struct agent *a, struct built_profile *bp, uint64_t now)
 {
 	struct profile_view views[KINDS];
 	bool have[KINDS] = { false };
-	uint64_t on, off;
 	uint32_t i;
 	int k;
 
-	count_samples(bp, &on, &off);
-	a->samples[0] += on;
-	a->samples[1] += off;
 	for (k = 0; k < KINDS; k++) {
 		int types[2];
 		uint32_t n = kind_types(bp, k, types);
@@ -328,9 +325,20 @@ static void deliver(struct agent *a, struct built_profile *bp, bool interval_end
 			i++;
 		}
 	}
+}
+
+/* The figures of a cut, built or not: `stacks` distinct stacks over
+ * `duration_ns`. */
+static void count_cut(struct agent *a, bool interval_end, uint64_t on, uint64_t off,
+		      uint64_t stacks, uint64_t duration_ns)
+{
+	a->cuts++;
+	a->samples[0] += on;
+	a->samples[1] += off;
 	if (interval_end) {
 		struct timespec wall;
 
+		a->intervals++;
 		clock_gettime(CLOCK_REALTIME, &wall);
 		a->last_interval_samples = on + off;
 		if (a->push)
@@ -338,9 +346,26 @@ static void deliver(struct agent *a, struct built_profile *bp, bool interval_end
 		a->interval_from = wall.tv_sec;
 		if (!a->o.rec.quiet)
 			fprintf(stderr, "cfiprof agent: interval %" PRIu64 ": %" PRIu64 " on-CPU samples, %"
-				PRIu64 " off-CPU events, %u stacks, %.3f s\n", a->intervals, on, off,
-				bp->p.nsamples, bp->p.duration_nanos / 1e9);
+				PRIu64 " off-CPU events, %" PRIu64 " stacks, %.3f s\n", a->intervals, on,
+				off, stacks, duration_ns / 1e9);
 	}
+}
+
+/* A cut nobody consumes (no pull open, no --pyroscope): counted, not
+ * built, since building and symbolizing it is most of the agent's cost. */
+static int cut_discard(struct agent *a, bool interval_end)
+{
+	struct cut_tally t;
+	int ret = engine_cut_discard(&a->e, &t);
+
+	if (ret)
+		return ret;
+	/* What the built profile would have counted (count_samples): its
+	 * sample types follow the same options. */
+	count_cut(a, interval_end, a->o.rec.off.only ? 0 : t.samples[STACK_ON_CPU],
+		  a->o.rec.off.enabled || a->o.rec.off.only ? t.samples[STACK_OFF_CPU] : 0, t.stacks,
+		  t.duration_ns);
+	return 0;
 }
 
 /* Cuts the profile aggregated since the last cut; on failure (out of
@@ -348,21 +373,28 @@ static void deliver(struct agent *a, struct built_profile *bp, bool interval_end
 static void cut(struct agent *a, bool interval_end)
 {
 	struct built_profile bp;
+	uint64_t on, off;
 
-	if (engine_cut(&a->e, &bp)) {
-		a->cut_failures++;
-		fprintf(stderr, "cfiprof agent: cutting a profile: out of memory; kept for the next\n");
+	if (!a->npulls && !a->push) {
+		if (cut_discard(a, interval_end))
+			goto failed;
 		return;
 	}
-	a->cuts++;
-	if (interval_end)
-		a->intervals++;
-	deliver(a, &bp, interval_end, mono_ns());
+	if (engine_cut(&a->e, &bp))
+		goto failed;
+	a->profiles_built++;
+	deliver(a, &bp, mono_ns());
+	count_samples(&bp, &on, &off);
+	count_cut(a, interval_end, on, off, bp.p.nsamples, (uint64_t)bp.p.duration_nanos);
 	profile_built_free(&bp);
 	/* Symbolizing a cut opens DWARF and builds the profile in short-lived
 	 * allocations that glibc keeps in its arenas once freed: give them
 	 * back, or the agent's RSS stays at the largest cut it ever made. */
 	malloc_trim(0);
+	return;
+failed:
+	a->cut_failures++;
+	fprintf(stderr, "cfiprof agent: cutting a profile: out of memory; kept for the next\n");
 }
 
 /* New pull requests: a cut first, so that each window starts empty. */
@@ -410,6 +442,7 @@ static void publish_metrics(struct agent *a)
 {
 	struct agent_metrics_extra x = {
 		.intervals = a->intervals,
+		.profiles_built = a->profiles_built,
 		.last_interval_samples = a->last_interval_samples,
 		.interval_seconds = a->o.interval_ns / 1e9,
 	};

@@ -349,6 +349,9 @@ static void format_extra(FILE *f, const struct agent_metrics_extra *x)
 {
 	const struct simple_metric m[] = {
 		{ "cfiprof_intervals_total", "counter", "Profiles cut.", x->intervals },
+		{ "cfiprof_profiles_built_total", "counter",
+		  "Cuts built and symbolized: those with a pull open or a push to make.",
+		  x->profiles_built },
 		{ "cfiprof_pushes_sent_total", "counter", "Profiles pushed to Pyroscope.",
 		  x->pushes_sent },
 		{ "cfiprof_pushes_failed_total", "counter",

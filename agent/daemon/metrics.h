@@ -20,6 +20,7 @@ struct record_engine;
 /* What the daemon adds to the engine's figures. */
 struct agent_metrics_extra {
 	uint64_t intervals;                          /* profiles cut */
+	uint64_t profiles_built;                     /* cuts built: they had a consumer */
 	uint64_t pushes_sent, pushes_failed, pushes_dropped, push_queue_bytes, push_queue_items;
 	uint64_t http_requests, scrapes, profile_requests, http_errors;
 	uint64_t last_interval_samples;

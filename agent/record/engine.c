@@ -428,16 +428,41 @@ int engine_build_profile(struct record_engine *e, struct built_profile *bp)
 	return ret;
 }
 
+/* Where the current cut starts, on both clocks. */
+static void cut_begin(struct record_engine *e)
+{
+	if (!e->cut_ns) {
+		e->cut_ns = e->start_ns;
+		e->cut_wall = e->wall_start;
+	}
+}
+
+/* Empties the aggregation for the next cut, which starts at now/wall.
+ * 0 or -ENOMEM (the aggregation then stays as it was). */
+static int cut_end(struct record_engine *e, uint64_t now, const struct timespec *wall)
+{
+	int ret = stack_agg_reset(&e->agg);
+
+	if (ret)
+		return ret;
+	offcpu_cut(&e->off);
+	/* No stack names a module now: those no process maps since the cut
+	 * before go, so that a daemon on a host where programs come and go
+	 * holds the live ones' only. */
+	modules_release_unused(&e->mods);
+	e->cut_ns = now;
+	e->cut_wall = *wall;
+	e->cuts++;
+	return 0;
+}
+
 int engine_cut(struct record_engine *e, struct built_profile *bp)
 {
 	struct timespec wall;
 	uint64_t now;
 	int ret;
 
-	if (!e->cut_ns) {
-		e->cut_ns = e->start_ns;
-		e->cut_wall = e->wall_start;
-	}
+	cut_begin(e);
 	/* The two clocks read together: the next profile starts where this
 	 * one ends, on both. */
 	clock_gettime(CLOCK_REALTIME, &wall);
@@ -446,20 +471,30 @@ int engine_cut(struct record_engine *e, struct built_profile *bp)
 	if (ret)
 		return ret;
 	bp->p.duration_nanos = (int64_t)(now - e->cut_ns);
-	ret = stack_agg_reset(&e->agg);
-	if (ret) {
+	ret = cut_end(e, now, &wall);
+	if (ret)
 		profile_built_free(bp);
-		return ret;
-	}
-	offcpu_cut(&e->off);
-	/* No stack names a module now: those no process maps since the cut
-	 * before go, so that a daemon on a host where programs come and go
-	 * holds the live ones' only. */
-	modules_release_unused(&e->mods);
-	e->cut_ns = now;
-	e->cut_wall = wall;
-	e->cuts++;
-	return 0;
+	return ret;
+}
+
+int engine_cut_discard(struct record_engine *e, struct cut_tally *t)
+{
+	struct timespec wall;
+	uint64_t now;
+	uint32_t k;
+	int ret;
+
+	cut_begin(e);
+	clock_gettime(CLOCK_REALTIME, &wall);
+	now = mono_ns();
+	for (k = 0; k < STACK_KINDS; k++)
+		t->samples[k] = e->agg.samples[k];
+	t->stacks = stack_agg_count(&e->agg);
+	t->duration_ns = now - e->cut_ns;
+	ret = cut_end(e, now, &wall);
+	if (ret)
+		*t = (struct cut_tally){ 0 };
+	return ret;
 }
 
 static int build_profile(struct record_engine *e, struct built_profile *bp,

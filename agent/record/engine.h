@@ -136,6 +136,21 @@ int engine_build_profile(struct record_engine *e, struct built_profile *bp);
  * aggregated is then kept for the next cut). */
 int engine_cut(struct record_engine *e, struct built_profile *bp);
 
+/* What a cut held, counted without building it: the samples of each
+ * stack kind (stack_agg.samples), the distinct stacks, its length. */
+struct cut_tally {
+	uint64_t samples[STACK_KINDS];
+	uint64_t stacks;
+	uint64_t duration_ns;
+};
+
+/* engine_cut for a cut nobody consumes: the aggregation since the last
+ * cut is counted into `t` and dropped, neither built nor symbolized (a
+ * daemon with no pull open and nothing to push would spend most of its
+ * time symbolizing profiles it throws away).  Returns 0 or -ENOMEM (what
+ * was aggregated then stays for the next cut). */
+int engine_cut_discard(struct record_engine *e, struct cut_tally *t);
+
 /* The events on-CPU samples are taken of (none with --off-cpu-only),
  * known once engine_load has opened them; idx is sample_event.event. */
 uint32_t engine_nevents(const struct record_engine *e);

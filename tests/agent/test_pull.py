@@ -366,6 +366,49 @@ def metric_sum(text, name):
     return sum(vals) if vals else None
 
 
+@case("pull-unconsumed")
+def t_pull_unconsumed(tmp):
+    """With no pull open and no --pyroscope, a cut has no consumer: it is
+    counted (intervals, the interval line's samples and stacks) but never
+    built nor symbolized, cfiprof_profiles_built_total stays 0 while
+    cfiprof_intervals_total grows; a pull opened then still gets its whole
+    window, symbolized, and its cuts are built."""
+    deep = tr.start_bg([tr.fx("deep"), str(DEEP_DEPTH), "40"])
+    try:
+        agent = Agent(tmp, ["-p", str(deep.pid), "-F", "499", "--interval", "1s"])
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                idle = scrape(agent.base)
+                if (metric_sum(idle, "cfiprof_intervals_total") or 0) >= 3:
+                    break
+                if time.monotonic() > deadline:
+                    raise Fail("fewer than 3 intervals cut in 60 s")
+                time.sleep(0.5)
+            built = metric_sum(idle, "cfiprof_profiles_built_total")
+            log(f"idle: {metric_sum(idle, 'cfiprof_intervals_total')} intervals, "
+                f"{built} profiles built")
+            if built != 0:
+                raise Fail(f"cfiprof_profiles_built_total {built} with no consumer, want 0")
+            lines = re.findall(r"interval \d+: (\d+) on-CPU samples, \d+ off-CPU events, "
+                               r"(\d+) stacks", agent.text())
+            if len(lines) < 3 or not all(int(n) > 0 and int(k) > 0 for n, k in lines[1:]):
+                raise Fail(f"unbuilt intervals counted no samples or stacks: {lines}")
+            samples, text = pprof_raw(agent.base + "/debug/pprof/profile?seconds=2")
+            m = re.search(r"^Duration: ([\d.]+)", text, re.M)
+            if not m or float(m.group(1)) < 2:
+                raise Fail(f"a 2 s window, a profile of duration {m and m.group(1)}")
+            after = scrape(agent.base)
+            built = metric_sum(after, "cfiprof_profiles_built_total")
+            if not built or built < 1:
+                raise Fail(f"cfiprof_profiles_built_total {built} after a pull, want >= 1")
+        finally:
+            agent.stop()
+    finally:
+        tr.stop_bg(deep)
+    check_exact_chains(samples, [("deep_leaf", DEEP_CHAIN, "pulled after idle, rec-deep")])
+
+
 @case("metrics-promtool")
 def t_metrics_promtool(tmp):
     """/metrics, scraped twice: promtool check metrics accepts it without a
