@@ -28,6 +28,11 @@
 # Every 10 s it writes a row of OUT/soak.csv:
 #   t_s                 seconds since the agent started
 #   rss_kb              the agent's VmRSS
+#   rss_anon_kb, rss_file_kb   its two parts (RssAnon, RssFile + RssShmem):
+#                       heap and anonymous mappings (the BPF ring buffer's
+#                       pages count here too), and file pages mapped (its
+#                       libraries, and the objects and debug files being
+#                       symbolized)
 #   kernel_table_bytes  CFI table memory in the kernel: the maps its hash of
 #                       maps holds (bpftool), as the kernel charges them
 #   fds                 entries of /proc/PID/fd
@@ -219,14 +224,17 @@ parts = open(os.path.join(os.path.dirname(csv), "breakdown.csv"), "w")
 parts.write("t_s,what,count\n")
 with open(csv, "w") as f:
     f.write("t_s,rss_kb,kernel_table_bytes,fds,bpf_map_entries,bpf_map_bytes,"
-                "metrics_table_bytes,cpu_s,samples\n")
+                "metrics_table_bytes,cpu_s,samples,rss_anon_kb,rss_file_kb\n")
     nxt = start + 10
     while time.time() < end:
         time.sleep(max(0, nxt - time.time()))
         nxt += 10
         try:
             with open(f"/proc/{pid}/status") as s:
-                rss = int(re.search(r"^VmRSS:\s+(\d+)", s.read(), re.M).group(1))
+                status = s.read()
+            kb = {k: int(re.search(rf"^{k}:\s+(\d+)", status, re.M).group(1))
+                  for k in ("VmRSS", "RssAnon", "RssFile", "RssShmem")}
+            rss = kb["VmRSS"]
             with open(f"/proc/{pid}/stat") as s:
                 st = s.read().rsplit(")", 1)[1].split()
             fds = len(os.listdir(f"/proc/{pid}/fd"))
@@ -238,7 +246,8 @@ with open(csv, "w") as f:
         entries, tables, all_maps = bpf_state()
         row = [round(time.time() - start), rss, tables, fds, entries, all_maps,
                metric(text, "cfiprof_kernel_table_bytes"), f"{cpu:.2f}",
-               metric(text, "cfiprof_samples_total")]
+               metric(text, "cfiprof_samples_total"), kb["RssAnon"],
+               kb["RssFile"] + kb["RssShmem"]]
         f.write(",".join(str(x) for x in row) + "\n")
         f.flush()
         breakdown.update(fd_kinds())
@@ -263,7 +272,8 @@ set multiplot layout 2,2 title "cfiprof agent soak: $SECS s at $F Hz, interval $
 set xlabel "seconds"
 set object 1 rectangle from graph 0, graph 0 to first $WARMUP, graph 1 fillcolor rgb "#eeeeee" behind
 set ylabel "MiB"; set title "agent RSS"
-plot "$OUT/soak.csv" using 1:(\$2/1024) with lines lw 2 notitle
+plot "$OUT/soak.csv" using 1:(\$2/1024) with lines lw 2 title "RSS", \\
+     "" using 1:(\$10/1024) with lines title "anonymous", "" using 1:(\$11/1024) with lines title "file"
 set ylabel "MiB"; set title "kernel table memory"
 plot "$OUT/soak.csv" using 1:(\$3/1048576) with lines lw 2 notitle
 set ylabel "fds"; set title "open file descriptors"
@@ -278,7 +288,8 @@ import csv, math, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 warm = float(sys.argv[2])
 print(f"soak: {len(rows)} rows in {sys.argv[1]}; slopes over t > {warm:.0f} s")
-for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "MiB", 1 / 2**20),
+for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("rss_anon_kb", "MiB", 1 / 1024),
+                         ("rss_file_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "MiB", 1 / 2**20),
                          ("fds", "fds", 1), ("bpf_map_entries", "entries", 1)):
     pts = [(float(r["t_s"]), float(r[key]) * scale) for r in rows
            if float(r["t_s"]) > warm and not math.isnan(float(r[key])) and float(r[key]) >= 0]
