@@ -13,6 +13,10 @@
 #   env AGENT_ARGS=""  more options for the agent (--off-cpu, --kernel, ...)
 #   env SLOTS=2        slots of the workload running (0: only the idle
 #                      programs: what the agent costs on a quiet machine)
+#   env PUSH=1         push every interval to tests/agent/pyroscope_receiver.py
+#                      on loopback, as a deployed agent feeds its backend
+#                      (0: no consumer: the agent then cuts without building
+#                      or symbolizing, which is not what a fleet runs)
 #
 # The agent runs with a fresh table cache of its own and serves on a
 # loopback port of its own (scraped once at the end).  Measured from /proc,
@@ -39,9 +43,11 @@ command -v curl >/dev/null || { echo "agent_cost.sh: needs curl" >&2; exit 1; }
 
 tmp=$(mktemp -d)
 agent=
+receiver=
 cleanup() {
   [ -z "$agent" ] || kill -TERM "$agent" 2>/dev/null || true
   [ -z "$agent" ] || wait "$agent" 2>/dev/null || true
+  [ -z "$receiver" ] || kill "$receiver" 2>/dev/null || true
   busy_idle_stop
   rm -rf "$tmp"
 }
@@ -49,9 +55,19 @@ trap cleanup EXIT
 busy_setup
 busy_idle_start
 
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+port=$(free_port)
+push=()
+if [ "${PUSH:-1}" = 1 ]; then
+  rport=$(free_port)
+  # It takes commands on stdin until EOF: held open for the run.
+  python3 tests/agent/pyroscope_receiver.py --port "$rport" --log "$tmp/pushes.jsonl" \
+    > "$tmp/receiver.log" 2>&1 < <(sleep $((WARMUP + SECS + 60))) &
+  receiver=$!
+  push=(--pyroscope "http://127.0.0.1:$rport")
+fi
 # shellcheck disable=SC2086
-"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" ${AGENT_ARGS:-} \
+"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" "${push[@]}" ${AGENT_ARGS:-} \
   2> "$tmp/agent.log" &
 agent=$!
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
@@ -79,17 +95,19 @@ t1=$(date +%s.%N) c1=$(ticks) s1=$(scans)
 hwm=$(status VmHWM)
 curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/metrics" || : > "$tmp/metrics"
 [ ${#slots[@]} -eq 0 ] || wait "${slots[@]}"
+pushes=$( [ -f "$tmp/pushes.jsonl" ] && wc -l < "$tmp/pushes.jsonl" || echo 0)
 
 python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" \
-  "$s0" "$s1" <<'PY'
+  "$s0" "$s1" "$pushes" <<'PY'
 import re, statistics, sys
-tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots, s0, s1 = sys.argv[1:]
+tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots, s0, s1, pushes = sys.argv[1:]
 wall = float(t1) - float(t0)
 (u0, k0), (u1, k1) = [[int(x) for x in c.split()] for c in (c0, c1)]
 user, sys_ = (u1 - u0) / int(hz), (k1 - k0) / int(hz)
 cpu = user + sys_
 rss = [int(x) for x in open(f"{tmp}/rss").read().split()]
-print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up")
+print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up; "
+      + (f"{pushes} pushes received" if int(pushes) else "no consumer (PUSH=0)"))
 print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s): "
       f"user {100 * user / wall:.2f} %, system {100 * sys_ / wall:.2f} %")
 print(f"maps reads: {(float(s1) - float(s0)) / wall:.1f}/s")
