@@ -33,6 +33,9 @@
 #                       pages count here too), and file pages mapped (its
 #                       libraries, and the objects and debug files being
 #                       symbolized)
+#   heap_in_use_kb, heap_free_kb   malloc's live blocks, and the free memory
+#                       it keeps (/metrics): a leak grows the first, memory
+#                       kept for later the second
 #   kernel_table_bytes  CFI table memory in the kernel: the maps its hash of
 #                       maps holds (bpftool), as the kernel charges them
 #   fds                 entries of /proc/PID/fd
@@ -152,6 +155,10 @@ pid, port, start, end, csv, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int
     sys.argv[5], int(sys.argv[6])
 
 def metric(text, name):
+    """The value of the first sample of `name`, or of `name{labels}` exactly."""
+    if "{" in name:
+        m = re.search(rf"^{re.escape(name)} ([0-9.eE+-]+)$", text, re.M)
+        return float(m.group(1)) if m else float("nan")
     m = re.search(rf"^{name}(?:\{{[^}}]*\}})? ([0-9.eE+-]+)$", text, re.M)
     return float(m.group(1)) if m else float("nan")
 
@@ -224,7 +231,8 @@ parts = open(os.path.join(os.path.dirname(csv), "breakdown.csv"), "w")
 parts.write("t_s,what,count\n")
 with open(csv, "w") as f:
     f.write("t_s,rss_kb,kernel_table_bytes,fds,bpf_map_entries,bpf_map_bytes,"
-                "metrics_table_bytes,cpu_s,samples,rss_anon_kb,rss_file_kb\n")
+                "metrics_table_bytes,cpu_s,samples,rss_anon_kb,rss_file_kb,heap_in_use_kb,"
+                "heap_free_kb\n")
     nxt = start + 10
     while time.time() < end:
         time.sleep(max(0, nxt - time.time()))
@@ -247,7 +255,9 @@ with open(csv, "w") as f:
         row = [round(time.time() - start), rss, tables, fds, entries, all_maps,
                metric(text, "cfiprof_kernel_table_bytes"), f"{cpu:.2f}",
                metric(text, "cfiprof_samples_total"), kb["RssAnon"],
-               kb["RssFile"] + kb["RssShmem"]]
+               kb["RssFile"] + kb["RssShmem"],
+               metric(text, 'cfiprof_agent_heap_bytes{state="in_use"}') / 1024,
+               metric(text, 'cfiprof_agent_heap_bytes{state="free"}') / 1024]
         f.write(",".join(str(x) for x in row) + "\n")
         f.flush()
         breakdown.update(fd_kinds())
@@ -273,7 +283,8 @@ set xlabel "seconds"
 set object 1 rectangle from graph 0, graph 0 to first $WARMUP, graph 1 fillcolor rgb "#eeeeee" behind
 set ylabel "MiB"; set title "agent RSS"
 plot "$OUT/soak.csv" using 1:(\$2/1024) with lines lw 2 title "RSS", \\
-     "" using 1:(\$10/1024) with lines title "anonymous", "" using 1:(\$11/1024) with lines title "file"
+     "" using 1:(\$10/1024) with lines title "anonymous", "" using 1:(\$11/1024) with lines title "file", \\
+     "" using 1:(\$12/1024) with lines title "malloc in use"
 set ylabel "MiB"; set title "kernel table memory"
 plot "$OUT/soak.csv" using 1:(\$3/1048576) with lines lw 2 notitle
 set ylabel "fds"; set title "open file descriptors"
@@ -289,7 +300,8 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 warm = float(sys.argv[2])
 print(f"soak: {len(rows)} rows in {sys.argv[1]}; slopes over t > {warm:.0f} s")
 for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("rss_anon_kb", "MiB", 1 / 1024),
-                         ("rss_file_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "MiB", 1 / 2**20),
+                         ("rss_file_kb", "MiB", 1 / 1024), ("heap_in_use_kb", "MiB", 1 / 1024),
+                         ("heap_free_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "MiB", 1 / 2**20),
                          ("fds", "fds", 1), ("bpf_map_entries", "entries", 1)):
     pts = [(float(r["t_s"]), float(r[key]) * scale) for r in rows
            if float(r["t_s"]) > warm and not math.isnan(float(r[key])) and float(r[key]) >= 0]

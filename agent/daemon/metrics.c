@@ -323,6 +323,27 @@ static void format_self(FILE *f, const struct engine_figures *fg)
 {
 	family(f, "cfiprof_agent_resident_memory_bytes", "gauge", "The agent's resident memory.");
 	fprintf(f, "cfiprof_agent_resident_memory_bytes %llu\n", (unsigned long long)fg->rss_bytes);
+	if (fg->mem_ok) {
+		const struct { const char *part; uint64_t bytes; } parts[] = {
+			{ "bpf_maps", fg->mem.bpf_maps }, { "code", fg->mem.code },
+			{ "files", fg->mem.files }, { "anonymous", fg->mem.anonymous },
+		};
+
+		family(f, "cfiprof_agent_resident_memory_part_bytes", "gauge",
+		       "The agent's resident memory by what maps it: BPF maps (the ring "
+		       "buffer), its code, other files (objects being symbolized), anonymous "
+		       "(heap, stacks).");
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			labelled(f, "cfiprof_agent_resident_memory_part_bytes", "part", parts[i].part);
+			fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
+		}
+	}
+	family(f, "cfiprof_agent_heap_bytes", "gauge",
+	       "malloc's memory: in live blocks, and free but kept in its arenas.");
+	fprintf(f, "cfiprof_agent_heap_bytes{state=\"in_use\"} %llu\n",
+		(unsigned long long)fg->mem.heap_in_use);
+	fprintf(f, "cfiprof_agent_heap_bytes{state=\"free\"} %llu\n",
+		(unsigned long long)fg->mem.heap_free);
 	if (fg->rusage_ok) {
 		family(f, "cfiprof_agent_peak_resident_memory_bytes", "gauge",
 		       "The agent's largest resident memory yet.");

@@ -12,6 +12,7 @@
 #include "cfiprof.skel.h"
 #include "agent/record/engine.h"
 #include "agent/util/bpf_counters.h"
+#include "agent/util/memstat.h"
 
 /* The yardstick of the miss-to-loaded latency target. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
@@ -170,6 +171,7 @@ static void read_self(const struct record_engine *e, struct engine_figures *f)
 	struct rusage ru;
 
 	f->rss_bytes = current_rss_bytes();
+	f->mem_ok = memstat_read(&f->mem) == 0;
 	f->rusage_ok = !getrusage(RUSAGE_SELF, &ru);
 	if (f->rusage_ok) {
 		f->peak_rss_kb = ru.ru_maxrss;

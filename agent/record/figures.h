@@ -15,6 +15,7 @@
 
 #include "bpf/abi.h"
 #include "agent/unwind/tables.h"
+#include "agent/util/memstat.h"
 
 struct record_engine;
 
@@ -82,6 +83,8 @@ struct engine_figures {
 	uint64_t procs_ever_read, mapping_scans, mapping_publishes, scan_lost;
 	/* the agent itself */
 	uint64_t rss_bytes;
+	struct memstat mem;          /* what the RSS is made of */
+	bool mem_ok;                 /* mem's smaps parts were read */
 	bool rusage_ok;
 	long peak_rss_kb, peak_rss_recording_kb;
 	struct timeval cpu_user, cpu_system;

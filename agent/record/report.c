@@ -251,6 +251,15 @@ static void print_process_stats(const struct engine_figures *f)
 static void print_agent_stats(const struct engine_figures *f)
 {
 	fprintf(stderr, "agent_rss_kb: %llu\n", (unsigned long long)(f->rss_bytes / 1024));
+	if (f->mem_ok)
+		fprintf(stderr, "agent_rss_parts_kb: bpf_maps %llu, code %llu, files %llu, "
+			"anonymous %llu\n", (unsigned long long)(f->mem.bpf_maps / 1024),
+			(unsigned long long)(f->mem.code / 1024),
+			(unsigned long long)(f->mem.files / 1024),
+			(unsigned long long)(f->mem.anonymous / 1024));
+	fprintf(stderr, "agent_heap_kb: %llu in use, %llu free in malloc's arenas\n",
+		(unsigned long long)(f->mem.heap_in_use / 1024),
+		(unsigned long long)(f->mem.heap_free / 1024));
 	if (f->rusage_ok) {
 		fprintf(stderr, "agent_peak_rss_kb: %ld (%ld while recording; the rest symbolizing)\n",
 			f->peak_rss_kb, f->peak_rss_recording_kb);

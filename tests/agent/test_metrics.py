@@ -178,6 +178,19 @@ def t_metrics_deep(tmp):
         if value(second, "cfiprof_agent_resident_memory_bytes") <= 0 or \
                 value(second, "cfiprof_agent_open_fds") <= 0:
             raise Fail("no agent RSS or open fds")
+        # The RSS's parts are the whole of it (read a moment apart: 10 %),
+        # the ring buffer is among the BPF maps, and malloc holds something.
+        rss = value(second, "cfiprof_agent_resident_memory_bytes")
+        parts = {p: value(second, "cfiprof_agent_resident_memory_part_bytes", f'{{part="{p}"}}')
+                 for p in ("bpf_maps", "code", "files", "anonymous")}
+        log(f"RSS {rss / 2**20:.1f} MiB: " +
+            ", ".join(f"{p} {v / 2**20:.1f}" for p, v in parts.items()))
+        if abs(sum(parts.values()) - rss) > rss / 10:
+            raise Fail(f"the RSS parts add up to {sum(parts.values()):.0f}, the RSS is {rss:.0f}")
+        if parts["bpf_maps"] < 4 * 2**20 or parts["code"] <= 0:
+            raise Fail(f"no ring buffer among the BPF maps, or no code: {parts}")
+        if value(second, "cfiprof_agent_heap_bytes", '{state="in_use"}') <= 0:
+            raise Fail("malloc's memory in use is not reported")
         if value(second, "cfiprof_scrapes_total") < 1:
             raise Fail("the scrapes are not counted")
         if not any(k[0] == "cfiprof_build_info" and v == 1 for k, v in second.items()):
