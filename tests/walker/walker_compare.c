@@ -1,0 +1,218 @@
+/*
+ * walker_compare: replays stack snapshots through the BPF walker compiled
+ * for userspace (bpf/walker_user.h) and through libunwind (lu_oracle.h),
+ * and compares them frame by frame.
+ *
+ * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
+ *                       [--corrupt-rules] SNAPSHOT...
+ *
+ * Every address the walker gives must be libunwind's: the leaf and a
+ * frame interrupted by a signal (and the trampoline itself) as is, every
+ * other caller as its return address - 1, where the walker looks it up.
+ * The walker may stop before libunwind only with a walk-end reason given
+ * by --allow-short (none by default: the walks must be equally long).
+ * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
+ * tables (not libunwind's): the comparison must then fail, which shows
+ * that it can.
+ *
+ * Prints one line per snapshot, details of any disagreement, and a summary
+ * line: NAME snapshots agreed/walked/libunwind frames.  Exits 1 if any
+ * snapshot disagrees, 2 on bad usage or input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/profile/profile_build.h"
+#include "tests/walker/lu_oracle.h"
+#include "tests/walker/replay.h"
+
+#define LU_MAX_FRAMES (CFIPROF_MAX_DEPTH_LIMIT + 64)
+
+struct totals {
+	unsigned long snapshots, agreed, walked, oracle, bad;
+	unsigned long ends[WALK_END_NR];
+};
+
+static void corrupt_rules(struct replay *r)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < r->ntables; i++) {
+		struct cfi_table *t = (struct cfi_table *)r->tables[i].table;
+		struct cfi_rule *rules = (struct cfi_rule *)((uint8_t *)t->blob + t->hdr->rules_off);
+
+		for (k = 0; k < t->hdr->nrules; k++)
+			if (rules[k].cfa_type == CFI_CFA_REG)
+				rules[k].cfa_off += 8;
+	}
+}
+
+/* "object+0xoff" for messages. */
+static const char *where(const struct replay *r, uint64_t addr, char *buf, size_t size)
+{
+	int obj = replay_object_at(r, addr);
+
+	if (obj < 0)
+		snprintf(buf, size, "%#llx", (unsigned long long)addr);
+	else
+		snprintf(buf, size, "%s+%#llx", r->s->objects[obj].path,
+			 (unsigned long long)(addr - r->objs[obj].bias));
+	return buf;
+}
+
+static int compare(const char *path, uint32_t max_depth, const bool *allow_short, bool corrupt,
+		   struct totals *tot)
+{
+	static struct sample_event ev;
+	static struct lu_frame lu[LU_MAX_FRAMES];
+	struct walker_user_input in;
+	struct cfi_error err = { "" };
+	struct snapshot s;
+	struct replay r;
+	char why[128], a[600], b[600];
+	uint32_t nl, k, agreed = 0;
+	int ret, bad = 0;
+
+	ret = snapshot_read(&s, path, &err);
+	if (ret) {
+		fprintf(stderr, "walker_compare: %s\n", err.msg);
+		return -1;
+	}
+	ret = replay_open(&r, &s, &err);
+	if (ret) {
+		fprintf(stderr, "walker_compare: %s: %s\n", path, err.msg);
+		snapshot_free(&s);
+		return -1;
+	}
+	if (corrupt)
+		corrupt_rules(&r);
+	replay_walker_input(&r, max_depth, &in);
+	memset(&ev, 0, sizeof(ev));
+	if (walker_user_walk(&in, &ev, NULL) ||
+	    lu_oracle_walk(&r, lu, LU_MAX_FRAMES, &nl, why, sizeof(why))) {
+		fprintf(stderr, "walker_compare: %s: cannot walk (%s)\n", path, why);
+		replay_close(&r);
+		snapshot_free(&s);
+		return -1;
+	}
+	for (k = 0; k < ev.nuser; k++) {
+		uint64_t want;
+
+		if (k >= nl) {
+			printf("  frame %u: walker %s, libunwind has no such frame\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)));
+			bad = 1;
+			break;
+		}
+		want = (k == 0 || lu[k].signal || lu[k - 1].signal) ? lu[k].ip : lu[k].ip - 1;
+		if (ev.addrs[k] != want) {
+			printf("  frame %u: walker %s, libunwind %s\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)), where(&r, want, b, sizeof(b)));
+			bad = 1;
+			break;
+		}
+		agreed++;
+	}
+	if (!bad && ev.nuser < nl && !allow_short[ev.end_reason]) {
+		printf("  walker stopped after %u frames (%s), libunwind went on to %u, at %s\n",
+		       ev.nuser, walk_end_name(ev.end_reason), nl,
+		       where(&r, lu[ev.nuser].ip, a, sizeof(a)));
+		bad = 1;
+	}
+	printf("%s %s: %u agreed, walker %u (%s), libunwind %u (%s)\n", bad ? "FAIL" : "ok",
+	       path, agreed, ev.nuser, walk_end_name(ev.end_reason), nl, why);
+	if (bad) {
+		for (k = 0; k < nl && k < 64; k++)
+			printf("    libunwind %2u %s%s\n", k, where(&r, lu[k].ip, a, sizeof(a)),
+			       lu[k].signal ? " (signal frame)" : "");
+		for (k = 0; k < ev.nuser && k < 64; k++)
+			printf("    walker    %2u %s\n", k, where(&r, ev.addrs[k], a, sizeof(a)));
+	}
+	tot->snapshots++;
+	tot->agreed += agreed;
+	tot->walked += ev.nuser;
+	tot->oracle += nl;
+	tot->bad += bad;
+	tot->ends[ev.end_reason]++;
+	replay_close(&r);
+	snapshot_free(&s);
+	return bad;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
+			"[--allow-short REASON]... [--corrupt-rules] SNAPSHOT...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "max-depth", required_argument, NULL, 'd' },
+		{ "allow-short", required_argument, NULL, 'a' },
+		{ "corrupt-rules", no_argument, NULL, 'c' },
+		{ 0 },
+	};
+	bool allow_short[WALK_END_NR] = { false };
+	const char *name = "snapshots";
+	uint32_t max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	struct totals tot = { 0 };
+	bool corrupt = false, broken = false;
+	unsigned i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			name = optarg;
+			break;
+		case 'd': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > CFIPROF_MAX_DEPTH_LIMIT) {
+				fprintf(stderr, "walker_compare: --max-depth '%s': not in [1, %d]\n",
+					optarg, CFIPROF_MAX_DEPTH_LIMIT);
+				return 2;
+			}
+			max_depth = (uint32_t)v;
+			break;
+		}
+		case 'a':
+			for (i = 0; i < WALK_END_NR; i++)
+				if (!strcmp(optarg, walk_end_name(i)))
+					break;
+			if (i == WALK_END_NR) {
+				fprintf(stderr, "walker_compare: --allow-short '%s': no such walk end\n",
+					optarg);
+				return 2;
+			}
+			allow_short[i] = true;
+			break;
+		case 'c':
+			corrupt = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind >= argc)
+		usage();
+	for (; optind < argc; optind++)
+		if (compare(argv[optind], max_depth, allow_short, corrupt, &tot) < 0)
+			broken = true;
+	printf("%s: %lu snapshots, %lu disagree; frames: %lu agreed, %lu walked, %lu libunwind's; "
+	       "ends:", name, tot.snapshots, tot.bad, tot.agreed, tot.walked, tot.oracle);
+	for (i = 0; i < WALK_END_NR; i++)
+		if (tot.ends[i])
+			printf(" %s %lu", walk_end_name(i), tot.ends[i]);
+	printf("\n");
+	if (broken)
+		return 2;
+	return tot.bad ? 1 : 0;
+}
