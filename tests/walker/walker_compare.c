@@ -4,13 +4,15 @@
  * and compares them frame by frame.
  *
  * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
- *                       [--corrupt-rules] SNAPSHOT...
+ *                       [--min-frames N] [--corrupt-rules] SNAPSHOT...
  *
- * Every address the walker gives must be libunwind's: the leaf and a
- * frame interrupted by a signal (and the trampoline itself) as is, every
- * other caller as its return address - 1, where the walker looks it up.
+ * Every address the walker gives must be libunwind's: the leaf, a signal
+ * trampoline (known by its code) and the frame it interrupted as is,
+ * every other caller as its return address - 1, where the walker looks
+ * it up.
  * The walker may stop before libunwind only with a walk-end reason given
  * by --allow-short (none by default: the walks must be equally long).
+ * --min-frames N fails a walk of fewer frames: a fixture's known chain.
  * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
@@ -50,6 +52,18 @@ static void corrupt_rules(struct replay *r)
 	}
 }
 
+/* Whether `ip` is the x86-64 rt_sigreturn trampoline, by its code
+ * (mov $15, %rax; syscall), as libgcc and libunwind recognise it: the
+ * frame a signal handler returns to. */
+static bool is_sigreturn(const struct replay *r, uint64_t ip)
+{
+	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	uint8_t buf[sizeof(code)];
+
+	return !replay_read_object(r, replay_object_at(r, ip), ip, buf, sizeof(buf)) &&
+	       !memcmp(buf, code, sizeof(code));
+}
+
 /* "object+0xoff" for messages. */
 static const char *where(const struct replay *r, uint64_t addr, char *buf, size_t size)
 {
@@ -63,8 +77,13 @@ static const char *where(const struct replay *r, uint64_t addr, char *buf, size_
 	return buf;
 }
 
-static int compare(const char *path, uint32_t max_depth, const bool *allow_short, bool corrupt,
-		   struct totals *tot)
+struct compare_opts {
+	uint32_t max_depth, min_frames;
+	bool allow_short[WALK_END_NR];
+	bool corrupt;
+};
+
+static int compare(const char *path, const struct compare_opts *o, struct totals *tot)
 {
 	static struct sample_event ev;
 	static struct lu_frame lu[LU_MAX_FRAMES];
@@ -87,9 +106,9 @@ static int compare(const char *path, uint32_t max_depth, const bool *allow_short
 		snapshot_free(&s);
 		return -1;
 	}
-	if (corrupt)
+	if (o->corrupt)
 		corrupt_rules(&r);
-	replay_walker_input(&r, max_depth, &in);
+	replay_walker_input(&r, o->max_depth, &in);
 	memset(&ev, 0, sizeof(ev));
 	if (walker_user_walk(&in, &ev, NULL) ||
 	    lu_oracle_walk(&r, lu, LU_MAX_FRAMES, &nl, why, sizeof(why))) {
@@ -100,6 +119,7 @@ static int compare(const char *path, uint32_t max_depth, const bool *allow_short
 	}
 	for (k = 0; k < ev.nuser; k++) {
 		uint64_t want;
+		bool exact;
 
 		if (k >= nl) {
 			printf("  frame %u: walker %s, libunwind has no such frame\n", k,
@@ -107,7 +127,11 @@ static int compare(const char *path, uint32_t max_depth, const bool *allow_short
 			bad = 1;
 			break;
 		}
-		want = (k == 0 || lu[k].signal || lu[k - 1].signal) ? lu[k].ip : lu[k].ip - 1;
+		/* The walker looks a trampoline up at ip - 1 (its FDE starts a
+		 * byte early) but records it, and the instruction it
+		 * interrupted, as is. */
+		exact = k == 0 || is_sigreturn(&r, lu[k].ip) || is_sigreturn(&r, lu[k - 1].ip);
+		want = exact ? lu[k].ip : lu[k].ip - 1;
 		if (ev.addrs[k] != want) {
 			printf("  frame %u: walker %s, libunwind %s\n", k,
 			       where(&r, ev.addrs[k], a, sizeof(a)), where(&r, want, b, sizeof(b)));
@@ -116,7 +140,12 @@ static int compare(const char *path, uint32_t max_depth, const bool *allow_short
 		}
 		agreed++;
 	}
-	if (!bad && ev.nuser < nl && !allow_short[ev.end_reason]) {
+	if (!bad && ev.nuser < o->min_frames) {
+		printf("  walker gave %u frames, the chain has at least %u\n", ev.nuser,
+		       o->min_frames);
+		bad = 1;
+	}
+	if (!bad && ev.nuser < nl && !o->allow_short[ev.end_reason]) {
 		printf("  walker stopped after %u frames (%s), libunwind went on to %u, at %s\n",
 		       ev.nuser, walk_end_name(ev.end_reason), nl,
 		       where(&r, lu[ev.nuser].ip, a, sizeof(a)));
@@ -156,13 +185,13 @@ int main(int argc, char **argv)
 		{ "max-depth", required_argument, NULL, 'd' },
 		{ "allow-short", required_argument, NULL, 'a' },
 		{ "corrupt-rules", no_argument, NULL, 'c' },
+		{ "min-frames", required_argument, NULL, 'm' },
 		{ 0 },
 	};
-	bool allow_short[WALK_END_NR] = { false };
+	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT };
 	const char *name = "snapshots";
-	uint32_t max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
 	struct totals tot = { 0 };
-	bool corrupt = false, broken = false;
+	bool broken = false;
 	unsigned i;
 	int c;
 
@@ -171,16 +200,21 @@ int main(int argc, char **argv)
 		case 'n':
 			name = optarg;
 			break;
-		case 'd': {
+		case 'd':
+		case 'm': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || end == optarg || v < 1 || v > CFIPROF_MAX_DEPTH_LIMIT) {
-				fprintf(stderr, "walker_compare: --max-depth '%s': not in [1, %d]\n",
-					optarg, CFIPROF_MAX_DEPTH_LIMIT);
+				fprintf(stderr, "walker_compare: --%s '%s': not in [1, %d]\n",
+					c == 'd' ? "max-depth" : "min-frames", optarg,
+					CFIPROF_MAX_DEPTH_LIMIT);
 				return 2;
 			}
-			max_depth = (uint32_t)v;
+			if (c == 'd')
+				o.max_depth = (uint32_t)v;
+			else
+				o.min_frames = (uint32_t)v;
 			break;
 		}
 		case 'a':
@@ -192,10 +226,10 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
-			allow_short[i] = true;
+			o.allow_short[i] = true;
 			break;
 		case 'c':
-			corrupt = true;
+			o.corrupt = true;
 			break;
 		default:
 			usage();
@@ -204,7 +238,7 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		usage();
 	for (; optind < argc; optind++)
-		if (compare(argv[optind], max_depth, allow_short, corrupt, &tot) < 0)
+		if (compare(argv[optind], &o, &tot) < 0)
 			broken = true;
 	printf("%s: %lu snapshots, %lu disagree; frames: %lu agreed, %lu walked, %lu libunwind's; "
 	       "ends:", name, tot.snapshots, tot.bad, tot.agreed, tot.walked, tot.oracle);
