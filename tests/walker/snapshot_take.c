@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	struct cfi_error err = { "" };
 	char out[4096];
 	pid_t pid;
-	int c, ret = 0;
+	int c, ret = 0, exec_err = 0, pfd[2];
 
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {
@@ -249,17 +249,38 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind < 3 || strcmp(argv[optind + 1], "--"))
 		usage();
+	/* The child writes its exec's errno here; the pipe closes on success. */
+	if (pipe2(pfd, O_CLOEXEC)) {
+		perror("snapshot_take: pipe");
+		return 1;
+	}
 	pid = fork();
 	if (pid < 0) {
 		perror("snapshot_take: fork");
 		return 1;
 	}
 	if (pid == 0) {
+		close(pfd[0]);
 		execvp(argv[optind + 2], &argv[optind + 2]);
-		fprintf(stderr, "snapshot_take: %s: %s\n", argv[optind + 2], strerror(errno));
+		exec_err = errno;
+		if (write(pfd[1], &exec_err, sizeof(exec_err)) < 0)
+			_exit(126);
 		_exit(127);
 	}
+	close(pfd[1]);
+	if (read(pfd[0], &exec_err, sizeof(exec_err)) == sizeof(exec_err)) {
+		close(pfd[0]);
+		waitpid(pid, NULL, 0);
+		fprintf(stderr, "snapshot_take: %s: %s\n", argv[optind + 2], strerror(exec_err));
+		return 1;
+	}
+	close(pfd[0]);
 	sleep_ms(after);
+	if (waitpid(pid, NULL, WNOHANG) == pid) {
+		fprintf(stderr, "snapshot_take: %s exited before its first snapshot\n",
+			argv[optind + 2]);
+		return 1;
+	}
 	if (ptrace(PTRACE_SEIZE, pid, 0, 0)) {
 		ret = cfi_fail(&err, -errno, "PTRACE_SEIZE %d: %s", pid, strerror(errno));
 		goto out;
