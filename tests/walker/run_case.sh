@@ -5,13 +5,18 @@
 # --corrupt-rules), passes only if the comparison finds a disagreement:
 # the proof that the case can fail.
 #
-# usage: run_case.sh [--expect-disagree] TAKE COMPARE NAME COUNT [COMPARE_ARG...] -- CMD...
+# usage: run_case.sh [--expect-disagree] [--stack-max BYTES] TAKE COMPARE NAME COUNT
+#                    [COMPARE_ARG...] -- CMD...
 set -uo pipefail
 expect=0
-if [ "$1" = --expect-disagree ]; then
-  expect=1
-  shift
-fi
+take_args=()
+while :; do
+  case "$1" in
+    --expect-disagree) expect=1; shift ;;
+    --stack-max) take_args+=(--stack-max "$2"); shift 2 ;;
+    *) break ;;
+  esac
+done
 take=$1 compare=$2 name=$3 count=$4
 shift 4
 cargs=()
@@ -24,7 +29,7 @@ shift
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The record fixtures' warm-up would only delay the chain.
-FX_WARMUP=0 "$take" --after-ms 200 --every-ms 23 --count "$count" "$dir/$name" -- "$@" || exit 2
+FX_WARMUP=0 "$take" "${take_args[@]}" --after-ms 200 --every-ms 23 --count "$count" "$dir/$name" -- "$@" || exit 2
 "$compare" --name "$name" "${cargs[@]}" "$dir/$name".*.snap
 rc=$?
 if [ $expect = 1 ]; then

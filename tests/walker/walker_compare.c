@@ -4,7 +4,8 @@
  * and compares them frame by frame.
  *
  * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
- *                       [--min-frames N] [--corrupt-rules] SNAPSHOT...
+ *                       [--min-frames N] [--expect-end REASON] [--corrupt-rules]
+ *                       SNAPSHOT...
  *
  * Every address the walker gives must be libunwind's: the leaf, a signal
  * trampoline (known by its code) and the frame it interrupted as is,
@@ -13,6 +14,7 @@
  * The walker may stop before libunwind only with a walk-end reason given
  * by --allow-short (none by default: the walks must be equally long).
  * --min-frames N fails a walk of fewer frames: a fixture's known chain.
+ * --expect-end fails a walk that ends for another reason.
  * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
@@ -79,6 +81,7 @@ static const char *where(const struct replay *r, uint64_t addr, char *buf, size_
 
 struct compare_opts {
 	uint32_t max_depth, min_frames;
+	int expect_end;       /* -1: any */
 	bool allow_short[WALK_END_NR];
 	bool corrupt;
 };
@@ -145,6 +148,11 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		       o->min_frames);
 		bad = 1;
 	}
+	if (!bad && o->expect_end >= 0 && ev.end_reason != o->expect_end) {
+		printf("  walker ended with %s, expected %s\n", walk_end_name(ev.end_reason),
+		       walk_end_name((unsigned)o->expect_end));
+		bad = 1;
+	}
 	if (!bad && ev.nuser < nl && !o->allow_short[ev.end_reason]) {
 		printf("  walker stopped after %u frames (%s), libunwind went on to %u, at %s\n",
 		       ev.nuser, walk_end_name(ev.end_reason), nl,
@@ -186,9 +194,10 @@ int main(int argc, char **argv)
 		{ "allow-short", required_argument, NULL, 'a' },
 		{ "corrupt-rules", no_argument, NULL, 'c' },
 		{ "min-frames", required_argument, NULL, 'm' },
+		{ "expect-end", required_argument, NULL, 'e' },
 		{ 0 },
 	};
-	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT };
+	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT, .expect_end = -1 };
 	const char *name = "snapshots";
 	struct totals tot = { 0 };
 	bool broken = false;
@@ -218,15 +227,19 @@ int main(int argc, char **argv)
 			break;
 		}
 		case 'a':
+		case 'e':
 			for (i = 0; i < WALK_END_NR; i++)
 				if (!strcmp(optarg, walk_end_name(i)))
 					break;
 			if (i == WALK_END_NR) {
-				fprintf(stderr, "walker_compare: --allow-short '%s': no such walk end\n",
-					optarg);
+				fprintf(stderr, "walker_compare: --%s '%s': no such walk end\n",
+					c == 'a' ? "allow-short" : "expect-end", optarg);
 				return 2;
 			}
-			o.allow_short[i] = true;
+			if (c == 'a')
+				o.allow_short[i] = true;
+			else
+				o.expect_end = (int)i;
 			break;
 		case 'c':
 			o.corrupt = true;
