@@ -181,7 +181,9 @@ static __always_inline int step_fp(struct loop_ctx *lc, struct walk_state *st)
 	return -1;
 }
 
-/* One CFI step.  Returns -1 to go on, or a walk-end reason. */
+/* One CFI step.  Returns -1 to go on, or a walk-end reason.  (The steps
+ * take lc for the shim's reads and st, which is lc->st, as it is: BPF
+ * would otherwise load it again after every store through st.) */
 static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 					   const struct cfi_rule *r)
 {

@@ -8,6 +8,12 @@
 #include "bpf/walker.h"
 #include "bpf/walker_user.h"
 
+/* The kernel's rt_sigframe, as BPF reads it (struct ucontext, then
+ * sigcontext_64: r8-r15, di, si, bp, bx, dx, ax, cx, sp, ip). */
+_Static_assert(SIGCTX_BP_OFF == 40 + 10 * 8, "ucontext's rbp where the kernel puts it");
+_Static_assert(SIGCTX_SP_OFF == 40 + 15 * 8, "ucontext's rsp where the kernel puts it");
+_Static_assert(SIGCTX_IP_OFF == 40 + 16 * 8, "ucontext's rip where the kernel puts it");
+
 int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev,
 		     struct walker_user_result *res)
 {
