@@ -12,7 +12,8 @@
  *       image_len bytes of the object itself, zero-padded to a multiple of 8
  *           (only for objects with no file: the [vdso])
  *   nmappings times: struct snap_file_mapping (sorted by start)
- *   stack_size bytes: the stack from stack_base (the sampled rsp) up
+ *   stack_size bytes: the stack from stack_base up (rsp - SNAP_RED_ZONE,
+ *       so that the ABI's red zone below rsp is there too)
  *
  * An object's build-id is kept so that replaying a snapshot against a
  * file that changed since is refused rather than compared wrongly.
@@ -33,6 +34,7 @@
 #define SNAP_MAX_PATH    4096
 #define SNAP_MAX_IMAGE   (1u << 20)
 #define SNAP_MAX_STACK   (16u << 20)
+#define SNAP_RED_ZONE    128          /* bytes below rsp that x86-64 code may use */
 
 struct snap_file_header {
 	char magic[8];

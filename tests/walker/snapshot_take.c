@@ -9,9 +9,10 @@
  * (default 1) snapshots --every-ms (default 37) apart, each stopped with
  * PTRACE_INTERRUPT wherever the program happens to be: like a sample.
  * They are written to OUT_PREFIX.0.snap, OUT_PREFIX.1.snap, ...; CMD is
- * killed afterwards.  The stack is copied from rsp up to the end of its
- * mapping, at most --stack-max bytes (default 64 KiB): a walk that needs
- * more ends at a read fault, as BPF's does at a page not present.
+ * killed afterwards.  The stack is copied from the red zone below rsp up
+ * to the end of its mapping, at most --stack-max bytes (default 64 KiB):
+ * a walk that needs more ends at a read fault, as BPF's does at a page
+ * not present.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,8 +91,8 @@ static int object_index(struct snapshot *s, pid_t pid, const char *path, uint64_
 }
 
 /* The executable mappings of `pid`, and the end of the one holding sp. */
-static int read_maps(struct snapshot *s, pid_t pid, uint64_t sp, uint64_t *stack_end,
-		     struct cfi_error *err)
+static int read_maps(struct snapshot *s, pid_t pid, uint64_t sp, uint64_t *stack_start,
+		     uint64_t *stack_end, struct cfi_error *err)
 {
 	char file[64], line[4096 + 128], perms[8], path[4096 + 1];
 	unsigned long long start, end, off;
@@ -111,8 +112,10 @@ static int read_maps(struct snapshot *s, pid_t pid, uint64_t sp, uint64_t *stack
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4096[^\n]", &start, &end, perms, &off,
 			   path) < 4)
 			continue;
-		if (sp >= start && sp < end)
+		if (sp >= start && sp < end) {
+			*stack_start = start;
 			*stack_end = end;
+		}
 		if (perms[2] != 'x')
 			continue;
 		idx = object_index(s, pid, path, start, end, err);
@@ -160,7 +163,7 @@ static int take(pid_t pid, const char *out, struct cfi_error *err)
 {
 	struct user_regs_struct r;
 	struct snapshot s = { .pid = (uint32_t)pid };
-	uint64_t stack_end;
+	uint64_t stack_start, stack_end;
 	char file[64];
 	int fd, ret;
 
@@ -183,10 +186,13 @@ static int take(pid_t pid, const char *out, struct cfi_error *err)
 			s.comm[n - 1] = 0;
 		close(fd);
 	}
-	ret = read_maps(&s, pid, r.rsp, &stack_end, err);
+	ret = read_maps(&s, pid, r.rsp, &stack_start, &stack_end, err);
 	if (!ret) {
-		s.stack_base = r.rsp;
-		s.stack_size = stack_end - r.rsp;
+		/* From the red zone up: the walker may read there (a register
+		 * just popped is still "saved" at its slot by the CFI), and
+		 * BPF would find it mapped. */
+		s.stack_base = r.rsp - SNAP_RED_ZONE >= stack_start ? r.rsp - SNAP_RED_ZONE : r.rsp;
+		s.stack_size = stack_end - s.stack_base;
 		if (s.stack_size > stack_max)
 			s.stack_size = stack_max;
 		s.stack = malloc(s.stack_size ? s.stack_size : 1);
