@@ -192,7 +192,8 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 static void usage(void)
 {
 	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
-			"[--allow-short REASON]... [--corrupt-rules] SNAPSHOT...\n");
+			"[--allow-short REASON]... [--min-frames N] [--expect-end REASON] "
+			"[--corrupt-rules] SNAPSHOT...\n");
 	exit(2);
 }
 
