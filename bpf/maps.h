@@ -145,30 +145,7 @@ struct {
 	__type(value, __u64);
 } miss_last SEC(".maps");
 
-/* Everything a walk keeps between frames.  Per CPU: too big for the
- * 512-byte BPF stack, and a sample never migrates mid-program. */
-struct walk_state {
-	__u64 ip, sp, bp;
-	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
-	struct walker_mapping cur;
-	__u32 nmappings;
-	__u32 slot;           /* the process's current mapping slot */
-	__u32 n;              /* frames recorded */
-	__u32 tgid;
-	__u8 bp_valid;
-	__u8 first;           /* all of regs[] are valid */
-	__u8 exact;           /* ip is an interrupted instruction, not a return address */
-	__u8 have_cur;
-	__u8 end;             /* enum cfiprof_walk_end */
-	__u8 via_fp;          /* ip came from a frame-pointer step */
-	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
-	__u32 miss_steps;     /* of fp_steps, those taken because a table was missing */
-	__u32 missed_id;      /* the last table found missing (reported once per walk), or 0 */
-	/* the current table's header fields, cached while frames stay in it */
-	__u32 tbl_id;
-	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
-	__u64 tbl_base, tbl_end;
-};
+#include "walk_state.h"
 
 struct sample_scratch {
 	struct walk_state st;

@@ -4,19 +4,24 @@
  * (on-CPU perf_event, off-CPU sched_switch).  It steps frames with the CFI
  * tables the agent compiled (cfi/FORMAT.md), one bpf_loop iteration per
  * frame, and records why it stopped.
+ *
+ * The same source compiles into the userspace library bpf/walker_user.c:
+ * what differs between the two (user memory, tables, mappings, the loop,
+ * miss reports) is behind the shim, bpf/walker_env_bpf.h in BPF and
+ * bpf/walker_env_user.h in userspace.
  */
 #ifndef CFIPROF_WALKER_H
 #define CFIPROF_WALKER_H
 
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_tracing.h>
-
+#ifdef __bpf__
+#include "walker_env_bpf.h"
+#else
+#include "walker_env_user.h"
+#endif
 #include "abi.h"
-#include "maps.h"
-#include "proc_mappings.h"
+#include "mapping_search.h"
 #include "table_search.h"
+#include "walk_state.h"
 
 #define DWARF_RBP 6
 #define DWARF_RSP 7
@@ -25,29 +30,13 @@
 struct loop_ctx {
 	struct walk_state *st;
 	struct sample_event *ev;
-	void *table;          /* inner map of st->tbl_id */
+	void *table;          /* table st->tbl_id, as walker_table_get gave it */
+	WALKER_ENV_FIELDS
 };
 
-static __always_inline int read_user_u64(__u64 addr, __u64 *out)
+static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 *out)
 {
-	return bpf_probe_read_user(out, sizeof(*out), (const void *)addr);
-}
-
-/* A pointer to `size` bytes at byte offset `off` of a table, or NULL
- * (BPF's cfi_table_at_fn).  The format guarantees such elements never
- * straddle a chunk. */
-static __always_inline const __u8 *table_at(const void *table, __u32 off, __u32 size)
-{
-	__u32 idx = off / CFI_CHUNK_SIZE;
-	__u32 o = off & (CFI_CHUNK_SIZE - 1);
-	__u8 *c;
-
-	if (o > CFI_CHUNK_SIZE - size)
-		return NULL;
-	c = bpf_map_lookup_elem((void *)table, &idx);
-	if (!c)
-		return NULL;
-	return c + o;
+	return walker_read_user(lc, out, sizeof(*out), addr);
 }
 
 /* Loads table `id` into lc->table and its header into the state. */
@@ -59,7 +48,7 @@ static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 
 	if (lc->table && st->tbl_id == id)
 		return 0;
-	t = bpf_map_lookup_elem(&cfi_tables, &id);
+	t = walker_table_get(lc, id);
 	if (!t)
 		return -1;
 	h = (const void *)table_at(t, 0, sizeof(*h));
@@ -109,10 +98,11 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
-	struct mapping_key arr = { .tgid = st->tgid, .idx = st->slot };
-	struct walker_mapping *m;
+	walker_mappings_t arr;
+	const struct walker_mapping *m;
 	__u32 idx;
 
+	walker_mappings_init(lc, &arr);
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
 		return 0;
 	/* Only the last mapping starting at or below addr can hold it.  At
@@ -148,19 +138,16 @@ static __always_inline __u64 reg_value(struct walk_state *st, __u32 reg, int *ok
 	return st->regs[reg & 15];
 }
 
-/* The kernel's x86-64 signal frame: at a signal trampoline, rsp points at
- * the ucontext whose mcontext holds the interrupted registers. */
-#define UC_MCONTEXT_OFF  __builtin_offsetof(struct ucontext, uc_mcontext)
-#define SIGCTX_OFF(f)    (UC_MCONTEXT_OFF + __builtin_offsetof(struct sigcontext_64, f))
-
-static __always_inline int step_signal(struct walk_state *st)
+/* At a signal trampoline, rsp points at the kernel's ucontext: the
+ * interrupted registers are at SIGCTX_*_OFF from it. */
+static __always_inline int step_signal(struct loop_ctx *lc, struct walk_state *st)
 {
 	__u64 ip, sp, bp;
 
-	if (read_user_u64(st->sp + SIGCTX_OFF(ip), &ip) ||
-	    read_user_u64(st->sp + SIGCTX_OFF(sp), &sp))
+	if (read_user_u64(lc, st->sp + SIGCTX_IP_OFF, &ip) ||
+	    read_user_u64(lc, st->sp + SIGCTX_SP_OFF, &sp))
 		return WALK_END_READ_FAULT;
-	st->bp_valid = !read_user_u64(st->sp + SIGCTX_OFF(bp), &bp);
+	st->bp_valid = !read_user_u64(lc, st->sp + SIGCTX_BP_OFF, &bp);
 	st->bp = bp;
 	st->ip = ip;
 	st->sp = sp;
@@ -172,7 +159,7 @@ static __always_inline int step_signal(struct walk_state *st)
 
 /* Frame-pointer step for code without CFI: [rbp] = caller's rbp,
  * [rbp + 8] = return address. */
-static __always_inline int step_fp(struct walk_state *st)
+static __always_inline int step_fp(struct loop_ctx *lc, struct walk_state *st)
 {
 	__u64 ra, bp;
 
@@ -182,7 +169,7 @@ static __always_inline int step_fp(struct walk_state *st)
 		return WALK_END_OUTERMOST;
 	if (!st->bp_valid || st->bp < st->sp || (st->bp & 7))
 		return WALK_END_FP_FAILED;
-	if (read_user_u64(st->bp + 8, &ra) || read_user_u64(st->bp, &bp))
+	if (read_user_u64(lc, st->bp + 8, &ra) || read_user_u64(lc, st->bp, &bp))
 		return WALK_END_READ_FAULT;
 	st->sp = st->bp + 16;
 	st->bp = bp;
@@ -194,14 +181,17 @@ static __always_inline int step_fp(struct walk_state *st)
 	return -1;
 }
 
-/* One CFI step.  Returns -1 to go on, or a walk-end reason. */
-static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule *r)
+/* One CFI step.  Returns -1 to go on, or a walk-end reason.  (The steps
+ * take lc for the shim's reads and st, which is lc->st, as it is: BPF
+ * would otherwise load it again after every store through st.) */
+static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
+					   const struct cfi_rule *r)
 {
 	__u64 cfa, ra, bp, base, old_sp = st->sp;
 	int ok;
 
 	if (r->flags & CFI_RULE_SIGNAL)
-		return step_signal(st);
+		return step_signal(lc, st);
 	if (r->flags & CFI_RULE_TOO_BIG)
 		return WALK_END_UNSUPPORTED;
 
@@ -216,7 +206,7 @@ static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule
 		base = reg_value(st, r->cfa_reg, &ok);
 		if (!ok)
 			return WALK_END_UNSUPPORTED;
-		if (read_user_u64(base + (__s64)r->cfa_off, &cfa))
+		if (read_user_u64(lc, base + (__s64)r->cfa_off, &cfa))
 			return WALK_END_READ_FAULT;
 		cfa += (__s64)r->cfa_off2;
 		break;
@@ -233,7 +223,7 @@ static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule
 	    r->rbp_off == r->ra_off - 8) {
 		__u64 pair[2];
 
-		if (bpf_probe_read_user(pair, sizeof(pair), (const void *)(cfa + (__s64)r->rbp_off)))
+		if (walker_read_user(lc, pair, sizeof(pair), cfa + (__s64)r->rbp_off))
 			return WALK_END_READ_FAULT;
 		st->bp = pair[0];
 		st->bp_valid = 1;
@@ -243,7 +233,7 @@ static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule
 
 	switch (r->ra_type) {
 	case CFI_REG_OFFSET:
-		if (read_user_u64(cfa + (__s64)r->ra_off, &ra))
+		if (read_user_u64(lc, cfa + (__s64)r->ra_off, &ra))
 			return WALK_END_READ_FAULT;
 		break;
 	case CFI_REG_UNDEFINED:
@@ -262,7 +252,7 @@ static __always_inline int step_cfi(struct walk_state *st, const struct cfi_rule
 	case CFI_REG_SAME:
 		break;
 	case CFI_REG_OFFSET:
-		st->bp_valid = !read_user_u64(cfa + (__s64)r->rbp_off, &bp);
+		st->bp_valid = !read_user_u64(lc, cfa + (__s64)r->rbp_off, &bp);
 		st->bp = bp;
 		break;
 	case CFI_REG_VAL_OFFSET:
@@ -287,36 +277,18 @@ step:
 	return -1;
 }
 
-/* Tells the agent that table `id` is needed, unless this process
- * reported it within CFIPROF_MISS_INTERVAL_NS.  The agent compiles it
- * (or reads it from the disk cache) and loads it; until then the walker
- * steps through that code by frame pointer. */
-static __always_inline void report_miss(struct walk_state *st, __u32 id, __u32 module_id)
+/* Tells the agent that table `id` is needed, once per walk (the shim
+ * limits it further: BPF to once per CFIPROF_MISS_INTERVAL_NS for each
+ * process).  The agent compiles it (or reads it from the disk cache) and
+ * loads it; until then the walker steps through that code by frame
+ * pointer. */
+static __always_inline void report_miss(struct loop_ctx *lc, struct walk_state *st, __u32 id,
+					__u32 module_id)
 {
-	struct miss_key key = { .tgid = st->tgid, .table_id = id };
-	struct cfiprof_miss_event ev;
-	__u64 now, *last;
-
 	if (st->missed_id == id)
 		return;
 	st->missed_id = id;
-	now = bpf_ktime_get_ns();
-	last = bpf_map_lookup_elem(&miss_last, &key);
-	if (last && now - *last < CFIPROF_MISS_INTERVAL_NS)
-		return;
-	bpf_map_update_elem(&miss_last, &key, &now, BPF_ANY);
-	ev.kind = EVENT_MISS;
-	ev.pid = st->tgid;
-	ev.table_id = id;
-	ev.module_id = module_id;
-	ev.time_ns = now;
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP)) {
-		count(CNT_MISS_DROPS);
-		/* Let the next walk try again rather than wait out the interval. */
-		bpf_map_delete_elem(&miss_last, &key);
-	} else {
-		count(CNT_MISSES_SENT);
-	}
+	walker_miss_notify(lc, st, id, module_id);
 }
 
 static long walk_one(__u32 i, void *ctx)
@@ -329,7 +301,8 @@ static long walk_one(__u32 i, void *ctx)
 	__u32 n = st->n;
 	int ret;
 
-	if (n >= cfg.max_depth || n >= CFIPROF_MAX_DEPTH_LIMIT) {
+	(void)i;
+	if (n >= walker_max_depth(lc) || n >= CFIPROF_MAX_DEPTH_LIMIT) {
 		st->end = WALK_END_DEPTH;
 		return 1;
 	}
@@ -359,11 +332,11 @@ static long walk_one(__u32 i, void *ctx)
 	}
 	st->via_fp = 0;
 	if (st->cur.table_id == 0) {
-		ret = step_fp(st);
+		ret = step_fp(lc, st);
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
-			report_miss(st, st->cur.table_id, st->cur.module_id);
-			ret = step_fp(st);
+			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
+			ret = step_fp(lc, st);
 			/* A part of fp_steps: only the steps step_fp took. */
 			if (ret < 0)
 				st->miss_steps++;
@@ -379,7 +352,7 @@ static long walk_one(__u32 i, void *ctx)
 		 * for that reason), but the frame is the trampoline itself. */
 		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
 			ev->addrs[n] = st->ip;
-		ret = ret ? step_cfi(st, &rule) : step_fp(st);
+		ret = ret ? step_cfi(lc, st, &rule) : step_fp(lc, st);
 	}
 stepped:
 	if (ret >= 0) {
@@ -389,6 +362,42 @@ stepped:
 	return 0;
 }
 
+/* Starts a walk of process `tgid` (0 in userspace) from the registers
+ * already in st (DWARF-numbered, with ip, sp and bp). */
+static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
+{
+	st->n = 0;
+	st->fp_steps = st->cfi_steps = st->signal_frames = st->miss_steps = 0;
+	st->missed_id = 0;
+	st->have_cur = 0;
+	st->tgid = tgid;
+	st->end = WALK_END_OUTERMOST;
+	st->tbl_id = 0;
+	st->via_fp = 0;
+}
+
+static __always_inline void walk_init_done(struct walk_state *st)
+{
+	st->bp_valid = 1;
+	st->first = 1;
+	st->exact = 1;
+}
+
+/* Walks every frame of lc->st into lc->ev, then sets ev->nuser and
+ * ev->end_reason.  st and ev are lc's, passed for BPF's sake: lc is on
+ * the stack, and reading them from it again costs instructions. */
+static __always_inline void walk_run(struct loop_ctx *lc, struct walk_state *st,
+				     struct sample_event *ev)
+{
+	walker_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, lc);
+	ev->nuser = st->n;
+	ev->end_reason = st->end;
+	/* A miss whose frame-pointer step failed still cut the stack short. */
+	if (st->missed_id)
+		ev->flags |= SAMPLE_FLAG_MISSED;
+}
+
+#ifdef __bpf__
 /* Fills st's registers from a copy of the user registers. */
 static __always_inline void walk_init_regs(struct walk_state *st, const struct pt_regs *regs)
 {
@@ -411,9 +420,7 @@ static __always_inline void walk_init_regs(struct walk_state *st, const struct p
 	st->regs[13] = regs->r13;
 	st->regs[14] = regs->r14;
 	st->regs[15] = regs->r15;
-	st->bp_valid = 1;
-	st->first = 1;
-	st->exact = 1;
+	walk_init_done(st);
 }
 
 /* Walks the user stack of the current task from `regs` into sc->ev.
@@ -424,30 +431,19 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	struct loop_ctx lc = { .st = st, .ev = &sc->ev };
 	struct proc_info *pi;
 
-	st->n = 0;
-	st->fp_steps = st->cfi_steps = st->signal_frames = st->miss_steps = 0;
-	st->missed_id = 0;
-	st->have_cur = 0;
-	st->tgid = tgid;
-	st->end = WALK_END_OUTERMOST;
-	st->tbl_id = 0;
-	st->via_fp = 0;
+	walk_begin(st, tgid);
 	walk_init_regs(st, regs);
 
 	pi = proc_info_current(tgid);
 	st->nmappings = pi ? pi->nmappings : 0;
 	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
-	bpf_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, &lc, 0);
-	sc->ev.nuser = st->n;
-	sc->ev.end_reason = st->end;
-	/* A miss whose frame-pointer step failed still cut the stack short. */
-	if (st->missed_id)
-		sc->ev.flags |= SAMPLE_FLAG_MISSED;
+	walk_run(&lc, st, &sc->ev);
 	/* The whole before its part, for a reader between the two. */
 	add_count(CNT_FP_STEPS, st->fp_steps);
 	add_count(CNT_MISS_FP_STEPS, st->miss_steps);
 	add_count(CNT_CFI_STEPS, st->cfi_steps);
 	add_count(CNT_SIGNAL_FRAMES, st->signal_frames);
 }
+#endif /* __bpf__ */
 
 #endif /* CFIPROF_WALKER_H */

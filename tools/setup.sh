@@ -16,7 +16,7 @@ PKGS=(
   podman runc
   linux-perf strace
   bpfcc-tools libbpf-tools
-  python3 curl
+  python3 curl openssl
   libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev prometheus gnuplot-nox
   chromium
 )

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets everything up and runs the whole test suite: every suite in the
-# normal build, then the unit, fuzz-corpus and CLI suites again under
+# normal build, then the unit, fuzz-corpus, CLI and walker suites again under
 # AddressSanitizer + UBSan, the record suite with the ASan+UBSan agent,
 # and the threaded code (the lazy table manager: unit stress test, record
 # cases loading, evicting and unloading tables) under ThreadSanitizer.
@@ -44,7 +44,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:detect_stack_use_after_retur
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 meson test -C build-asan --print-errorlogs --num-processes 2 \
   --wrapper "$PWD/tools/sanitizer_wrap.sh" \
-  --suite unit --suite fuzz --suite cli || status=1
+  --suite unit --suite fuzz --suite cli --suite walker || status=1
 
 # The record suite with the sanitized agent: the fixtures and BPF programs
 # are build/'s, only the agent (REC_AGENT) is build-asan's.  Its own,

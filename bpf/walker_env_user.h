@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The walker's shim in userspace (see bpf/walker_env_bpf.h for BPF's):
+ * user memory is a captured stack, tables and mappings are the caller's
+ * arrays (struct walker_user_input), bpf_loop is a plain loop with the
+ * same bound, and a miss is counted for the caller.  Included only by
+ * bpf/walker.h, for bpf/walker_user.c.
+ */
+#ifndef CFIPROF_WALKER_ENV_USER_H
+#define CFIPROF_WALKER_ENV_USER_H
+
+#include <stddef.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "bpf/walker_user.h"
+
+#ifndef __always_inline
+#define __always_inline inline __attribute__((always_inline))
+#endif
+#ifndef barrier_var
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
+
+struct walker_user_env {
+	const struct walker_user_input *in;
+	struct walker_user_result res;
+};
+
+#define WALKER_ENV_FIELDS struct walker_user_env *env;
+
+#define walker_max_depth(lc) ((lc)->env->in->max_depth)
+
+/* A read outside the captured stack fails as a fault does in BPF:
+ * bpf_probe_read_user zeroes its destination and returns -EFAULT. */
+static inline long walker_user_read(const struct walker_user_env *env, void *dst, __u32 size,
+				    __u64 addr)
+{
+	const struct walker_user_input *in = env->in;
+
+	if (addr < in->stack_base || addr - in->stack_base > in->stack_size ||
+	    in->stack_size - (addr - in->stack_base) < size) {
+		memset(dst, 0, size);
+		return -14; /* -EFAULT */
+	}
+	memcpy(dst, (const __u8 *)in->stack + (addr - in->stack_base), size);
+	return 0;
+}
+
+#define walker_read_user(lc, dst, size, addr) walker_user_read((lc)->env, (dst), (size), (addr))
+
+static inline void *walker_user_table_get(const struct walker_user_env *env, __u32 id)
+{
+	__u32 i;
+
+	for (i = 0; i < env->in->ntables; i++)
+		if (env->in->tables[i].id == id)
+			return (void *)env->in->tables[i].table;
+	return NULL;
+}
+
+#define walker_table_get(lc, id) walker_user_table_get((lc)->env, (id))
+
+/* cfi_table_at_fn over a struct cfi_table: BPF's chunks are the blob cut
+ * in CFI_CHUNK_SIZE pieces, so an element straddling two is refused here
+ * too.  Bytes past the blob are refused where BPF would read the last
+ * chunk's zero padding: no opened table (cfi_table_open) points there. */
+static inline const __u8 *table_at(const void *table, __u32 off, __u32 size)
+{
+	const struct cfi_table *t = table;
+
+	if ((off & (CFI_CHUNK_SIZE - 1)) > CFI_CHUNK_SIZE - size)
+		return NULL;
+	if (off > t->size || t->size - off < size)
+		return NULL;
+	return (const __u8 *)t->blob + off;
+}
+
+/* The mapping array, as BPF's (tgid, slot) key names it. */
+typedef struct {
+	const struct walker_mapping *v;
+	__u32 n;
+} walker_mappings_t;
+
+#define walker_mappings_init(lc, arr) do {		\
+	(arr)->v = (lc)->env->in->mappings;		\
+	(arr)->n = (lc)->env->in->nmappings;		\
+} while (0)
+
+static inline const struct walker_mapping *mapping_at(const walker_mappings_t *arr, __u32 idx)
+{
+	return idx < arr->n ? &arr->v[idx] : NULL;
+}
+
+static inline int mapping_start_at(const void *arr, __u32 idx, __u64 *start)
+{
+	const struct walker_mapping *m = mapping_at(arr, idx);
+
+	if (!m)
+		return -1;
+	*start = m->start;
+	return 0;
+}
+
+/* glibc's ucontext_t is the kernel's struct ucontext, and its gregs are
+ * the kernel's sigcontext_64 up to rip. */
+#define SIGCTX_IP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])
+#define SIGCTX_SP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
+#define SIGCTX_BP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
+
+#define walker_miss_notify(lc, st, id, module_id) do {	\
+	(lc)->env->res.misses++;			\
+	(lc)->env->res.last_missed = (id);		\
+	(void)(st);					\
+	(void)(module_id);				\
+} while (0)
+
+#define walker_loop(nr, fn, ctx) do {			\
+	__u32 walker_i_;				\
+							\
+	for (walker_i_ = 0; walker_i_ < (nr); walker_i_++)	\
+		if ((fn)(walker_i_, (ctx)))		\
+			break;				\
+} while (0)
+
+#endif /* CFIPROF_WALKER_ENV_USER_H */

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * The userspace build of bpf/walker.h: the walk's logic is the BPF
+ * program's, only the shim (bpf/walker_env_user.h) differs.
+ */
+#include <errno.h>
+
+#include "bpf/walker.h"
+#include "bpf/walker_user.h"
+
+/* The kernel's rt_sigframe, as BPF reads it (struct ucontext, then
+ * sigcontext_64: r8-r15, di, si, bp, bx, dx, ax, cx, sp, ip). */
+_Static_assert(SIGCTX_BP_OFF == 40 + 10 * 8, "ucontext's rbp where the kernel puts it");
+_Static_assert(SIGCTX_SP_OFF == 40 + 15 * 8, "ucontext's rsp where the kernel puts it");
+_Static_assert(SIGCTX_IP_OFF == 40 + 16 * 8, "ucontext's rip where the kernel puts it");
+
+int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev,
+		     struct walker_user_result *res)
+{
+	struct walker_user_env env = { .in = in };
+	struct walk_state st;
+	struct loop_ctx lc = { .st = &st, .ev = ev, .env = &env };
+	__u32 i;
+
+	for (i = 0; i + 1 < in->nmappings; i++)
+		if (in->mappings[i].end > in->mappings[i + 1].start)
+			return -EINVAL;
+	memset(&st, 0, sizeof(st));
+	walk_begin(&st, 0);
+	st.ip = in->regs[WALKER_USER_RIP];
+	st.sp = in->regs[DWARF_RSP];
+	st.bp = in->regs[DWARF_RBP];
+	for (i = 0; i < 16; i++)
+		st.regs[i] = in->regs[i];
+	walk_init_done(&st);
+	st.nmappings = in->nmappings;
+	walk_run(&lc, &st, ev);
+	if (res) {
+		*res = env.res;
+		res->fp_steps = st.fp_steps;
+		res->cfi_steps = st.cfi_steps;
+		res->signal_frames = st.signal_frames;
+		res->miss_steps = st.miss_steps;
+	}
+	return 0;
+}

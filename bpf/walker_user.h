@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The BPF walker (bpf/walker.h) compiled for userspace: it walks a
+ * captured stack with the CFI tables the agent compiled, frame by frame as
+ * BPF would, so that tests can replay samples through the very code BPF
+ * runs and compare it with another unwinder.
+ */
+#ifndef CFIPROF_WALKER_USER_H
+#define CFIPROF_WALKER_USER_H
+
+#include <linux/types.h>
+
+#include "bpf/abi.h"
+#include "cfi/table.h"
+
+/* A table the walk may use, under the id the mappings give it. */
+struct walker_user_table {
+	__u32 id;
+	const struct cfi_table *table;
+};
+
+/* DWARF register numbers of x86-64; 16 is the return address column,
+ * here the interrupted rip. */
+#define WALKER_USER_NREGS 17
+#define WALKER_USER_RIP   16
+
+/* Everything BPF would find in maps and in the task's memory. */
+struct walker_user_input {
+	__u64 regs[WALKER_USER_NREGS];     /* DWARF-numbered, as at the sample */
+	const struct walker_mapping *mappings;  /* sorted by start, disjoint */
+	__u32 nmappings;
+	const struct walker_user_table *tables;
+	__u32 ntables;
+	/* The captured stack: `stack_size` bytes from address `stack_base`.
+	 * A read anywhere else fails as a faulting bpf_probe_read_user. */
+	__u64 stack_base;
+	const void *stack;
+	__u64 stack_size;
+	__u32 max_depth;                   /* cfiprof's --max-depth */
+};
+
+/* What the walk did besides the frames it put in ev. */
+struct walker_user_result {
+	__u32 fp_steps, cfi_steps, signal_frames, miss_steps;
+	__u32 misses;        /* tables looked for and not given (walker_miss_notify) */
+	__u32 last_missed;   /* the last such id, or 0 */
+};
+
+/* Walks from in->regs into ev->addrs[0..ev->nuser), setting ev->nuser,
+ * ev->end_reason and SAMPLE_FLAG_MISSED in ev->flags, exactly as BPF's
+ * walk_user would with the same maps and memory.  `res` may be NULL.
+ * Returns 0, or -EINVAL if the mappings are not sorted and disjoint. */
+int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev,
+		     struct walker_user_result *res);
+
+#endif /* CFIPROF_WALKER_USER_H */

@@ -1,0 +1,276 @@
+/*
+ * walker_compare: replays stack snapshots through the BPF walker compiled
+ * for userspace (bpf/walker_user.h) and through libunwind (lu_oracle.h),
+ * and compares them frame by frame.
+ *
+ * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
+ *                       [--min-frames N] [--expect-end REASON] [--corrupt-rules]
+ *                       SNAPSHOT...
+ *
+ * Every address the walker gives must be libunwind's: the leaf, a signal
+ * trampoline (known by its code) and the frame it interrupted as is,
+ * every other caller as its return address - 1, where the walker looks
+ * it up.
+ * The walker may stop before libunwind only with a walk-end reason given
+ * by --allow-short (none by default: the walks must be equally long), or
+ * at an address no code is mapped at (no_mapping) from which libunwind
+ * went on to another such address.
+ * --min-frames N fails a walk of fewer frames: a fixture's known chain.
+ * --expect-end fails a walk that ends for another reason.
+ * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
+ * tables (not libunwind's): the comparison must then fail, which shows
+ * that it can.
+ *
+ * Prints one line per snapshot, details of any disagreement, and a summary
+ * line: NAME snapshots agreed/walked/libunwind frames.  Exits 1 if any
+ * snapshot disagrees, 2 on bad usage or input.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/profile/profile_build.h"
+#include "tests/walker/lu_oracle.h"
+#include "tests/walker/replay.h"
+
+#define LU_MAX_FRAMES (CFIPROF_MAX_DEPTH_LIMIT + 64)
+
+struct totals {
+	unsigned long snapshots, agreed, walked, oracle, bad;
+	unsigned long ends[WALK_END_NR];
+};
+
+static void corrupt_rules(struct replay *r)
+{
+	uint32_t i, k;
+
+	for (i = 0; i < r->ntables; i++) {
+		struct cfi_table *t = (struct cfi_table *)r->tables[i].table;
+		struct cfi_rule *rules = (struct cfi_rule *)((uint8_t *)t->blob + t->hdr->rules_off);
+
+		for (k = 0; k < t->hdr->nrules; k++)
+			if (rules[k].cfa_type == CFI_CFA_REG)
+				rules[k].cfa_off += 8;
+	}
+}
+
+/* Whether `ip` is the x86-64 rt_sigreturn trampoline, by its code
+ * (mov $15, %rax; syscall), as libgcc and libunwind recognise it: the
+ * frame a signal handler returns to. */
+static bool is_sigreturn(const struct replay *r, uint64_t ip)
+{
+	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	uint8_t buf[sizeof(code)];
+
+	return !replay_read_object(r, replay_object_at(r, ip), ip, buf, sizeof(buf)) &&
+	       !memcmp(buf, code, sizeof(code));
+}
+
+/* "object+0xoff" for messages. */
+static const char *where(const struct replay *r, uint64_t addr, char *buf, size_t size)
+{
+	int obj = replay_object_at(r, addr);
+
+	if (obj < 0)
+		snprintf(buf, size, "%#llx", (unsigned long long)addr);
+	else
+		snprintf(buf, size, "%s+%#llx", r->s->objects[obj].path,
+			 (unsigned long long)(addr - r->objs[obj].bias));
+	return buf;
+}
+
+struct compare_opts {
+	uint32_t max_depth, min_frames;
+	int expect_end;       /* -1: any */
+	bool allow_short[WALK_END_NR];
+	bool corrupt;
+};
+
+static int compare(const char *path, const struct compare_opts *o, struct totals *tot)
+{
+	static struct sample_event ev;
+	static struct lu_frame lu[LU_MAX_FRAMES];
+	struct walker_user_input in;
+	struct cfi_error err = { "" };
+	struct snapshot s;
+	struct replay r;
+	char why[128], a[600], b[600];
+	uint32_t nl, k, agreed = 0;
+	bool garbage = false;
+	int ret, bad = 0;
+
+	ret = snapshot_read(&s, path, &err);
+	if (ret) {
+		fprintf(stderr, "walker_compare: %s\n", err.msg);
+		return -1;
+	}
+	ret = replay_open(&r, &s, &err);
+	if (ret) {
+		fprintf(stderr, "walker_compare: %s: %s\n", path, err.msg);
+		snapshot_free(&s);
+		return -1;
+	}
+	if (o->corrupt)
+		corrupt_rules(&r);
+	replay_walker_input(&r, o->max_depth, &in);
+	memset(&ev, 0, sizeof(ev));
+	if (walker_user_walk(&in, &ev, NULL) ||
+	    lu_oracle_walk(&r, lu, LU_MAX_FRAMES, &nl, why, sizeof(why))) {
+		fprintf(stderr, "walker_compare: %s: cannot walk (%s)\n", path, why);
+		replay_close(&r);
+		snapshot_free(&s);
+		return -1;
+	}
+	for (k = 0; k < ev.nuser; k++) {
+		uint64_t want;
+		bool exact;
+
+		if (k >= nl) {
+			printf("  frame %u: walker %s, libunwind has no such frame\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)));
+			bad = 1;
+			break;
+		}
+		/* The walker looks a trampoline up at ip - 1 (its FDE starts a
+		 * byte early) but records it, and the instruction it
+		 * interrupted, as is. */
+		exact = k == 0 || is_sigreturn(&r, lu[k].ip) || is_sigreturn(&r, lu[k - 1].ip);
+		want = exact ? lu[k].ip : lu[k].ip - 1;
+		if (ev.addrs[k] != want) {
+			printf("  frame %u: walker %s, libunwind %s\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)), where(&r, want, b, sizeof(b)));
+			bad = 1;
+			break;
+		}
+		agreed++;
+	}
+	if (!bad && ev.nuser < o->min_frames) {
+		printf("  walker gave %u frames, the chain has at least %u\n", ev.nuser,
+		       o->min_frames);
+		bad = 1;
+	}
+	if (!bad && o->expect_end >= 0 && ev.end_reason != o->expect_end) {
+		printf("  walker ended with %s, expected %s\n", walk_end_name(ev.end_reason),
+		       walk_end_name((unsigned)o->expect_end));
+		bad = 1;
+	}
+	/* Both met an address no code is mapped at (a transient state, as
+	 * in a landing pad being installed): the walker stops there,
+	 * libunwind reads on from garbage.  Not a frame the walker missed. */
+	if (!bad && ev.nuser < nl && ev.end_reason == WALK_END_NO_MAPPING &&
+	    replay_object_at(&r, lu[ev.nuser].ip) < 0)
+		garbage = true;
+	if (!bad && ev.nuser < nl && !garbage && !o->allow_short[ev.end_reason]) {
+		printf("  walker stopped after %u frames (%s), libunwind went on to %u, at %s\n",
+		       ev.nuser, walk_end_name(ev.end_reason), nl,
+		       where(&r, lu[ev.nuser].ip, a, sizeof(a)));
+		bad = 1;
+	}
+	printf("%s %s: %u agreed, walker %u (%s), libunwind %u (%s)%s\n", bad ? "FAIL" : "ok",
+	       path, agreed, ev.nuser, walk_end_name(ev.end_reason), nl, why,
+	       garbage ? ", on from an unmapped address" : "");
+	if (bad) {
+		for (k = 0; k < nl && k < 64; k++)
+			printf("    libunwind %2u %s%s\n", k, where(&r, lu[k].ip, a, sizeof(a)),
+			       lu[k].signal ? " (signal frame)" : "");
+		for (k = 0; k < ev.nuser && k < 64; k++)
+			printf("    walker    %2u %s\n", k, where(&r, ev.addrs[k], a, sizeof(a)));
+	}
+	tot->snapshots++;
+	tot->agreed += agreed;
+	tot->walked += ev.nuser;
+	tot->oracle += nl;
+	tot->bad += bad;
+	tot->ends[ev.end_reason]++;
+	replay_close(&r);
+	snapshot_free(&s);
+	return bad;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
+			"[--allow-short REASON]... [--min-frames N] [--expect-end REASON] "
+			"[--corrupt-rules] SNAPSHOT...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "max-depth", required_argument, NULL, 'd' },
+		{ "allow-short", required_argument, NULL, 'a' },
+		{ "corrupt-rules", no_argument, NULL, 'c' },
+		{ "min-frames", required_argument, NULL, 'm' },
+		{ "expect-end", required_argument, NULL, 'e' },
+		{ 0 },
+	};
+	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT, .expect_end = -1 };
+	const char *name = "snapshots";
+	struct totals tot = { 0 };
+	bool broken = false;
+	unsigned i;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			name = optarg;
+			break;
+		case 'd':
+		case 'm': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > CFIPROF_MAX_DEPTH_LIMIT) {
+				fprintf(stderr, "walker_compare: --%s '%s': not in [1, %d]\n",
+					c == 'd' ? "max-depth" : "min-frames", optarg,
+					CFIPROF_MAX_DEPTH_LIMIT);
+				return 2;
+			}
+			if (c == 'd')
+				o.max_depth = (uint32_t)v;
+			else
+				o.min_frames = (uint32_t)v;
+			break;
+		}
+		case 'a':
+		case 'e':
+			for (i = 0; i < WALK_END_NR; i++)
+				if (!strcmp(optarg, walk_end_name(i)))
+					break;
+			if (i == WALK_END_NR) {
+				fprintf(stderr, "walker_compare: --%s '%s': no such walk end\n",
+					c == 'a' ? "allow-short" : "expect-end", optarg);
+				return 2;
+			}
+			if (c == 'a')
+				o.allow_short[i] = true;
+			else
+				o.expect_end = (int)i;
+			break;
+		case 'c':
+			o.corrupt = true;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind >= argc)
+		usage();
+	for (; optind < argc; optind++)
+		if (compare(argv[optind], &o, &tot) < 0)
+			broken = true;
+	printf("%s: %lu snapshots, %lu disagree; frames: %lu agreed, %lu walked, %lu libunwind's; "
+	       "ends:", name, tot.snapshots, tot.bad, tot.agreed, tot.walked, tot.oracle);
+	for (i = 0; i < WALK_END_NR; i++)
+		if (tot.ends[i])
+			printf(" %s %lu", walk_end_name(i), tot.ends[i]);
+	printf("\n");
+	if (broken)
+		return 2;
+	return tot.bad ? 1 : 0;
+}
