@@ -21,19 +21,12 @@
 
 #include "agent/unwind/debug_cache.h"
 #include "symbolize/symbolize.h"
+#include "tests/unit/tmp_tree.h"
 
 #define MAXF 16
 
 static char tmpdir[64];
 static char cachedir[128];
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static void setup(void)
 {
@@ -44,7 +37,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmp_tree_remove(tmpdir);
 }
 
 TestSuite(debug_cache, .init = setup, .fini = teardown);
