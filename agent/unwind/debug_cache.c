@@ -257,7 +257,8 @@ static void prune(int dir_fd, const char *keep, uint64_t max_bytes)
 		n++;
 	}
 	closedir(dir);
-	qsort(v, n, sizeof(*v), by_age);
+	if (n)
+		qsort(v, n, sizeof(*v), by_age);
 	for (size_t i = 0; i < n && total > max_bytes; i++)
 		if (!unlinkat(dir_fd, v[i].name, 0))
 			total -= v[i].bytes;
