@@ -74,6 +74,8 @@ struct symbolizer {
 	struct sym_intern strings;
 	bool demangle;
 	char *debug_dir;            /* NULL: no separate debug files */
+	int (*debug_prepared)(void *ctx, const char *build_id_hex, int fd);
+	void *debug_prepared_ctx;
 	Dwfl_Callbacks callbacks;
 	struct module *opening;     /* whose debug files libdwfl may ask for */
 	struct sym_no_alt no_alt;   /* made when first needed */
@@ -108,6 +110,21 @@ static int no_elf(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_
 	return -1;
 }
 
+/* The file to read DWARF from in place of `fd` (symbolizer_opts:
+ * debug_prepared): `fd` itself, or the hook's, `fd` then closed. */
+static int prepared(struct symbolizer *s, const struct module *m, int fd)
+{
+	int other;
+
+	if (!s->debug_prepared || fd < 0)
+		return fd;
+	other = s->debug_prepared(s->debug_prepared_ctx, m->build_id, fd);
+	if (other < 0)
+		return fd;
+	close(fd);
+	return other;
+}
+
 /* libdwfl's standard search opens what the object names with a blocking
  * open(2), a FIFO there would hang us: ours (debugfile.h) never blocks.
  * No file name may be left behind with -1: libdwfl would open it. */
@@ -137,6 +154,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	want.dev = m->dev;
 	want.ino = m->ino;
 	fd = sym_debug_open(s->debug_dir, file_name, debuglink_file, &want, debuginfo_file_name);
+	/* (its name stays the original's: libdwfl looks for a dwz alt
+	 * file relative to it) */
+	fd = prepared(s, m, fd);
 	errno = 0;
 	return fd < 0 ? -1 : fd;
 }
@@ -158,6 +178,8 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 	unsetenv("DEBUGINFOD_URLS");
 	sym_intern_init(&s->strings, &s->arena);
 	s->demangle = !opts->no_demangle;
+	s->debug_prepared = opts->debug_prepared;
+	s->debug_prepared_ctx = opts->debug_prepared_ctx;
 	s->callbacks.find_elf = no_elf;
 	s->callbacks.section_address = dwfl_offline_section_address;
 	s->callbacks.find_debuginfo = find_debuginfo;
@@ -491,6 +513,10 @@ static void open_dwfl(struct symbolizer *s, struct module *m)
 
 	m->dwfl_tried = true;
 	fd = m->fd >= 0 ? fcntl(m->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	/* The object may hold its DWARF itself (built with -gz): a prepared
+	 * copy keeps every other section where it is, and so its program
+	 * headers, addresses and symbols. */
+	fd = prepared(s, m, fd);
 	if (fd < 0)
 		return;
 	m->dwfl = dwfl_begin(&s->callbacks);

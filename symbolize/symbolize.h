@@ -28,6 +28,15 @@ struct sym_frame {
 struct symbolizer_opts {
 	const char *debug_dir;     /* NULL: /usr/lib/debug; "": no separate debug files */
 	bool no_demangle;
+	/* Called with each file whose DWARF is about to be read (a module's
+	 * separate debug file, or the module itself), open at `fd`, and the
+	 * module's build-id ("" if none): returns another fd of the same
+	 * object to read instead (e.g. a copy with its debug sections
+	 * decompressed), which the symbolizer then owns, or a negative errno
+	 * to read `fd`, which stays the caller's.  Where such copies are
+	 * kept is the caller's business.  NULL: none. */
+	int (*debug_prepared)(void *ctx, const char *build_id_hex, int fd);
+	void *debug_prepared_ctx;
 };
 
 struct symbolizer;

@@ -150,6 +150,11 @@ static int start_unwinding(struct record_engine *e)
 	struct symbolizer_opts sopts = { .debug_dir = o->debug_dir };
 	int ret;
 
+	debug_cache_init(&e->debug_cache, o->cache_dir);
+	if (o->cache_dir) {
+		sopts.debug_prepared = debug_cache_prepared;
+		sopts.debug_prepared_ctx = &e->debug_cache;
+	}
 	e->sym = symbolizer_new(&sopts);
 	e->mods.sym = e->sym;
 	e->mods.unwind = o->unwind;

@@ -36,6 +36,7 @@
 #include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
 #include "agent/record/events.h"
+#include "agent/unwind/debug_cache.h"
 #include "agent/unwind/modules.h"
 #include "agent/unwind/tables.h"
 #include "agent/util/child.h"
@@ -63,6 +64,7 @@ struct record_engine {
 	const struct record_opts *o;
 	struct cfiprof_bpf *skel;
 	struct symbolizer *sym;
+	struct debug_cache debug_cache; /* decompressed debug files, for sym */
 	struct module_registry mods;
 	struct proc_registry procs;
 	struct table_manager tables;

@@ -127,6 +127,7 @@ static void read_tables(struct record_engine *e, struct engine_figures *f)
 
 	tables_stats(&e->tables, &f->tables);
 	f->startup = e->startup;
+	f->debug_cache = e->debug_cache.stats;
 	f->tables_failed = tables_for_each_failure(&e->tables, NULL, NULL);
 	f->table_budget = e->tables.budget;
 	f->miss_to_loaded.p50 = tables_latency_pct(&e->tables, 50, UINT64_MAX, &f->miss_to_loaded.n);

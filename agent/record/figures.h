@@ -14,6 +14,7 @@
 #include <sys/time.h>
 
 #include "bpf/abi.h"
+#include "agent/unwind/debug_cache.h"
 #include "agent/unwind/tables.h"
 #include "agent/util/memstat.h"
 
@@ -70,6 +71,7 @@ struct engine_figures {
 	/* CFI tables */
 	struct table_stats tables;
 	struct table_stats startup;  /* when sampling started */
+	struct debug_cache_stats debug_cache; /* decompressed debug files */
 	uint32_t tables_failed;      /* objects without a table now */
 	uint64_t table_budget;       /* bytes */
 	struct latency_figures miss_to_loaded;

@@ -198,6 +198,9 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 	fprintf(stderr, ")\n");
 	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts->cache_hits);
 	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts->compiled);
+	fprintf(stderr, "debug_cache: hits %llu, writes %llu, failures %llu\n",
+		(unsigned long long)f->debug_cache.hits, (unsigned long long)f->debug_cache.writes,
+		(unsigned long long)f->debug_cache.failures);
 	/* The count first: the objects follow, each with its reason. */
 	fprintf(stderr, "tables_failed: %u\n", f->tables_failed);
 	tables_for_each_failure(&e->tables, print_failure, NULL);

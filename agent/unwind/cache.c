@@ -11,14 +11,10 @@
 #include <zlib.h>
 
 #include "agent/util/atomic_file.h"
+#include "agent/util/trusted_dir.h"
 
 #define CACHE_MAGIC "CFIPROF\x01"
 
-/* Directories and files as the cache creates them: nobody else's. */
-#define CACHE_DIR_MODE 0700
-#define CACHE_FILE_MODE 0600
-/* Missing directories above the cache (mkdir -p), which hold no table. */
-#define PARENT_DIR_MODE 0755
 
 struct cache_header {
 	char magic[8];
@@ -41,142 +37,26 @@ int cfi_cache_path(const char *dir, const char *key, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* What makes a cache entry trusted: only we or root can have written it,
- * and nobody else can write it now.  -EPERM with the reason otherwise. */
-static int check_trusted(const struct stat *st, const char *what, const char *path,
-			 struct cfi_error *err)
-{
-	if (st->st_uid != geteuid() && st->st_uid != 0)
-		return cfi_fail(err, -EPERM, "cache %s %s: owned by uid %u", what, path,
-				(unsigned)st->st_uid);
-	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return cfi_fail(err, -EPERM, "cache %s %s: writable by others (mode %04o)", what,
-				path, (unsigned)(st->st_mode & 07777));
-	return 0;
-}
-
-/* Opens the directory `name` in parent_fd (creating it CACHE_DIR_MODE if
- * asked), without following it if it is a symlink, and checks it.
- * Returns the fd, -ENOENT, -EPERM (not trusted) or another negative errno,
- * with the reason in err. */
-static int open_trusted_dir(int parent_fd, const char *name, const char *path, bool create,
-			    struct cfi_error *err)
-{
-	bool created = false;
-	struct stat st;
-	int pfd, fd, ret;
-
-	if (create) {
-		if (!mkdirat(parent_fd, name, CACHE_DIR_MODE))
-			created = true;
-		else if (errno != EEXIST)
-			return cfi_fail(err, -errno, "%s: cannot create cache directory: %s", path,
-					strerror(errno));
-	}
-	/* O_PATH|O_NOFOLLOW: the very inode at `name`, a symlink included,
-	 * looked at before anything is opened through it. */
-	pfd = openat(parent_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (pfd < 0)
-		return cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
-	if (fstat(pfd, &st)) {
-		ret = cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		ret = cfi_fail(err, -EPERM, "cache directory %s: a symbolic link", path);
-		goto out;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		ret = cfi_fail(err, -ENOTDIR, "%s: %s", path, strerror(ENOTDIR));
-		goto out;
-	}
-	ret = check_trusted(&st, "directory", path, err);
-	if (ret)
-		goto out;
-	fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		ret = cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	/* The mode it was made with, not what the umask left of it. */
-	if (created)
-		fchmod(fd, CACHE_DIR_MODE);
-	ret = fd;
-out:
-	close(pfd);
-	return ret;
-}
-
-/* mkdir -p of the directories above the cache, following symlinks: they
- * are the administrator's path, and hold nothing that is read. */
-static void make_parents(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		mkdir(path, PARENT_DIR_MODE);
-		*p = '/';
-	}
-	mkdir(path, PARENT_DIR_MODE);
-}
-
-/* Opens DIR/v<format> and checks both (open_trusted_dir); DIR's parent is
- * followed as given.  Returns the fd of DIR/v<format>, -ENOENT when it
- * does not exist and create is false, -EPERM when either is not trusted,
- * or another negative errno; the reason is in err. */
+/* Opens DIR/v<format> (agent/util/trusted_dir.h), creating it if asked.
+ * Returns its fd (its path in vpath), -ENOENT when it does not exist and
+ * create is false, -EPERM when it or DIR is not trusted, or another
+ * negative errno; the reason is in err. */
 static int open_cache_dir(const char *dir, bool create, char *vpath, size_t vsize,
 			  struct cfi_error *err)
 {
-	char copy[PATH_MAX], vname[16], *slash;
-	const char *parent, *name;
-	size_t len = strlen(dir);
-	int pfd, dfd, vfd;
+	char vname[16], msg[sizeof(err->msg)] = "";
+	int vfd;
 
-	/* "DIR/" would follow DIR even with O_NOFOLLOW. */
-	while (len > 1 && dir[len - 1] == '/')
-		len--;
 	snprintf(vname, sizeof(vname), "v%u", CFI_TABLE_VERSION);
-	if (!len)
-		return cfi_fail(err, -EINVAL, "empty cache directory path");
-	if (len >= sizeof(copy) ||
-	    snprintf(vpath, vsize, "%.*s/%s", (int)len, dir, vname) >= (int)vsize)
-		return cfi_fail(err, -ENAMETOOLONG, "%s: cache path too long", dir);
-	memcpy(copy, dir, len);
-	copy[len] = 0;
-	slash = strrchr(copy, '/');
-	if (!slash) {
-		parent = ".";
-		name = copy;
-	} else if (slash == copy) {
-		parent = "/";
-		name = copy[1] ? copy + 1 : ".";
-	} else {
-		*slash = 0;
-		parent = copy;
-		name = slash + 1;
-	}
-	if (create && slash && slash != copy)
-		make_parents(copy);
-	pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (pfd < 0)
-		return cfi_fail(err, -errno, "%s: %s", parent, strerror(errno));
-	if (slash && slash != copy)
-		*slash = '/';
-	dfd = open_trusted_dir(pfd, name, copy, create, err);
-	close(pfd);
-	if (dfd < 0)
-		return dfd;
-	vfd = open_trusted_dir(dfd, vname, vpath, create, err);
-	close(dfd);
-	return vfd;
+	vfd = trusted_dir_open(dir, vname, create, vpath, vsize, msg, sizeof(msg));
+	return vfd < 0 ? cfi_fail(err, vfd, "%s", msg) : vfd;
 }
 
 /* Loads KEY.cfit from the open cache directory. */
 static int load_at(int vfd, const char *vpath, const char *key, struct cfi_table *t,
 		   struct cfi_error *err)
 {
-	char name[CFI_TABLE_KEY_MAX + 8], path[PATH_MAX + sizeof(name)];
+	char name[CFI_TABLE_KEY_MAX + 8], path[PATH_MAX + sizeof(name)], msg[sizeof(err->msg)] = "";
 	struct cache_header h;
 	struct stat st;
 	void *blob = NULL;
@@ -184,24 +64,9 @@ static int load_at(int vfd, const char *vpath, const char *key, struct cfi_table
 
 	snprintf(name, sizeof(name), "%s.cfit", key);
 	snprintf(path, sizeof(path), "%s/%s", vpath, name);
-	/* O_NOFOLLOW: no symlink is ever read through.  O_NONBLOCK: a FIFO
-	 * opens at once (and is refused below) rather than wait forever for
-	 * a writer; it changes nothing for a regular file. */
-	fd = openat(vfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return -ENOENT;
-		if (errno == ELOOP)
-			return cfi_fail(err, -EPERM, "cache file %s: a symbolic link", path);
-		return cfi_fail(err, -errno, "%s: %s", path, strerror(errno));
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		ret = cfi_fail(err, -EBADMSG, "%s: not a regular file", path);
-		goto out;
-	}
-	ret = check_trusted(&st, "file", path, err);
-	if (ret)
-		goto out;
+	fd = trusted_file_open(vfd, vpath, name, &st, msg, sizeof(msg));
+	if (fd < 0)
+		return fd == -ENOENT ? fd : cfi_fail(err, fd, "%s", msg);
 	if ((size_t)st.st_size < sizeof(h) || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h)) {
 		ret = cfi_fail(err, -EBADMSG, "%s: truncated header", path);
 		goto out;
@@ -263,7 +128,7 @@ static int store_at(int vfd, const char *vpath, const char *key, const struct cf
 	h.blob_size = t->size;
 	h.blob_crc = crc_of(t->blob, t->size);
 	snprintf(h.key, sizeof(h.key), "%s", key);
-	ret = atomic_file_openat(&af, vfd, vpath, name, CACHE_FILE_MODE, msg, sizeof(msg));
+	ret = atomic_file_openat(&af, vfd, vpath, name, TRUSTED_FILE_MODE, msg, sizeof(msg));
 	if (!ret)
 		ret = atomic_file_write(&af, &h, sizeof(h), msg, sizeof(msg));
 	if (!ret)

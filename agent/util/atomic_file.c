@@ -74,9 +74,10 @@ static int create_tmp(struct atomic_file *af, int dir_fd, const char *dir_path, 
 		snprintf(af->tmp_name, tmplen, ".%.200s.%ld.%x%lx.tmp", name, (long)getpid(), n,
 			 (unsigned long)ts.tv_nsec);
 		/* O_EXCL: never an existing file, nor (with O_NOFOLLOW, which
-		 * O_EXCL implies but says twice) a symlink's target. */
+		 * O_EXCL implies but says twice) a symlink's target.  O_RDWR:
+		 * a writer may read back what it wrote (libelf's ELF_C_RDWR). */
 		af->fd = openat(dir_fd, af->tmp_name,
-				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+				O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 		if (af->fd >= 0)
 			break;
 		err = errno;

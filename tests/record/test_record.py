@@ -1196,6 +1196,54 @@ def t_cache(tmp):
             raise Fail(f"no table named by the build-id {m.group(1)} in {cache}: {files}")
 
 
+@case("debug-cache")
+def t_debug_cache(tmp):
+    """A program whose separate debug file is compressed (as Debian's
+    -dbgsym): --cache-dir keeps its decompressed copy (debug-v1/BUILD-ID.debug)
+    at the first run and reads it at the second; the chain's frames have
+    the same file:line either way, and as with --no-cache."""
+    exe = fx("deep_splitgz")
+    note = subprocess.run([READELF, "-n", exe], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", note).group(1)
+    copy = os.path.join(tmp, "cache", "debug-v1", bid + ".debug")
+    leaf_line = src_line("deep.c", "FX_SPIN_CPU(secs);")
+    run_line = src_line("deep.c", "return NEXT(depth, secs) + 1;")
+    seen = {}
+    for run in ("miss", "hit", "no-cache"):
+        out = os.path.join(tmp, run + ".pb.gz")
+        args = ["--cache-dir", os.path.join(tmp, "cache")] + (["--no-cache"] if run == "no-cache"
+                                                              else [])
+        _, err = run_record(args + ["--stats", "-F", "499", "-o", out, "--", exe, "20", "0.8"])
+        m = re.search(r"^debug_cache: hits (\d+), writes (\d+), failures (\d+)$", err, re.M)
+        if not m:
+            raise Fail("--stats shows no debug_cache line")
+        hits, writes, failures = map(int, m.groups())
+        want = {"miss": writes >= 1, "hit": hits >= 1 and writes == 0,
+                "no-cache": hits == writes == 0}[run]
+        if not want or failures:
+            raise Fail(f"{run}: debug_cache hits {hits}, writes {writes}, failures {failures}")
+        if run == "miss" and not os.path.isfile(copy):
+            raise Fail(f"no decompressed copy {copy}")
+        samples, _ = read_pprof(out)
+        frames = set()
+        for smp in samples:
+            if not smp.lines or smp.lines[-1][0] != "deep_leaf":
+                continue
+            frames |= {ln for ln in smp.lines if ln[0] in ("deep_leaf", "deep_run", "main")
+                       or ln[0].startswith("frame_")}
+        log(f"{run}: {sorted(frames)}")
+        for fn, line in (("deep_leaf", leaf_line), ("deep_run", run_line)):
+            if not any(f[0] == fn and f[1] and f[1].endswith("/deep.c") and f[2] == line
+                       for f in frames):
+                raise Fail(f"{run}: no {fn} at deep.c:{line}: {sorted(frames)}")
+        if any(not f[1] or not f[1].endswith("/deep.c") or f[2] <= 0 for f in frames):
+            raise Fail(f"{run}: a frame without deep.c:LINE: {sorted(frames)}")
+        seen[run] = frames
+    if not (seen["miss"] == seen["hit"] == seen["no-cache"]):
+        raise Fail(f"the frames differ: {seen}")
+
+
 @case("stats")
 def t_stats(tmp):
     """--stats: bpf_ns_per_sample > 0; kernel.bpf_stats_enabled as it was

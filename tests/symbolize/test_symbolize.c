@@ -22,6 +22,7 @@
 #include "symbolize/kallsyms.h"
 #include "symbolize/srcpath.h"
 #include "symbolize/symbolize.h"
+#include "tests/unit/tmp_tree.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define MAXF 16
@@ -37,14 +38,6 @@ static const char *fixture(const char *var)
 	return p;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void setup(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/cfiprof-symb-XXXXXX");
@@ -53,7 +46,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmp_tree_remove(tmpdir);
 }
 
 TestSuite(symbolize, .init = setup, .fini = teardown);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/unwind/cache.h"
+#include "tests/unit/tmp_tree.h"
 
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
@@ -25,14 +26,6 @@
 static char tmpdir[64];
 static struct cfi_elf libc_elf;
 static const struct cfi_compile_opts opts = { .debug_dir = "", .path = LIBC };
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static void setup(void)
 {
@@ -46,7 +39,7 @@ static void setup(void)
 static void teardown(void)
 {
 	cfi_elf_close(&libc_elf);
-	nftw(tmpdir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	tmp_tree_remove(tmpdir);
 }
 
 TestSuite(cache, .init = setup, .fini = teardown);
