@@ -12,7 +12,6 @@
 
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
-#include "agent/container/cgroup.h"
 #include "agent/container/container_open.h"
 #include "agent/procs/procmaps.h"
 #include "agent/profile/service_name.h"
@@ -93,26 +92,24 @@ static void set_str(char **dst, const char *v)
 /* Its container, cgroup and comm, for the samples' labels: read at the
  * first scan of every program the process runs, since a process can be
  * moved to another cgroup (as runtimes do right before exec'ing the
- * container's program) and an exec changes its comm. */
+ * container's program) and an exec changes its comm.  The cgroup's are
+ * read once per cgroup (p->cgroup_id, the exec record's). */
 static void read_labels(struct proc_registry *r, struct proc *p)
 {
-	struct cgroup_info *ci = malloc(sizeof(*ci));
+	struct cgroup_labels cl;
 	char comm[16];
 	size_t len;
 	const char *svc;
 
-	if (!ci)
-		return;
-	if (!cgroup_read(p->pid, ci)) {
-		set_str(&p->cgroup, ci->has_v2 ? ci->path : NULL);
-		if (!p->container_id || strcmp(p->container_id, ci->container_id)) {
+	if (!cgroup_cache_labels(&r->cgroups, p->pid, p->cgroup_id, &cl)) {
+		set_str(&p->cgroup, cl.path);
+		if (!p->container_id || strcmp(p->container_id, cl.container_id)) {
 			free(p->container_id);
-			p->container_id = ci->container_id[0] ? strdup(ci->container_id) : NULL;
+			p->container_id = cl.container_id[0] ? strdup(cl.container_id) : NULL;
 			container_names_put(r->names, p->container);
 			p->container = container_names_get(r->names, p->container_id);
 		}
 	}
-	free(ci);
 	read_comm(p->pid, comm);
 	if (comm[0])
 		set_str(&p->comm, comm);
@@ -480,6 +477,7 @@ void procs_free(struct proc_registry *r)
 	free(r->exited);
 	free(r->gone);
 	procmaps_free(&r->maps_read);
+	cgroup_cache_free(&r->cgroups);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;

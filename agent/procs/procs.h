@@ -22,6 +22,7 @@
 
 #include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
+#include "agent/procs/cgroup_cache.h"
 #include "agent/procs/procmaps.h"
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
@@ -49,6 +50,7 @@ struct proc {
 	struct code_mapping *maps; /* sorted by start */
 	uint32_t n;
 	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
+	uint64_t cgroup_id;        /* its cgroup's id at its last record, 0: unknown */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	char *comm;                /* the process's (its main thread's) comm, or NULL */
@@ -90,6 +92,7 @@ struct proc_registry {
 	uint32_t *gone;
 	uint32_t ngone, cap_gone;
 	struct maps_set maps_read; /* procs_scan's, kept for the next scan */
+	struct cgroup_cache cgroups; /* the labels of the cgroups seen */
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
