@@ -522,6 +522,7 @@ Test(lifecycle, the_exec_records_cgroup_overrides_the_forks)
 
 	/* The fork's cgroup, known (cached) under another path. */
 	procs_on_exec(&t.procs, child.pid, now, id, now);
+	cr_assert_eq(t.procs.cgroups.n, 1);
 	free(t.procs.cgroups.v[0].path);
 	t.procs.cgroups.v[0].path = strdup("/the-forks-cgroup");
 	procs_forget(&t.procs, child.pid);
