@@ -201,8 +201,10 @@ def t_moved_before_exec(tmp):
     try:
         agent = start_agent(["-F", "99", "--interval", "1s"], port)
         try:
-            # ("; true": the shell forks for the script rather than exec it)
-            p = tr.start_bg(["sh", "-c", f'echo $$ > {cgs["a"]}/cgroup.procs && sh {inner}; true'])
+            # A shell exec'd in A and a sleep make A known; then the
+            # child ("; true": forked, not exec'd) moves and execs.
+            p = tr.start_bg(["sh", "-c", f'echo $$ > {cgs["a"]}/cgroup.procs && '
+                             f'exec sh -c "sleep 0.3; sh {inner}; true"'])
             time.sleep(0.6)
             samples, _ = pull(port, tmp, 2)
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
