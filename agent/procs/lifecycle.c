@@ -96,8 +96,11 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	 * renewed the epoch): publish the new ones.  Reading over the old
 	 * entry, rather than forgetting it first, keeps the tables both
 	 * programs map (libc) loaded. */
-	if (p)
+	if (p) {
 		p->published = false;
+		/* ld.so's mmaps follow: their read reuses this one's fd. */
+		p->keep_maps_fd = true;
+	}
 	rescan(r, pid);
 	p = procs_get(r, pid);
 	if (p)

@@ -147,6 +147,15 @@ static void release_maps(struct proc_registry *r, const struct code_mapping *map
 			tables_unref(r->mods->tables, maps[i].mod);
 }
 
+static void drop_maps_fd(struct proc_registry *r, struct proc *p)
+{
+	if (!p->maps_fd_kept)
+		return;
+	close(p->maps_fd);
+	p->maps_fd_kept = false;
+	r->maps_fds_kept--;
+}
+
 void procs_reset(struct proc_registry *r, struct proc *p)
 {
 	int pid = p->pid;
@@ -158,6 +167,7 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	if (p->published || p->slots.n[0] || p->slots.n[1])
 		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
 	count_mapped(r, p->maps, p->n, false);
+	drop_maps_fd(r, p);
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
@@ -178,6 +188,7 @@ void procs_end_walks(struct proc_registry *r, struct proc *p)
 	if (!p->tables_dropped)
 		release_maps(r, p->maps, p->n);
 	p->tables_dropped = true;
+	drop_maps_fd(r, p);
 }
 
 void procs_forget(struct proc_registry *r, int pid)
@@ -339,12 +350,33 @@ int procs_scan(struct proc_registry *r, int pid)
 	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
-	bool unchanged, program_read;
-	int ret;
+	bool unchanged, program_read, reused = false, keep_fd = false;
+	int ret, fd = -1;
 
-	ret = procmaps_read(pid, set);
+	if (p && p->maps_fd_kept && p->maps_fd_epoch == epoch) {
+		fd = p->maps_fd;
+		p->maps_fd_kept = false;
+		r->maps_fds_kept--;
+		reused = true;
+	} else if (p) {
+		drop_maps_fd(r, p);
+	}
+	if (p) {
+		keep_fd = p->keep_maps_fd;
+		p->keep_maps_fd = false;
+	}
+	ret = procmaps_read_kept(pid, &fd, set);
+	/* An fd of a process gone whose pid is back, its records lost: of
+	 * another address space. */
+	if (ret == -ESRCH && reused) {
+		close(fd);
+		fd = -1;
+		reused = false;
+		ret = procmaps_read_kept(pid, &fd, set);
+	}
+	r->maps_fd_reuses += reused && !ret;
 	if (ret)
-		return ret;
+		goto out;
 	n = set->n;
 	pm = calloc(n ? n : 1, sizeof(*pm));
 	bm = calloc(n ? n : 1, sizeof(*bm));
@@ -433,7 +465,16 @@ int procs_scan(struct proc_registry *r, int pid)
 	}
 	if (!p->main_marked)
 		p->main_marked = mark_main(r, pid);
+	if (keep_fd && fd >= 0 && r->maps_fds_kept < PROCS_MAPS_FDS_MAX) {
+		p->maps_fd = fd;
+		p->maps_fd_kept = true;
+		p->maps_fd_epoch = epoch;
+		r->maps_fds_kept++;
+		fd = -1;
+	}
 out:
+	if (fd >= 0)
+		close(fd);
 	free(pm);
 	free(bm);
 	return ret;
@@ -467,6 +508,7 @@ void procs_free(struct proc_registry *r)
 
 	for (i = 0; i < r->count; i++) {
 		release_maps(r, r->procs[i]->maps, r->procs[i]->n);
+		drop_maps_fd(r, r->procs[i]);
 		container_names_put(r->names, r->procs[i]->container);
 		count_mapped(r, r->procs[i]->maps, r->procs[i]->n, false);
 		free_proc(r->procs[i]);

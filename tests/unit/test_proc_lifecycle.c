@@ -9,6 +9,7 @@
  * pid read afresh, and reads that wait for their due time.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
@@ -564,4 +565,80 @@ Test(lifecycle, a_full_cgroup_cache_drops_the_least_recently_used)
 	cr_expect_eq(c->hits, 1);
 	cr_assert_eq(cgroup_cache_labels(c, getpid(), id + 1, &cl), 0);
 	cr_expect_str_eq(cl.path, "/stale");
+}
+
+/* How many /proc/PID/maps files the test has open. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char link[64], target[256];
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = 0;
+		n += len > 5 && !strcmp(target + len - 5, "/maps");
+	}
+	closedir(d);
+	return n;
+}
+
+/* An exec's read keeps its /proc/PID/maps open for the read due after
+ * ld.so's mmaps, which opens nothing; the fd goes with that read. */
+Test(lifecycle, the_read_after_an_exec_reuses_its_maps_fd)
+{
+	uint64_t now = mono_ns(), exec_ns;
+	int fds = open_fds();
+
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	cr_expect_eq(open_fds(), fds + 1);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
+	procs_run_due(&t.procs, now + PROCS_SCAN_DELAY_NS);
+	cr_expect_eq(t.procs.rescans, 2);
+	cr_expect_eq(t.procs.maps_fd_reuses, 1, "the due read opened /proc/PID/maps again");
+	cr_expect_eq(t.procs.maps_fds_kept, 0);
+	cr_expect_eq(open_fds(), fds, "the kept fd was not closed after its use");
+	expect_published(exec_ns);
+}
+
+/* A kept fd shows the address space of when it was opened: after
+ * another exec (a new epoch) it is closed, not read, and an exit closes
+ * it too. */
+Test(lifecycle, a_kept_maps_fd_is_not_read_for_the_next_program)
+{
+	uint64_t now = mono_ns(), exec_ns = now;
+	int fds = open_fds();
+
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect_eq(t.procs.maps_fd_reuses, 0);
+	cr_expect(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
+		  "the new program was not read");
+	cr_expect_eq(open_fds(), fds);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now + MS);
+	cr_expect_eq(t.procs.maps_fds_kept, 0, "already read in its epoch: nothing kept");
+	/* An exit closes what an exec's read kept. */
+	test_bpf_new_epoch(&t, child.pid, exec_ns + 1);
+	procs_get(&t.procs, child.pid)->keep_maps_fd = true;
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	procs_on_exit(&t.procs, child.pid, now + 2 * MS);
+	cr_expect_eq(t.procs.maps_fds_kept, 0);
+	cr_expect_eq(open_fds(), fds, "the exit left the kept fd open");
 }
