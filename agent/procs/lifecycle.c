@@ -70,9 +70,12 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* What we hold of the pid from before the fork is another process's. */
 	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns)))
 		procs_reset(r, p);
-	/* From the fork, not from when its record was taken (it does not
-	 * wake us): a child that never execs lives a few ms at times. */
-	mark_due(r, pid, event_ns < now ? event_ns : now);
+	/* From now, even if the record (which does not wake us) came in
+	 * late: most children exec within ms, and their exec's read makes
+	 * this one needless; counted from the fork, it would come first.  A
+	 * child that never execs is read at its first sample anyway (meeting
+	 * no mapping, it wakes us). */
+	mark_due(r, pid, now);
 	note_cgroup(r, pid, cgroup_id);
 }
 

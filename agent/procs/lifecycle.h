@@ -54,8 +54,7 @@
 
 /* The records of process `pid` (bpf/abi.h cfiprof_proc_event), made at
  * `event_ns`, the process then in cgroup `cgroup_id` (0: unknown).  Fork
- * records do not wake the agent: one may come in late, and the child's
- * read is due PROCS_SCAN_DELAY_NS after the fork itself. */
+ * and exit records do not wake the agent: they may come in late. */
 void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   uint64_t now);
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,

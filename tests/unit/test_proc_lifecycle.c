@@ -425,23 +425,6 @@ Test(lifecycle, a_process_gone_before_its_read_leaves_nothing)
 	expect_nothing_published();
 }
 
-/* Fork records do not wake the agent, which may take one at its next
- * poll, up to 50 ms later: the child's read is due from the fork, not
- * from then, or a child that never execs and lives a few ms is gone. */
-Test(lifecycle, a_fork_record_taken_late_is_read_when_due_from_the_fork)
-{
-	uint64_t fork_ns = mono_ns(), taken = fork_ns + 40 * MS;
-	struct proc *p;
-
-	test_bpf_new_epoch(&t, child.pid, fork_ns);
-	procs_on_fork(&t.procs, child.pid, fork_ns, 0, taken);
-	procs_run_due(&t.procs, taken);
-	p = procs_get(&t.procs, child.pid);
-	cr_assert_not_null(p);
-	cr_expect_eq(p->state, PROC_READ, "the child was not read when its read was due");
-	expect_published(fork_ns);
-}
-
 /* The cgroup v2 path and id (its directory's inode) of the test. */
 static const char *own_cgroup(uint64_t *id)
 {
