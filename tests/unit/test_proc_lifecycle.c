@@ -451,20 +451,28 @@ static void expect_cgroup(int pid, const char *path)
 	cr_assert_not_null(p->service_name);
 }
 
+/* Exec records, in cgroup `id`, of the child and of `other` (started
+ * here); both are labelled with cgroup `path`, the test's. */
+static void two_execs_in(struct test_child *other, uint64_t id, const char *path, uint64_t now)
+{
+	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
+
+	test_child_start(other, sleep2);
+	procs_on_exec(&t.procs, child.pid, now, id, now);
+	procs_on_exec(&t.procs, other->pid, now, id, now);
+	expect_cgroup(child.pid, path);
+	expect_cgroup(other->pid, path);
+}
+
 /* Programs started in one cgroup: /proc/PID/cgroup is read for the
  * first, the others' labels come from what it said. */
 Test(lifecycle, programs_of_one_cgroup_read_it_once)
 {
-	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
 	struct test_child other;
 	uint64_t id, now = mono_ns();
 	const char *path = own_cgroup(&id);
 
-	test_child_start(&other, sleep2);
-	procs_on_exec(&t.procs, child.pid, now, id, now);
-	procs_on_exec(&t.procs, other.pid, now, id, now);
-	expect_cgroup(child.pid, path);
-	expect_cgroup(other.pid, path);
+	two_execs_in(&other, id, path, now);
 	cr_expect_eq(t.procs.cgroups.reads, 1);
 	cr_expect_eq(t.procs.cgroups.hits, 1);
 	/* Without an id (a process found by its samples): read. */
@@ -480,16 +488,11 @@ Test(lifecycle, programs_of_one_cgroup_read_it_once)
  * not filed under the record's id, whose next programs are read too. */
 Test(lifecycle, a_cgroup_read_after_a_move_is_not_cached_under_the_old_id)
 {
-	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
 	struct test_child other;
 	uint64_t id, now = mono_ns();
 	const char *path = own_cgroup(&id);
 
-	test_child_start(&other, sleep2);
-	procs_on_exec(&t.procs, child.pid, now, id + 1000000, now);
-	procs_on_exec(&t.procs, other.pid, now, id + 1000000, now);
-	expect_cgroup(child.pid, path);
-	expect_cgroup(other.pid, path);
+	two_execs_in(&other, id + 1000000, path, now);
 	cr_expect_eq(t.procs.cgroups.reads, 2);
 	cr_expect_eq(t.procs.cgroups.hits, 0);
 	cr_expect_eq(t.procs.cgroups.n, 0);
