@@ -198,6 +198,11 @@ struct cfiprof_proc_event {
 	__u32 pad;
 	__u64 time_ns;    /* bpf_ktime_get_ns (CLOCK_MONOTONIC) */
 	__u64 start, end; /* EVENT_MMAP / EVENT_MUNMAP: the address range */
+	/* EVENT_FORK: the child's cgroup v2 id; EVENT_EXEC and EVENT_MMAP:
+	 * the process's (the cgroup's kernfs id, its inode number on the
+	 * cgroup2 mount; 0: unknown).  The agent derives labels from the
+	 * cgroup once per id, not once per program. */
+	__u64 cgroup_id;
 };
 
 /* EVENT_MISS: sent at most once per CFIPROF_MISS_INTERVAL_NS for each

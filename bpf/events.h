@@ -49,17 +49,21 @@ static __always_inline int wanted_thread(__u32 tgid, __u32 tid)
 	return !cfg.filter_tids || bpf_map_lookup_elem(&target_tids, &tid);
 }
 
+/* `wake`: BPF_RB_FORCE_WAKEUP for the records the agent acts on at once
+ * (exec, mmap: it reads the mappings while the process still exists),
+ * BPF_RB_NO_WAKEUP for those that can wait for its next poll (fork only
+ * schedules a read, and the child's first sample, meeting no mapping,
+ * wakes it; exit only retires). */
 static __always_inline void send_proc_event(__u32 kind, __u32 tgid, __u32 ppid, __u64 start,
-					    __u64 end)
+					    __u64 end, __u64 cgroup_id, __u64 wake)
 {
 	struct cfiprof_proc_event ev = {
 		.kind = kind, .pid = tgid, .ppid = ppid, .start = start, .end = end,
+		.cgroup_id = cgroup_id,
 	};
 
 	ev.time_ns = bpf_ktime_get_ns();
-	/* The agent acts on these at once (reads the process's mappings
-	 * while it still exists), so they wake it. */
-	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_FORCE_WAKEUP))
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wake))
 		count(CNT_PROC_EVENT_DROPS);
 }
 

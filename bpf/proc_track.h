@@ -33,10 +33,10 @@ static __always_inline void new_epoch(__u32 tgid)
 
 /* Its address space was replaced (exec) or is gone (exit): walks stop
  * using its mappings, and the agent, told, removes them. */
-static __always_inline void end_mappings(__u32 tgid, __u32 kind)
+static __always_inline void end_mappings(__u32 tgid, __u32 kind, __u64 cgroup_id, __u64 wake)
 {
 	new_epoch(tgid);
-	send_proc_event(kind, tgid, 0, 0, 0);
+	send_proc_event(kind, tgid, 0, 0, 0, cgroup_id, wake);
 }
 
 /* Children of profiled processes are profiled too (perf's inherit).  The
@@ -63,7 +63,10 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 		/* Mappings the agent may still hold for a former ctgid, whose
 		 * exit record was lost, are not the child's. */
 		new_epoch(ctgid);
-		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0);
+		/* The child's own cgroup: the current task is the parent,
+		 * and clone3(CLONE_INTO_CGROUP) starts the child elsewhere. */
+		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0,
+				BPF_CORE_READ(child, cgroups, dfl_cgrp, kn, id), BPF_RB_NO_WAKEUP);
 	}
 	return 0;
 }
@@ -76,7 +79,8 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = p->tgid;
 
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
-		end_mappings(tgid, EVENT_EXEC);
+		/* (the exec'ing task is the current one) */
+		end_mappings(tgid, EVENT_EXEC, bpf_get_current_cgroup_id(), BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -92,7 +96,7 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	/* Also when its mappings are not published (yet): the agent may be
 	 * reading them right now, and must learn that it has to forget them. */
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
-		end_mappings(tgid, EVENT_EXIT);
+		end_mappings(tgid, EVENT_EXIT, 0, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -128,7 +132,8 @@ static __always_inline int on_prot_exec(__u64 prot)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 
 	if ((prot & PROT_EXEC) && wanted(tgid))
-		send_proc_event(EVENT_MMAP, tgid, 0, 0, 0);
+		send_proc_event(EVENT_MMAP, tgid, 0, 0, 0, bpf_get_current_cgroup_id(),
+				BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 
@@ -176,7 +181,8 @@ int on_munmap(struct trace_event_raw_sys_enter *ctx)
 	/* (Mappings of a program that has exec()ed are not its code.) */
 	if (!len || !wanted(tgid) || !proc_info_current(tgid) || !overlaps_code(tgid, addr, addr + len))
 		return 0;
-	send_proc_event(EVENT_MUNMAP, tgid, 0, addr, addr + len);
+	send_proc_event(EVENT_MUNMAP, tgid, 0, addr, addr + len, bpf_get_current_cgroup_id(),
+			BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

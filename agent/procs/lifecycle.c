@@ -52,21 +52,44 @@ static void revive(struct proc_registry *r, struct proc *p)
 		procs_reset(r, p);
 }
 
-void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now)
+/* The cgroup `pid` was in at its latest record: the one whose labels its
+ * next program gets (a runtime moves a process between fork and exec). */
+static void note_cgroup(struct proc_registry *r, int pid, uint64_t cgroup_id)
+{
+	struct proc *p = procs_get(r, pid);
+
+	if (p && cgroup_id)
+		p->cgroup_id = cgroup_id;
+}
+
+void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
+		   uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
 
 	/* What we hold of the pid from before the fork is another process's. */
 	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns)))
 		procs_reset(r, p);
+	/* From now, even if the record (which does not wake us) came in
+	 * late: most children exec within ms, and their exec's read makes
+	 * this one needless; counted from the fork, it would come first.  A
+	 * child that never execs is read at its first sample anyway (meeting
+	 * no mapping, it wakes us). */
 	mark_due(r, pid, now);
+	note_cgroup(r, pid, cgroup_id);
 }
 
-void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now)
+void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
+		   uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
 
 	revive(r, p);
+	/* (rescan forgets the entry again if the process is gone) */
+	if (!p)
+		p = procs_add(r, pid);
+	if (p && cgroup_id)
+		p->cgroup_id = cgroup_id;
 	/* Already read after the exec (record -- CMD reads the program
 	 * before releasing it), and published in the exec's epoch: that
 	 * view is the new program's. */
@@ -76,8 +99,11 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	 * renewed the epoch): publish the new ones.  Reading over the old
 	 * entry, rather than forgetting it first, keeps the tables both
 	 * programs map (libc) loaded. */
-	if (p)
+	if (p) {
 		p->published = false;
+		/* ld.so's mmaps follow: their read reuses this one's fd. */
+		p->keep_maps_fd = true;
+	}
 	rescan(r, pid);
 	p = procs_get(r, pid);
 	if (p)
@@ -126,12 +152,13 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 	r->nexited++;
 }
 
-void procs_on_mmap(struct proc_registry *r, int pid, uint64_t now)
+void procs_on_mmap(struct proc_registry *r, int pid, uint64_t cgroup_id, uint64_t now)
 {
 	/* Only a live process maps code: a pid remembered as exited is a
 	 * new process whose fork record was lost. */
 	revive(r, procs_get(r, pid));
 	mark_due(r, pid, now);
+	note_cgroup(r, pid, cgroup_id);
 }
 
 struct proc *procs_on_sample(struct proc_registry *r, int pid, unsigned end_reason, uint32_t nuser,

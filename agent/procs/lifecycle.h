@@ -52,11 +52,16 @@
  * the exits of one second. */
 #define PROCS_EXITED_KEEP_NS (1000ull * 1000 * 1000)
 
-void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now);
-void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t now);
+/* The records of process `pid` (bpf/abi.h cfiprof_proc_event), made at
+ * `event_ns`, the process then in cgroup `cgroup_id` (0: unknown).  Fork
+ * and exit records do not wake the agent: they may come in late. */
+void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
+		   uint64_t now);
+void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
+		   uint64_t now);
 void procs_on_exit(struct proc_registry *r, int pid, uint64_t now);
 /* Code mapped or unmapped (EVENT_MMAP, EVENT_MUNMAP). */
-void procs_on_mmap(struct proc_registry *r, int pid, uint64_t now);
+void procs_on_mmap(struct proc_registry *r, int pid, uint64_t cgroup_id, uint64_t now);
 
 /* A sample of `pid` whose user-stack walk ended for `end_reason` (enum
  * cfiprof_walk_end) after `nuser` frames, the outermost at `outermost`.

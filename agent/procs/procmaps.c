@@ -125,16 +125,27 @@ static int query_fd(int fd, struct maps_set *set)
 	}
 }
 
-int procmaps_read_query(int pid, struct maps_set *set)
+static int read_query_kept(int pid, int *fd, struct maps_set *set)
 {
-	int fd = open_maps(pid), ret;
+	int ret;
 
 	set_clear(set);
-	if (fd < 0)
-		return fd;
-	ret = query_fd(fd, set);
-	close(fd);
+	if (*fd < 0 && (*fd = open_maps(pid)) < 0) {
+		ret = *fd;
+		*fd = -1;
+		return ret;
+	}
+	ret = query_fd(*fd, set);
 	set_seal(set);
+	return ret;
+}
+
+int procmaps_read_query(int pid, struct maps_set *set)
+{
+	int fd = -1, ret = read_query_kept(pid, &fd, set);
+
+	if (fd >= 0)
+		close(fd);
 	return ret;
 }
 
@@ -238,12 +249,12 @@ int procmaps_read_text(int pid, struct maps_set *set)
  * Written by whichever thread finds out first; they all find the same. */
 static int query_works;
 
-int procmaps_read(int pid, struct maps_set *set)
+int procmaps_read_kept(int pid, int *fd, struct maps_set *set)
 {
 	int works = __atomic_load_n(&query_works, __ATOMIC_RELAXED), ret;
 
 	if (works >= 0) {
-		ret = procmaps_read_query(pid, set);
+		ret = read_query_kept(pid, fd, set);
 		if (ret != -ENOTTY) {
 			if (!works && !ret)
 				__atomic_store_n(&query_works, 1, __ATOMIC_RELAXED);
@@ -256,6 +267,15 @@ int procmaps_read(int pid, struct maps_set *set)
 		}
 	}
 	return procmaps_read_text(pid, set);
+}
+
+int procmaps_read(int pid, struct maps_set *set)
+{
+	int fd = -1, ret = procmaps_read_kept(pid, &fd, set);
+
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
 void procmaps_free(struct maps_set *set)

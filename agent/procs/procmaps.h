@@ -48,6 +48,13 @@ struct maps_set {
  * executable yet: 0 entries. */
 int procmaps_read(int pid, struct maps_set *set);
 
+/* procmaps_read over `*fd`, an open /proc/PID/maps of `pid` (-1: none
+ * yet; then opened, and left in *fd for the caller to keep or close).
+ * Such an fd shows the address space the process had when it was opened:
+ * keep it only while the process runs the same program.  On an error
+ * *fd may be left open too. */
+int procmaps_read_kept(int pid, int *fd, struct maps_set *set);
+
 /* The two ways, for tests.  procmaps_read_query: -ENOTTY on a kernel
  * without PROCMAP_QUERY. */
 int procmaps_read_query(int pid, struct maps_set *set);

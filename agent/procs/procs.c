@@ -12,7 +12,6 @@
 
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
-#include "agent/container/cgroup.h"
 #include "agent/container/container_open.h"
 #include "agent/procs/procmaps.h"
 #include "agent/profile/service_name.h"
@@ -93,26 +92,24 @@ static void set_str(char **dst, const char *v)
 /* Its container, cgroup and comm, for the samples' labels: read at the
  * first scan of every program the process runs, since a process can be
  * moved to another cgroup (as runtimes do right before exec'ing the
- * container's program) and an exec changes its comm. */
+ * container's program) and an exec changes its comm.  The cgroup's are
+ * read once per cgroup (p->cgroup_id, the exec record's). */
 static void read_labels(struct proc_registry *r, struct proc *p)
 {
-	struct cgroup_info *ci = malloc(sizeof(*ci));
+	struct cgroup_labels cl;
 	char comm[16];
 	size_t len;
 	const char *svc;
 
-	if (!ci)
-		return;
-	if (!cgroup_read(p->pid, ci)) {
-		set_str(&p->cgroup, ci->has_v2 ? ci->path : NULL);
-		if (!p->container_id || strcmp(p->container_id, ci->container_id)) {
+	if (!cgroup_cache_labels(&r->cgroups, p->pid, p->cgroup_id, &cl)) {
+		set_str(&p->cgroup, cl.path);
+		if (!p->container_id || strcmp(p->container_id, cl.container_id)) {
 			free(p->container_id);
-			p->container_id = ci->container_id[0] ? strdup(ci->container_id) : NULL;
+			p->container_id = cl.container_id[0] ? strdup(cl.container_id) : NULL;
 			container_names_put(r->names, p->container);
 			p->container = container_names_get(r->names, p->container_id);
 		}
 	}
-	free(ci);
 	read_comm(p->pid, comm);
 	if (comm[0])
 		set_str(&p->comm, comm);
@@ -150,6 +147,15 @@ static void release_maps(struct proc_registry *r, const struct code_mapping *map
 			tables_unref(r->mods->tables, maps[i].mod);
 }
 
+static void drop_maps_fd(struct proc_registry *r, struct proc *p)
+{
+	if (!p->maps_fd_kept)
+		return;
+	close(p->maps_fd);
+	p->maps_fd_kept = false;
+	r->maps_fds_kept--;
+}
+
 void procs_reset(struct proc_registry *r, struct proc *p)
 {
 	int pid = p->pid;
@@ -161,6 +167,7 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	if (p->published || p->slots.n[0] || p->slots.n[1])
 		bpf_proc_unpublish(&r->bpf, (uint32_t)pid, &p->slots);
 	count_mapped(r, p->maps, p->n, false);
+	drop_maps_fd(r, p);
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
@@ -181,6 +188,7 @@ void procs_end_walks(struct proc_registry *r, struct proc *p)
 	if (!p->tables_dropped)
 		release_maps(r, p->maps, p->n);
 	p->tables_dropped = true;
+	drop_maps_fd(r, p);
 }
 
 void procs_forget(struct proc_registry *r, int pid)
@@ -342,12 +350,33 @@ int procs_scan(struct proc_registry *r, int pid)
 	uint64_t epoch = bpf_proc_epoch(&r->bpf, (uint32_t)pid);
 	size_t n = 0, i;
 	uint32_t k = 0;
-	bool unchanged, program_read;
-	int ret;
+	bool unchanged, program_read, reused = false, keep_fd = false;
+	int ret, fd = -1;
 
-	ret = procmaps_read(pid, set);
+	if (p && p->maps_fd_kept && p->maps_fd_epoch == epoch) {
+		fd = p->maps_fd;
+		p->maps_fd_kept = false;
+		r->maps_fds_kept--;
+		reused = true;
+	} else if (p) {
+		drop_maps_fd(r, p);
+	}
+	if (p) {
+		keep_fd = p->keep_maps_fd;
+		p->keep_maps_fd = false;
+	}
+	ret = procmaps_read_kept(pid, &fd, set);
+	/* An fd of a process gone whose pid is back, its records lost: of
+	 * another address space. */
+	if (ret == -ESRCH && reused) {
+		close(fd);
+		fd = -1;
+		reused = false;
+		ret = procmaps_read_kept(pid, &fd, set);
+	}
+	r->maps_fd_reuses += reused && !ret;
 	if (ret)
-		return ret;
+		goto out;
 	n = set->n;
 	pm = calloc(n ? n : 1, sizeof(*pm));
 	bm = calloc(n ? n : 1, sizeof(*bm));
@@ -436,7 +465,16 @@ int procs_scan(struct proc_registry *r, int pid)
 	}
 	if (!p->main_marked)
 		p->main_marked = mark_main(r, pid);
+	if (keep_fd && fd >= 0 && r->maps_fds_kept < PROCS_MAPS_FDS_MAX) {
+		p->maps_fd = fd;
+		p->maps_fd_kept = true;
+		p->maps_fd_epoch = epoch;
+		r->maps_fds_kept++;
+		fd = -1;
+	}
 out:
+	if (fd >= 0)
+		close(fd);
 	free(pm);
 	free(bm);
 	return ret;
@@ -470,6 +508,7 @@ void procs_free(struct proc_registry *r)
 
 	for (i = 0; i < r->count; i++) {
 		release_maps(r, r->procs[i]->maps, r->procs[i]->n);
+		drop_maps_fd(r, r->procs[i]);
 		container_names_put(r->names, r->procs[i]->container);
 		count_mapped(r, r->procs[i]->maps, r->procs[i]->n, false);
 		free_proc(r->procs[i]);
@@ -480,6 +519,7 @@ void procs_free(struct proc_registry *r)
 	free(r->exited);
 	free(r->gone);
 	procmaps_free(&r->maps_read);
+	cgroup_cache_free(&r->cgroups);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;

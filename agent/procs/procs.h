@@ -22,6 +22,7 @@
 
 #include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
+#include "agent/procs/cgroup_cache.h"
 #include "agent/procs/procmaps.h"
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
@@ -49,6 +50,7 @@ struct proc {
 	struct code_mapping *maps; /* sorted by start */
 	uint32_t n;
 	uint64_t last_scan_ns;     /* when its mappings were last read (monotonic), 0: never */
+	uint64_t cgroup_id;        /* its cgroup's id at its last record, 0: unknown */
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	char *comm;                /* the process's (its main thread's) comm, or NULL */
@@ -59,6 +61,13 @@ struct proc {
 	uint64_t epoch;            /* the epoch they were published with */
 	struct bpf_proc_slots slots;
 	bool main_marked;          /* its executable's module is marked is_main */
+	/* The /proc/PID/maps its program's first read opened, kept for the
+	 * read due after ld.so's mmaps (the fd shows the address space of
+	 * when it was opened: only while the epoch is the same). */
+	int maps_fd;
+	bool maps_fd_kept;
+	bool keep_maps_fd;         /* the next read is an exec's: keep its fd */
+	uint64_t maps_fd_epoch;
 	bool counted;              /* in ever_read (an exec keeps the entry: not counted again) */
 	/* lifecycle.c's */
 	uint64_t scan_due_ns;      /* mapping changes pending: read at this time; 0: none */
@@ -90,11 +99,18 @@ struct proc_registry {
 	uint32_t *gone;
 	uint32_t ngone, cap_gone;
 	struct maps_set maps_read; /* procs_scan's, kept for the next scan */
+	struct cgroup_cache cgroups; /* the labels of the cgroups seen */
+	uint32_t maps_fds_kept;    /* at most PROCS_MAPS_FDS_MAX */
+	uint64_t maps_fd_reuses;   /* reads that needed no open */
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
 	uint64_t ever_read;        /* processes read at least once, exited ones too */
 };
+
+/* The agent may run with 1024 files (a container's nofile): kept maps
+ * fds are bounded, most are closed within milliseconds anyway. */
+#define PROCS_MAPS_FDS_MAX 256
 
 /* Reads the executable mappings of /proc/PID/maps (procmaps.h), opens
  * each one's file through /proc/PID/map_files (so deleted files and other

@@ -55,14 +55,14 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 		procs_on_exit(ev->procs, pid, mono_ns());
 		break;
 	case EVENT_EXEC:
-		procs_on_exec(ev->procs, pid, pe->time_ns, mono_ns());
+		procs_on_exec(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());
 		break;
 	case EVENT_FORK:
-		procs_on_fork(ev->procs, pid, pe->time_ns, mono_ns());
+		procs_on_fork(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());
 		break;
 	case EVENT_MMAP:
 	case EVENT_MUNMAP:
-		procs_on_mmap(ev->procs, pid, mono_ns());
+		procs_on_mmap(ev->procs, pid, pe->cgroup_id, mono_ns());
 		break;
 	}
 }

@@ -165,6 +165,9 @@ static void read_procs(const struct record_engine *e, struct engine_figures *f)
 	f->mapping_scans = r->rescans;
 	f->mapping_publishes = r->publishes;
 	f->scan_lost = r->scan_lost;
+	f->cgroup_reads = r->cgroups.reads;
+	f->cgroup_hits = r->cgroups.hits;
+	f->cgroup_evicted = r->cgroups.evicted;
 }
 
 static void read_self(const struct record_engine *e, struct engine_figures *f)

@@ -83,6 +83,7 @@ struct engine_figures {
 	uint64_t modules_released;   /* freed at cuts: no process mapped them */
 	uint32_t procs_unread, procs_live, procs_exited; /* registry entries by state */
 	uint64_t procs_ever_read, mapping_scans, mapping_publishes, scan_lost;
+	uint64_t cgroup_reads, cgroup_hits, cgroup_evicted; /* agent/procs/cgroup_cache.h */
 	/* the agent itself */
 	uint64_t rss_bytes;
 	struct memstat mem;          /* what the RSS is made of */

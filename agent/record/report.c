@@ -239,6 +239,9 @@ static void print_process_stats(const struct engine_figures *f)
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
 		(unsigned long long)f->mapping_scans, (unsigned long long)f->mapping_publishes,
 		(unsigned long long)f->scan_lost);
+	fprintf(stderr, "cgroup_reads: %llu (cache hits %llu, evicted %llu)\n",
+		(unsigned long long)f->cgroup_reads, (unsigned long long)f->cgroup_hits,
+		(unsigned long long)f->cgroup_evicted);
 	fprintf(stderr, "process_events: exec %llu exit %llu fork %llu mmap %llu munmap %llu "
 		"(lost %llu)\n", (unsigned long long)pe[EVENT_EXEC], (unsigned long long)pe[EVENT_EXIT],
 		(unsigned long long)pe[EVENT_FORK], (unsigned long long)pe[EVENT_MMAP],

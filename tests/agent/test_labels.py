@@ -180,6 +180,61 @@ def t_service_threads(tmp):
                        f"({process_comm!r}, 'rec-worker')")
 
 
+@case("moved-before-exec")
+def t_moved_before_exec(tmp):
+    """A runtime's shape: a shell in cgroup A (a unit) forks a child, which
+    moves itself to cgroup B (another unit) and then execs the fixture.
+    The agent reads a cgroup once per id, and A is known by then (the
+    child's shell was read in it): the fixture's samples must carry B's
+    service_name, the exec record's cgroup, not the fork's."""
+    root = tr.cgroup2_mount()
+    units = {k: f"cfiprof-{k}-{os.getpid()}.service" for k in ("a", "b")}
+    cgs = {k: f"{root}/{u}" for k, u in units.items()}
+    for cg in cgs.values():
+        os.mkdir(cg)
+    inner = os.path.join(tmp, "inner.sh")
+    with open(inner, "w") as f:
+        f.write(f'echo $$ > {cgs["b"]}/cgroup.procs && exec {tr.fx("threads")} 30\n')
+    port = free_port()
+    p = None
+    moved = []
+    try:
+        agent = start_agent(["-F", "99", "--interval", "1s"], port)
+        try:
+            # A shell exec'd in A and a sleep make A known; then the
+            # child ("; true": forked, not exec'd) moves and execs.
+            p = tr.start_bg(["sh", "-c", f'echo $$ > {cgs["a"]}/cgroup.procs && '
+                             f'exec sh -c "sleep 0.3; sh {inner}; true"'])
+            time.sleep(0.6)
+            samples, _ = pull(port, tmp, 2)
+            metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",
+                                             timeout=60).read().decode()
+        finally:
+            stop_agent(agent)
+    finally:
+        with open(f"{cgs['b']}/cgroup.procs") as f:
+            moved = [int(pid) for pid in f.read().split()]
+        for pid in moved:
+            os.kill(pid, 9)
+        if p:
+            p.wait()
+        for cg in cgs.values():
+            os.rmdir(cg)
+    # (other programs of this name may run on the machine)
+    mine = [s for s in samples if s.labels.get("pid") in moved]
+    services = {s.labels.get("service_name") for s in mine}
+    log(f"pid {moved}: {len(mine)} stacks, service_name {sorted(services)}")
+    if not mine:
+        raise Fail("no samples of the fixture")
+    if services != {units["b"]}:
+        raise Fail(f"service_name {sorted(services)}, want only {units['b']!r} (the cgroup "
+                   f"the fixture was exec'd in)")
+    hits = [l for l in metrics.splitlines() if l.startswith("cfiprof_cgroup_cache_hits_total ")]
+    log(f"metrics: {hits}")
+    if not hits or float(hits[0].split()[1]) < 1:
+        raise Fail(f"no cgroup read was saved: {hits}")
+
+
 @case("hostname-node")
 def t_hostname_node(tmp):
     """The agent in a UTS namespace of its own whose host name is not the

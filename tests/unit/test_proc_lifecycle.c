@@ -9,10 +9,17 @@
  * pid read afresh, and reads that wait for their due time.
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "agent/container/cgroup_target.h"
 #include "agent/procs/lifecycle.h"
 #include "agent/util/clock.h"
 #include "bpf/abi.h"
@@ -159,7 +166,7 @@ Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 	/* BPF: the exec renews the epoch before its record is sent. */
 	exec_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, now);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
 	cr_assert(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
 		  "the new program was not read");
 	expect_published(exec_ns);
@@ -195,7 +202,7 @@ Test(lifecycle, exec_already_read_in_its_epoch_is_not_read_again)
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
 	/* record -- CMD reads the program before it runs, after the exec. */
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
-	procs_on_exec(&t.procs, child.pid, exec_ns, mono_ns());
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, mono_ns());
 	cr_expect_eq(t.procs.rescans, 0);
 	expect_published(exec_ns);
 }
@@ -212,7 +219,7 @@ Test(lifecycle, exec_between_epoch_and_mappings_is_read_again)
 	expect_published(0);
 	exec_ns = procs_get(&t.procs, child.pid)->last_scan_ns - 1;
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, mono_ns());
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, mono_ns());
 	cr_expect_eq(t.procs.rescans, 1);
 	expect_published(exec_ns);
 }
@@ -266,7 +273,7 @@ Test(lifecycle, exited_mappings_go_when_the_pid_lives_again)
 
 	read_child();
 	procs_on_exit(&t.procs, child.pid, now);
-	procs_on_mmap(&t.procs, child.pid, now + MS);
+	procs_on_mmap(&t.procs, child.pid, 0, now + MS);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->state, PROC_UNREAD);
@@ -280,7 +287,7 @@ Test(lifecycle, an_exited_pid_back_in_use_is_not_gone)
 
 	read_child();
 	procs_on_exit(&t.procs, child.pid, now);
-	procs_on_fork(&t.procs, child.pid, now + MS, now + MS);
+	procs_on_fork(&t.procs, child.pid, now + MS, 0, now + MS);
 	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS);
 	cr_expect_eq(t.procs.ngone, 0);
 }
@@ -297,7 +304,7 @@ Test(lifecycle, reused_pid_does_not_keep_the_old_mappings)
 	child_execs();
 	fork_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, fork_ns);
-	procs_on_fork(&t.procs, child.pid, fork_ns, now + MS);
+	procs_on_fork(&t.procs, child.pid, fork_ns, 0, now + MS);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->state, PROC_UNREAD, "a forked pid is read at its first sample or when due");
@@ -320,7 +327,7 @@ Test(lifecycle, fork_of_a_pid_still_held_forgets_what_was_held)
 	read_child();
 	fork_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, fork_ns);
-	procs_on_fork(&t.procs, child.pid, fork_ns, fork_ns);
+	procs_on_fork(&t.procs, child.pid, fork_ns, 0, fork_ns);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->state, PROC_UNREAD);
@@ -338,9 +345,9 @@ Test(lifecycle, mmap_reads_once_after_the_first_change)
 
 	read_child();
 	now = mono_ns();
-	procs_on_mmap(&t.procs, child.pid, now);
-	procs_on_mmap(&t.procs, child.pid, now + MS);
-	procs_on_mmap(&t.procs, child.pid, now + 3 * MS);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
+	procs_on_mmap(&t.procs, child.pid, 0, now + MS);
+	procs_on_mmap(&t.procs, child.pid, 0, now + 3 * MS);
 	cr_expect_eq(procs_run_due(&t.procs, now + MS), now + PROCS_SCAN_DELAY_NS,
 		     "later changes moved the read");
 	cr_expect_eq(t.procs.rescans, 0);
@@ -353,7 +360,7 @@ Test(lifecycle, exit_cancels_a_pending_read)
 {
 	uint64_t now = mono_ns();
 
-	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
 	procs_on_exit(&t.procs, child.pid, now + MS);
 	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
 	cr_expect_eq(t.procs.rescans, 0);
@@ -368,7 +375,7 @@ Test(lifecycle, exit_cancels_a_pending_read_of_a_read_process)
 	struct proc *p = read_child();
 	uint32_t n = p->n;
 
-	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
 	procs_on_exit(&t.procs, child.pid, now + MS);
 	procs_run_due(&t.procs, now + 10 * MS);
 	cr_expect_eq(t.procs.rescans, 0);
@@ -399,7 +406,7 @@ Test(lifecycle, samples_read_unknown_code_at_most_every_few_ms)
 	cr_expect_eq(t.procs.rescans, 2);
 	/* ... unless mapping changes are pending. */
 	now = procs_get(&t.procs, child.pid)->last_scan_ns;
-	procs_on_mmap(&t.procs, child.pid, now);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
 	procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x10, now + 1);
 	cr_expect_eq(t.procs.rescans, 3);
 	/* Kernel threads and pid 0 are never read. */
@@ -416,4 +423,208 @@ Test(lifecycle, a_process_gone_before_its_read_leaves_nothing)
 	cr_expect_null(procs_get(&t.procs, child.pid));
 	cr_expect_eq(t.procs.count, 0);
 	expect_nothing_published();
+}
+
+/* The cgroup v2 path and id (its directory's inode) of the test. */
+static const char *own_cgroup(uint64_t *id)
+{
+	static struct cgroup_info ci;
+	char mnt[PATH_MAX], root[PATH_MAX], dir[2 * PATH_MAX];
+	struct stat st;
+
+	cr_assert_eq(cgroup_read(getpid(), &ci), 0);
+	cr_assert(ci.has_v2, "no cgroup v2 hierarchy");
+	cr_assert_eq(cgroup2_mount(mnt, sizeof(mnt), root, sizeof(root)), 0);
+	snprintf(dir, sizeof(dir), "%s%s", mnt, ci.path);
+	cr_assert_eq(stat(dir, &st), 0, "%s: %s", dir, strerror(errno));
+	*id = st.st_ino;
+	return ci.path;
+}
+
+static void expect_cgroup(int pid, const char *path)
+{
+	struct proc *p = procs_get(&t.procs, pid);
+
+	cr_assert_not_null(p);
+	cr_assert_not_null(p->cgroup, "pid %d has no cgroup label", pid);
+	cr_expect_str_eq(p->cgroup, path);
+	cr_assert_not_null(p->service_name);
+}
+
+/* Exec records, in cgroup `id`, of the child and of `other` (started
+ * here); both are labelled with cgroup `path`, the test's. */
+static void two_execs_in(struct test_child *other, uint64_t id, const char *path, uint64_t now)
+{
+	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
+
+	test_child_start(other, sleep2);
+	procs_on_exec(&t.procs, child.pid, now, id, now);
+	procs_on_exec(&t.procs, other->pid, now, id, now);
+	expect_cgroup(child.pid, path);
+	expect_cgroup(other->pid, path);
+}
+
+/* Programs started in one cgroup: /proc/PID/cgroup is read for the
+ * first, the others' labels come from what it said. */
+Test(lifecycle, programs_of_one_cgroup_read_it_once)
+{
+	struct test_child other;
+	uint64_t id, now = mono_ns();
+	const char *path = own_cgroup(&id);
+
+	two_execs_in(&other, id, path, now);
+	cr_expect_eq(t.procs.cgroups.reads, 1);
+	cr_expect_eq(t.procs.cgroups.hits, 1);
+	/* Without an id (a process found by its samples): read. */
+	procs_forget(&t.procs, other.pid);
+	cr_assert_not_null(procs_on_sample(&t.procs, other.pid, WALK_END_NO_MAPPING, 0, 0, now));
+	expect_cgroup(other.pid, path);
+	cr_expect_eq(t.procs.cgroups.reads, 2);
+	test_child_end(&other);
+}
+
+/* A process moved to another cgroup after its record (here: an id that
+ * is not its cgroup's) is read in its new cgroup, and what was read is
+ * not filed under the record's id, whose next programs are read too. */
+Test(lifecycle, a_cgroup_read_after_a_move_is_not_cached_under_the_old_id)
+{
+	struct test_child other;
+	uint64_t id, now = mono_ns();
+	const char *path = own_cgroup(&id);
+
+	two_execs_in(&other, id + 1000000, path, now);
+	cr_expect_eq(t.procs.cgroups.reads, 2);
+	cr_expect_eq(t.procs.cgroups.hits, 0);
+	cr_expect_eq(t.procs.cgroups.n, 0);
+	test_child_end(&other);
+}
+
+/* The exec record's cgroup is the one that counts: a runtime forks,
+ * moves the child into the container's cgroup, and execs. */
+Test(lifecycle, the_exec_records_cgroup_overrides_the_forks)
+{
+	uint64_t id, now = mono_ns();
+	const char *path = own_cgroup(&id);
+	struct proc *p;
+
+	/* The fork's cgroup, known (cached) under another path. */
+	procs_on_exec(&t.procs, child.pid, now, id, now);
+	cr_assert_eq(t.procs.cgroups.n, 1);
+	free(t.procs.cgroups.v[0].path);
+	t.procs.cgroups.v[0].path = strdup("/the-forks-cgroup");
+	procs_forget(&t.procs, child.pid);
+	procs_on_fork(&t.procs, child.pid, now, 424242, now);
+	procs_on_exec(&t.procs, child.pid, now + MS, id, now + MS);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->cgroup_id, id);
+	cr_expect_str_eq(p->cgroup, "/the-forks-cgroup", "the exec record's id was not used");
+	(void)path;
+}
+
+/* The cache is bounded: when full, the least recently used cgroup goes
+ * (ids are never reused: a removed cgroup's entry is merely stale). */
+Test(lifecycle, a_full_cgroup_cache_drops_the_least_recently_used)
+{
+	struct cgroup_cache *c = &t.procs.cgroups;
+	struct cgroup_labels cl;
+	uint64_t id;
+	const char *path = own_cgroup(&id);
+	uint32_t i;
+
+	c->v = calloc(CGROUP_CACHE_MAX, sizeof(*c->v));
+	cr_assert_not_null(c->v);
+	for (i = 0; i < CGROUP_CACHE_MAX; i++) {
+		c->v[i].id = id + 1 + i;
+		c->v[i].used = i == 7 ? 1 : 100 + i;
+		c->v[i].path = strdup("/stale");
+	}
+	c->n = CGROUP_CACHE_MAX;
+	c->tick = 1000;
+	cr_assert_eq(cgroup_cache_labels(c, getpid(), id, &cl), 0);
+	cr_expect_str_eq(cl.path, path);
+	cr_expect_eq(c->n, CGROUP_CACHE_MAX);
+	cr_expect_eq(c->evicted, 1);
+	cr_expect_eq(c->v[7].id, id, "not the least recently used entry was dropped");
+	cr_assert_eq(cgroup_cache_labels(c, getpid(), id, &cl), 0);
+	cr_expect_eq(c->reads, 1);
+	cr_expect_eq(c->hits, 1);
+	cr_assert_eq(cgroup_cache_labels(c, getpid(), id + 1, &cl), 0);
+	cr_expect_str_eq(cl.path, "/stale");
+}
+
+/* How many /proc/PID/maps files the test has open. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char link[64], target[256];
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d))) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%s", e->d_name);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len < 0)
+			continue;
+		target[len] = 0;
+		n += len > 5 && !strcmp(target + len - 5, "/maps");
+	}
+	closedir(d);
+	return n;
+}
+
+/* An exec's read keeps its /proc/PID/maps open for the read due after
+ * ld.so's mmaps, which opens nothing; the fd goes with that read. */
+Test(lifecycle, the_read_after_an_exec_reuses_its_maps_fd)
+{
+	uint64_t now = mono_ns(), exec_ns;
+	int fds = open_fds();
+
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	cr_expect_eq(open_fds(), fds + 1);
+	procs_on_mmap(&t.procs, child.pid, 0, now);
+	procs_run_due(&t.procs, now + PROCS_SCAN_DELAY_NS);
+	cr_expect_eq(t.procs.rescans, 2);
+	cr_expect_eq(t.procs.maps_fd_reuses, 1, "the due read opened /proc/PID/maps again");
+	cr_expect_eq(t.procs.maps_fds_kept, 0);
+	cr_expect_eq(open_fds(), fds, "the kept fd was not closed after its use");
+	expect_published(exec_ns);
+}
+
+/* A kept fd shows the address space of when it was opened: after
+ * another exec (a new epoch) it is closed, not read, and an exit closes
+ * it too. */
+Test(lifecycle, a_kept_maps_fd_is_not_read_for_the_next_program)
+{
+	uint64_t now = mono_ns(), exec_ns = now;
+	int fds = open_fds();
+
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect_eq(t.procs.maps_fd_reuses, 0);
+	cr_expect(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
+		  "the new program was not read");
+	cr_expect_eq(open_fds(), fds);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now + MS);
+	cr_expect_eq(t.procs.maps_fds_kept, 0, "already read in its epoch: nothing kept");
+	/* An exit closes what an exec's read kept. */
+	test_bpf_new_epoch(&t, child.pid, exec_ns + 1);
+	procs_get(&t.procs, child.pid)->keep_maps_fd = true;
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect_eq(t.procs.maps_fds_kept, 1);
+	procs_on_exit(&t.procs, child.pid, now + 2 * MS);
+	cr_expect_eq(t.procs.maps_fds_kept, 0);
+	cr_expect_eq(open_fds(), fds, "the exit left the kept fd open");
 }
