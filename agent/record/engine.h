@@ -33,6 +33,7 @@
 #include "agent/offcpu/offcpu.h"
 #include "agent/perf/perf_events.h"
 #include "agent/procs/procs.h"
+#include "agent/util/memstat.h"
 #include "agent/profile/profile_build.h"
 #include "agent/profile/stacks.h"
 #include "agent/record/events.h"
@@ -87,6 +88,12 @@ struct record_engine {
 	uint64_t start_ns;           /* monotonic */
 	uint64_t duration_ns;        /* set by engine_build_profile */
 	long peak_rss_recording_kb;  /* before the profile was symbolized */
+	/* figures.c's: the RSS's parts, read at most every
+	 * FIGURES_MEMSTAT_EVERY_NS (smaps is long: the daemon reads its
+	 * figures every second) */
+	struct memstat memstat;
+	bool memstat_ok;
+	uint64_t memstat_read_ns;
 	/* engine_cut: where the next profile starts */
 	struct timespec cut_wall;
 	uint64_t cut_ns;             /* 0: at engine_start */
