@@ -169,9 +169,7 @@ int cfi_cache_store(const char *dir, const char *key, const struct cfi_table *t,
 /* Once per process: every table would say the same. */
 static void warn_untrusted(const char *reason)
 {
-	static bool warned;
-
-	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+	if (trusted_warn_first())
 		fprintf(stderr, "cfiprof: warning: %s: not trusted, compiling instead\n", reason);
 }
 

@@ -30,12 +30,11 @@ void debug_cache_init(struct debug_cache *dc, const char *dir)
 	*dc = (struct debug_cache){ .dir = dir, .max_bytes = DEBUG_CACHE_DEFAULT_MAX_BYTES };
 }
 
-/* Once per process: every object would say the same. */
+/* Once per process, with the table cache's (trusted_warn_first): every
+ * object would say the same. */
 static void warn_once(const char *reason, const char *then)
 {
-	static bool warned;
-
-	if (!__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED))
+	if (trusted_warn_first())
 		fprintf(stderr, "cfiprof: warning: %s: %s\n", reason, then);
 }
 

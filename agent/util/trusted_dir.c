@@ -187,3 +187,10 @@ int trusted_file_open(int dir_fd, const char *dir_path, const char *name, struct
 	}
 	return fd;
 }
+
+bool trusted_warn_first(void)
+{
+	static bool warned;
+
+	return !__atomic_exchange_n(&warned, true, __ATOMIC_RELAXED);
+}

@@ -48,4 +48,9 @@ int trusted_dir_open(const char *dir, const char *sub, bool create, char *subpat
 int trusted_file_open(int dir_fd, const char *dir_path, const char *name, struct stat *st,
 		      char *errbuf, size_t errlen);
 
+/* True the first time it is called in the process: the cache's users (CFI
+ * tables, debug-file copies) warn of an untrusted directory once in all,
+ * not once each. */
+bool trusted_warn_first(void);
+
 #endif
