@@ -13,6 +13,10 @@
 #   env AGENT_ARGS=""  more options for the agent (--off-cpu, --kernel, ...)
 #   env SLOTS=2        slots of the workload running (0: only the idle
 #                      programs: what the agent costs on a quiet machine)
+#   env BASE=DIR       also run DIR/cfiprof's agent, side by side, on the same
+#                      workload and the same receiver: each agent's figures
+#                      are printed, and the ratio of their CPU (a change's
+#                      effect, free of the workload's variation between runs)
 #   env PUSH=1         push every interval to tests/agent/pyroscope_receiver.py
 #                      on loopback, as a deployed agent feeds its backend
 #                      (0: no consumer: the agent then cuts without building
@@ -41,12 +45,15 @@ SECS=${SECS:-120}
 busy_require agent_cost.sh
 command -v curl >/dev/null || { echo "agent_cost.sh: needs curl" >&2; exit 1; }
 
+[ -z "${BASE:-}" ] || [ -x "$BASE/cfiprof" ] || { echo "agent_cost.sh: no $BASE/cfiprof" >&2; exit 1; }
+
 tmp=$(mktemp -d)
-agent=
+agents=()
 receiver=
 cleanup() {
-  [ -z "$agent" ] || kill -TERM "$agent" 2>/dev/null || true
-  [ -z "$agent" ] || wait "$agent" 2>/dev/null || true
+  local a
+  for a in "${agents[@]}"; do kill -TERM "$a" 2>/dev/null || true; done
+  for a in "${agents[@]}"; do wait "$a" 2>/dev/null || true; done
   [ -z "$receiver" ] || kill "$receiver" 2>/dev/null || true
   busy_idle_stop
   rm -rf "$tmp"
@@ -56,7 +63,6 @@ busy_setup
 busy_idle_start
 
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-port=$(free_port)
 push=()
 if [ "${PUSH:-1}" = 1 ]; then
   rport=$(free_port)
@@ -66,10 +72,17 @@ if [ "${PUSH:-1}" = 1 ]; then
   receiver=$!
   push=(--pyroscope "http://127.0.0.1:$rport")
 fi
-# shellcheck disable=SC2086
-"$CFIPROF" agent -F "$F" --cache-dir "$tmp/cache" --listen "127.0.0.1:$port" "${push[@]}" ${AGENT_ARGS:-} \
-  2> "$tmp/agent.log" &
-agent=$!
+# Agent k: its binary, cache, port and log.
+bins=("$CFIPROF")
+[ -z "${BASE:-}" ] || bins+=("$BASE/cfiprof")
+ports=()
+for k in "${!bins[@]}"; do
+  ports[k]=$(free_port)
+  # shellcheck disable=SC2086
+  "${bins[k]}" agent -F "$F" --cache-dir "$tmp/cache$k" --listen "127.0.0.1:${ports[k]}" "${push[@]}" \
+    ${AGENT_ARGS:-} 2> "$tmp/agent$k.log" &
+  agents[k]=$!
+done
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
 slots=()
 for k in $(seq 1 "${SLOTS:-2}"); do
@@ -77,43 +90,59 @@ for k in $(seq 1 "${SLOTS:-2}"); do
   slots+=($!)
 done
 
-ticks() { awk '{ print $14, $15 }' "/proc/$agent/stat"; }
+ticks() { awk '{ print $14, $15 }' "/proc/${agents[$1]}/stat"; }
 scans() {
-  curl -sf "http://127.0.0.1:$port/metrics" |
+  curl -sf "http://127.0.0.1:${ports[$1]}/metrics" |
     awk '$1 == "cfiprof_mapping_scans_total" { print $2; f = 1 } END { if (!f) print "nan" }'
 }
-status() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$agent/status"; }
+status() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/${agents[$1]}/status"; }
 sleep "$WARMUP"
-kill -0 "$agent" 2>/dev/null || { echo "agent_cost.sh: the agent exited:" >&2; cat "$tmp/agent.log" >&2; exit 1; }
-t0=$(date +%s.%N) c0=$(ticks) s0=$(scans)
-: > "$tmp/rss"
+for k in "${!agents[@]}"; do
+  kill -0 "${agents[k]}" 2>/dev/null ||
+    { echo "agent_cost.sh: ${bins[k]} agent exited:" >&2; cat "$tmp/agent$k.log" >&2; exit 1; }
+done
+t0=$(date +%s.%N)
+for k in "${!agents[@]}"; do
+  ticks "$k" > "$tmp/c0.$k"; scans "$k" > "$tmp/s0.$k"; : > "$tmp/rss.$k"
+done
 for _ in $(seq 1 $((SECS / 5))); do
   sleep 5
-  status VmRSS >> "$tmp/rss"
+  for k in "${!agents[@]}"; do status "$k" VmRSS >> "$tmp/rss.$k"; done
 done
-t1=$(date +%s.%N) c1=$(ticks) s1=$(scans)
-hwm=$(status VmHWM)
-curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/metrics" || : > "$tmp/metrics"
+t1=$(date +%s.%N)
+for k in "${!agents[@]}"; do
+  ticks "$k" > "$tmp/c1.$k"; scans "$k" > "$tmp/s1.$k"; status "$k" VmHWM > "$tmp/hwm.$k"
+  curl -sf "http://127.0.0.1:${ports[k]}/metrics" > "$tmp/metrics.$k" || : > "$tmp/metrics.$k"
+done
 [ ${#slots[@]} -eq 0 ] || wait "${slots[@]}"
 pushes=$( [ -f "$tmp/pushes.jsonl" ] && wc -l < "$tmp/pushes.jsonl" || echo 0)
 
-python3 - "$tmp" "$t0" "$t1" "$c0" "$c1" "$(getconf CLK_TCK)" "$hwm" "$F" "$SECS" "${SLOTS:-2}" \
-  "$s0" "$s1" "$pushes" <<'PY'
+python3 - "$tmp" "$t0" "$t1" "$(getconf CLK_TCK)" "$F" "$SECS" "${SLOTS:-2}" "$pushes" \
+  "${bins[@]}" <<'PY'
 import re, statistics, sys
-tmp, t0, t1, c0, c1, hz, hwm, f, secs, slots, s0, s1, pushes = sys.argv[1:]
+tmp, t0, t1, hz, f, secs, slots, pushes, *bins = sys.argv[1:]
 wall = float(t1) - float(t0)
-(u0, k0), (u1, k1) = [[int(x) for x in c.split()] for c in (c0, c1)]
-user, sys_ = (u1 - u0) / int(hz), (k1 - k0) / int(hz)
-cpu = user + sys_
-rss = [int(x) for x in open(f"{tmp}/rss").read().split()]
 print(f"agent at {f} Hz, system-wide, {slots} workload slots; {secs} s measured after warm-up; "
       + (f"{pushes} pushes received" if int(pushes) else "no consumer (PUSH=0)"))
-print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s): "
-      f"user {100 * user / wall:.2f} %, system {100 * sys_ / wall:.2f} %")
-print(f"maps reads: {(float(s1) - float(s0)) / wall:.1f}/s")
-print(f"RSS: median {statistics.median(rss) / 1024:.1f} MiB, largest {max(rss) / 1024:.1f} MiB, "
-      f"peak since start (VmHWM) {int(hwm) / 1024:.1f} MiB")
-m = open(f"{tmp}/metrics").read()
-s = re.search(r"^cfiprof_samples_total(?:\{[^}]*\})? ([0-9.e+]+)", m, re.M)
-print(f"samples: {float(s.group(1)):.0f} in all" if s else "samples: /metrics not read")
+cpus = []
+for k, b in enumerate(bins):
+    rd = lambda n: open(f"{tmp}/{n}.{k}").read().split()
+    (u0, k0), (u1, k1) = [[int(x) for x in rd(n)] for n in ("c0", "c1")]
+    user, sys_ = (u1 - u0) / int(hz), (k1 - k0) / int(hz)
+    cpu = user + sys_
+    cpus.append(cpu)
+    rss = [int(x) for x in rd("rss")]
+    s0, s1 = (float(rd(n)[0]) for n in ("s0", "s1"))
+    if len(bins) > 1:
+        print(f"-- {b}")
+    print(f"CPU: {100 * cpu / wall:.2f} % of one core ({cpu:.2f} s in {wall:.1f} s): "
+          f"user {100 * user / wall:.2f} %, system {100 * sys_ / wall:.2f} %")
+    print(f"maps reads: {(s1 - s0) / wall:.1f}/s")
+    print(f"RSS: median {statistics.median(rss) / 1024:.1f} MiB, largest {max(rss) / 1024:.1f} MiB, "
+          f"peak since start (VmHWM) {int(rd('hwm')[0]) / 1024:.1f} MiB")
+    m = open(f"{tmp}/metrics.{k}").read()
+    s = re.search(r"^cfiprof_samples_total(?:\{[^}]*\})? ([0-9.e+]+)", m, re.M)
+    print(f"samples: {float(s.group(1)):.0f} in all" if s else "samples: /metrics not read")
+if len(bins) > 1 and cpus[1] > 0:
+    print(f"CPU ratio {bins[0]} / {bins[1]}: {cpus[0] / cpus[1]:.3f}")
 PY

@@ -95,6 +95,7 @@ struct symbolizer {
 
 	struct sym_kallsyms kallsyms;
 	bool kallsyms_loaded;
+	uint64_t symtab_builds;     /* symbol indexes sorted (symbolizer_symtab_builds) */
 };
 
 /* The object's ELF is reported by fd: libdwfl has no file to find. */
@@ -199,7 +200,10 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 static void module_release(struct module *m, bool forever)
 {
 	sym_fnindex_free(&m->functions);
-	sym_symtab_free(&m->symbols);
+	/* The symbol index owns its names and serves the next session: only
+	 * the module's removal ends it. */
+	if (forever)
+		sym_symtab_free(&m->symbols);
 	sym_plt_free(&m->plt);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
@@ -669,9 +673,13 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 			/* (PLT stubs have no symbols, and no DWARF but for the
 			 * nearest unit's line table: first) */
 			n = plt_name(s, m, vaddr, frames);
-			if (n == 0)
+			if (n == 0) {
+				bool had_symtab = m->symbols.built;
+
 				n = sym_resolve(m->dmod, &m->functions, &m->symbols, vaddr,
 						s->demangle, &s->strings, frames);
+				s->symtab_builds += !had_symtab && m->symbols.built;
+			}
 			if (n < 0)
 				return n;
 		}
@@ -729,6 +737,11 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 	out->line = 0;
 	out->inlined = false;
 	return 1;
+}
+
+uint64_t symbolizer_symtab_builds(const struct symbolizer *s)
+{
+	return s->symtab_builds;
 }
 
 void symbolizer_release(struct symbolizer *s, int module)

@@ -62,11 +62,16 @@ const char *symbolizer_module_build_id(const struct symbolizer *s, int module);
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max);
 
-/* Frees what symbolizing `module` took (its DWARF and symbol indexes),
- * once the addresses wanted now were looked up.  Results already looked
- * up stay cached; an address not looked up before opens the module
- * again (a daemon's next interval has new addresses of the same
- * objects). */
+/* How many symbol indexes were built (each a sort of a module's symbol
+ * table): a module's index is built once and kept until the module is
+ * removed, whatever symbolizer_release drops. */
+uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
+
+/* Frees what symbolizing `module` took (its DWARF and its function
+ * index; the symbol index stays), once the addresses wanted now were
+ * looked up.  Results already looked up stay cached; an address not
+ * looked up before opens the module again (a daemon's next interval has
+ * new addresses of the same objects). */
 void symbolizer_release(struct symbolizer *s, int module);
 
 /* Forgets `module` for good (a daemon's object no process maps any

@@ -55,6 +55,47 @@ static uint32_t rank_of(const GElf_Sym *sym)
 	return r + (GELF_ST_TYPE(sym->st_info) == STT_NOTYPE);
 }
 
+/* Copies the names out of libelf's string table into one block of the
+ * index's own, so that the index outlives the module's Dwfl: the agent
+ * ends a module's libdwfl session after every profile it symbolizes, and
+ * sorting the table again each time cost it more than any lookup. */
+static bool own_names(struct sym_symtab *t, struct vec *a, struct vec *b)
+{
+	struct vec *vs[2] = { a, b };
+	size_t len = 0, at = 0;
+	char *names;
+
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < vs[k]->n; i++)
+			len += strlen(vs[k]->v[i].name) + 1;
+	names = malloc(len ? len : 1);
+	if (!names)
+		return false;
+	for (int k = 0; k < 2; k++) {
+		const char *prev = NULL;
+
+		for (size_t i = 0; i < vs[k]->n; i++) {
+			const char *name = vs[k]->v[i].name;
+			size_t n;
+
+			/* The same string twice in a row (one symbol seen
+			 * through two tables' aliases): one copy. */
+			if (name == prev) {
+				vs[k]->v[i].name = vs[k]->v[i - 1].name;
+				continue;
+			}
+			prev = name;
+			n = strlen(name) + 1;
+			memcpy(names + at, name, n);
+			vs[k]->v[i].name = names + at;
+			at += n;
+		}
+	}
+	t->names = names;
+	t->names_len = at;
+	return true;
+}
+
 static void build(struct sym_symtab *t, Dwfl_Module *mod)
 {
 	struct vec sized = { 0 }, sizeless = { 0 };
@@ -103,6 +144,8 @@ static void build(struct sym_symtab *t, Dwfl_Module *mod)
 	}
 	if (sizeless.n)
 		qsort(sizeless.v, sizeless.n, sizeof(*sizeless.v), cmp_symbol);
+	if (!own_names(t, &sized, &sizeless))
+		goto oom;
 	t->sized = sized.v;
 	t->nsized = sized.n;
 	t->sizeless = sizeless.v;
@@ -113,6 +156,12 @@ oom:
 	free(sizeless.v);
 	free(t->sized_maxhi);
 	t->sized_maxhi = NULL;
+}
+
+size_t sym_symtab_bytes(const struct sym_symtab *t)
+{
+	return (t->nsized + t->nsizeless) * sizeof(struct sym_symbol) +
+	       t->nsized * sizeof(*t->sized_maxhi) + t->names_len;
 }
 
 /* The number of symbols with lo <= addr (the index after the last one). */
@@ -164,5 +213,6 @@ void sym_symtab_free(struct sym_symtab *t)
 	free(t->sized);
 	free(t->sizeless);
 	free(t->sized_maxhi);
+	free(t->names);
 	memset(t, 0, sizeof(*t));
 }

@@ -6,6 +6,10 @@
  * Like dwfl_module_addrinfo, a symbol with a size that contains the address
  * wins; else the closest sizeless symbol before it in the same section.
  * Among aliases, global beats weak beats local, functions beat untyped.
+ *
+ * The index holds its own copy of the names: it outlives the Dwfl it was
+ * built from, and serves the module's next session (the same file) as
+ * it is.
  */
 #ifndef SYMBOLIZE_SYMTAB_H
 #define SYMBOLIZE_SYMTAB_H
@@ -17,7 +21,7 @@
 
 struct sym_symbol {
 	uint64_t lo, hi;     /* hi: lo + size, or the section's end if sizeless */
-	const char *name;    /* libelf's string table (lives with the Dwfl) */
+	const char *name;    /* in the index's `names` */
 	uint32_t rank;       /* smaller is better */
 	uint32_t order;      /* index in the table: ties keep table order */
 };
@@ -27,6 +31,8 @@ struct sym_symtab {
 	struct sym_symbol *sized, *sizeless;   /* each sorted by lo */
 	uint64_t *sized_maxhi;                 /* largest hi of sized[0..i] */
 	size_t nsized, nsizeless;
+	char *names;                           /* the symbols' names, one block */
+	size_t names_len;
 };
 
 /* The name of the function symbol at the module address `addr`, or NULL;
@@ -34,6 +40,9 @@ struct sym_symtab {
  * could not be built for lack of memory is empty). */
 const char *sym_symtab_find(struct sym_symtab *t, Dwfl_Module *mod, uint64_t addr,
 			    uint64_t *start);
+
+/* The heap the index holds, for the agent's memory accounting. */
+size_t sym_symtab_bytes(const struct sym_symtab *t);
 
 void sym_symtab_free(struct sym_symtab *t);
 

@@ -139,7 +139,6 @@ struct agent {
 	struct pyroscope_pusher *push;
 	struct profile_merge *interval[KINDS];
 	uint64_t push_encode_failures;
-	uint64_t metrics_ns;         /* when /metrics was last refreshed */
 };
 
 /* The sums of the sample types counting samples and off-CPU events. */
@@ -441,12 +440,10 @@ static void open_pulls(struct agent *a)
 	}
 }
 
-/* /metrics is refreshed this often: reading the figures (a read of
- * /proc per BPF map, the programs' statistics) takes 1-2 ms, which at
- * every turn of the loop would cost more than the whole profiling. */
-#define METRICS_REFRESH_NS 1000000000ull
-
-/* The figures /metrics serves. */
+/* The figures /metrics serves, rendered when a scrape asks for them
+ * (pull_board_metrics_wanted): reading them (a read of /proc per BPF
+ * map, the programs' statistics) takes 1-2 ms, which on a timer would
+ * cost as much as the profiling whether anyone scrapes or not. */
 static void publish_metrics(struct agent *a)
 {
 	struct agent_metrics_extra x = {
@@ -504,10 +501,8 @@ static int run(struct agent *a)
 		bool window_closes = false;
 		uint32_t i;
 
-		if (now - a->metrics_ns >= METRICS_REFRESH_NS) {
+		if (pull_board_metrics_wanted(a->board))
 			publish_metrics(a);
-			a->metrics_ns = now;
-		}
 		open_pulls(a);
 		if (deadline > a->next_interval_ns)
 			deadline = a->next_interval_ns;

@@ -5,7 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "agent/util/clock.h"
 
 /* Who holds a request: the main loop sees NEW ones in take_new, then
  * holds them TAKEN until it finishes them (DONE). */
@@ -34,6 +37,13 @@ struct pull_board {
 	int fd;                  /* eventfd: new requests wait */
 	char *metrics;
 	size_t metrics_len;
+	/* /metrics is rendered when a scrape asks (METRICS_FRESH_NS old at
+	 * most), not on a timer: a scrape every 15 s then costs one render,
+	 * not fifteen.  The scrape waits on `rendered` for the main loop. */
+	bool metrics_wanted;
+	uint64_t metrics_ns;     /* mono_ns() of the body's render; 0: none */
+	uint64_t metrics_gen;    /* bodies published so far */
+	pthread_cond_t rendered;
 	struct http_stats stats;
 };
 
@@ -70,6 +80,21 @@ int pull_board_new(struct pull_board **out)
 		return err;
 	}
 	err = -pthread_mutex_init(&b->lock, NULL);
+	if (!err) {
+		pthread_condattr_t ca;
+
+		err = -pthread_condattr_init(&ca);
+		if (!err) {
+			/* Waits are timed on the monotonic clock: a step of the
+			 * wall clock must not stretch one. */
+			err = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+			if (!err)
+				err = -pthread_cond_init(&b->rendered, &ca);
+			pthread_condattr_destroy(&ca);
+		}
+		if (err)
+			pthread_mutex_destroy(&b->lock);
+	}
 	if (err) {
 		close(b->fd);
 		free(b);
@@ -163,6 +188,10 @@ int pull_board_set_metrics(struct pull_board *b, const char *text, size_t len)
 	old = b->metrics;
 	b->metrics = copy;
 	b->metrics_len = len;
+	b->metrics_ns = mono_ns();
+	b->metrics_gen++;
+	b->metrics_wanted = false;
+	pthread_cond_broadcast(&b->rendered);
 	pthread_mutex_unlock(&b->lock);
 	free(old);
 	return 0;
@@ -189,6 +218,7 @@ void pull_board_free(struct pull_board *b)
 		entry_unlink_free(b, b->head);
 	close(b->fd);
 	free(b->metrics);
+	pthread_cond_destroy(&b->rendered);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 }
@@ -272,6 +302,33 @@ int pull_wait_end(struct pull_board *b, struct pull_wait *w, int *status, unsign
 	return ret;
 }
 
+bool pull_board_metrics_wanted(struct pull_board *b)
+{
+	bool wanted;
+
+	pthread_mutex_lock(&b->lock);
+	wanted = b->metrics_wanted;
+	pthread_mutex_unlock(&b->lock);
+	return wanted;
+}
+
+/* Under b->lock: asks the main loop for a body unless the latest is
+ * fresh, and waits for it up to METRICS_WAIT_NS (then the latest does). */
+static void await_fresh_metrics(struct pull_board *b)
+{
+	uint64_t gen = b->metrics_gen, deadline = mono_ns() + METRICS_WAIT_NS;
+	struct timespec ts;
+
+	if (b->metrics && mono_ns() - b->metrics_ns < METRICS_FRESH_NS)
+		return;
+	b->metrics_wanted = true;
+	ts.tv_sec = (time_t)(deadline / 1000000000u);
+	ts.tv_nsec = (long)(deadline % 1000000000u);
+	while (b->metrics_gen == gen && !b->closed)
+		if (pthread_cond_timedwait(&b->rendered, &b->lock, &ts))
+			break;
+}
+
 int pull_board_metrics_copy(struct pull_board *b, char **text, size_t *len)
 {
 	int err = 0;
@@ -279,6 +336,7 @@ int pull_board_metrics_copy(struct pull_board *b, char **text, size_t *len)
 	*text = NULL;
 	*len = 0;
 	pthread_mutex_lock(&b->lock);
+	await_fresh_metrics(b);
 	if (b->metrics) {
 		*text = malloc(b->metrics_len ? b->metrics_len : 1);
 		if (*text) {
@@ -313,6 +371,7 @@ void pull_board_close(struct pull_board *b)
 
 	pthread_mutex_lock(&b->lock);
 	b->closed = true;
+	pthread_cond_broadcast(&b->rendered);
 	for (e = b->head; e; e = e->next)
 		if (!e->http_gone)
 			eventfd_signal(e->fd);

@@ -63,9 +63,16 @@ void pull_board_finish(struct pull_board *b, struct pull_request *r);
  * recording for it and finish it at once. */
 bool pull_board_abandoned(struct pull_board *b, const struct pull_request *r);
 
-/* Main loop: publishes the /metrics body (copied); scrapes get the
- * latest.  0 or -ENOMEM (the previous body stays). */
+/* Main loop: publishes the /metrics body (copied), and wakes the scrapes
+ * waiting for one.  0 or -ENOMEM (the previous body stays). */
 int pull_board_set_metrics(struct pull_board *b, const char *text, size_t len);
+/* Main loop: true while a scrape waits for a fresh body (the latest is
+ * older than METRICS_FRESH_NS): render and publish one. */
+bool pull_board_metrics_wanted(struct pull_board *b);
+#define METRICS_FRESH_NS (1000ull * 1000 * 1000)
+/* How long a scrape waits for the main loop (which looks every
+ * LOOP_TICK_NS at most) before it gets the latest body as it is. */
+#define METRICS_WAIT_NS (2000ull * 1000 * 1000)
 
 /* A fd the main loop can poll: readable while new requests wait (an
  * eventfd, drained by pull_board_take_new), or -1. */
@@ -106,8 +113,10 @@ int pull_wait_fd(const struct pull_wait *w);
  * after. */
 int pull_wait_end(struct pull_board *b, struct pull_wait *w, int *status, unsigned char **body,
 		  size_t *len);
-/* The latest metrics, copied into a malloc'd buffer *text (*len bytes;
- * *text NULL and 0 before any was published).  0 or -ENOMEM. */
+/* Fresh metrics (at most METRICS_FRESH_NS old: else it asks the main
+ * loop for a render and waits up to METRICS_WAIT_NS), copied into a
+ * malloc'd buffer *text (*len bytes; *text NULL and 0 before any was
+ * published).  0 or -ENOMEM. */
 int pull_board_metrics_copy(struct pull_board *b, char **text, size_t *len);
 /* Counts one answered request. */
 enum pull_endpoint { PULL_EP_OTHER, PULL_EP_METRICS, PULL_EP_PROFILE };

@@ -110,8 +110,13 @@ struct module *modules_find_build_id(struct module_registry *r, const uint8_t *i
 
 	if (!len || 2 * len >= sizeof(hex))
 		return NULL;
-	for (i = 0; i < len; i++)
-		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	/* (Once per mapping of every read: snprintf per byte cost 3 % of the
+	 * agent's CPU on a busy machine.) */
+	for (i = 0; i < len; i++) {
+		hex[2 * i] = "0123456789abcdef"[id[i] >> 4];
+		hex[2 * i + 1] = "0123456789abcdef"[id[i] & 15];
+	}
+	hex[2 * len] = 0;
 	return find_by_build_id(r, hex);
 }
 

@@ -656,6 +656,37 @@ static void expect_symtab_only(struct symbolizer *s, const char *path, uint64_t 
 	cr_assert_null(f[0].file);
 }
 
+/* A daemon releases each module after every profile: the next session
+ * of the same module finds its symbol index as it left it, not sorted
+ * again, and its names still valid (they were libelf's, gone with the
+ * session). */
+Test(symbolize, symbol_index_outlives_a_release)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *stripped = split_fixture(fx, "rel", "rel.debug", "");
+	struct symbolizer_opts o = { 0 };
+	struct symbolizer *s = symbolizer_new(&o);
+	struct sym_frame f[MAXF];
+	int mod, n;
+
+	/* No DWARF anywhere: names come from the symbol table alone. */
+	free(run("rm -f '%s/rel.debug'", tmpdir));
+	mod = add_path(s, stripped);
+
+	n = symbolizer_lookup(s, mod, inlined_addr(fx), f, MAXF);
+	cr_assert_gt(n, 0);
+	cr_assert_str_eq(f[n - 1].function, "outer_work");
+	cr_assert_eq(symbolizer_symtab_builds(s), 1);
+	symbolizer_release(s, mod);
+	cr_assert_eq(symbolizer_lookup(s, mod, nm_symbol(stripped, "main", false, NULL), f, MAXF), 1);
+	cr_assert_str_eq(f[0].function, "main");
+	cr_assert_eq(symbolizer_symtab_builds(s), 1, "the index was built again");
+	symbolizer_release(s, mod);
+	cr_assert_eq(symbolizer_remove(s, mod), 0);
+	symbolizer_free(s);
+	free(stripped);
+}
+
 Test(symbolize, debuglink_fifos_are_refused, .timeout = HANG_TIMEOUT)
 {
 	const char *fx = fixture("SYMB_FIXTURE_C");

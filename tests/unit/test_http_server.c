@@ -508,6 +508,51 @@ Test(http_server, metrics_latest_body)
 	finish(&fx);
 }
 
+struct scrape_args {
+	const char *base;
+	struct reply r;
+};
+
+static void *scrape_in_thread(void *arg)
+{
+	struct scrape_args *a = arg;
+
+	request(a->base, NULL, "/metrics", &a->r);
+	return NULL;
+}
+
+/* The main loop renders /metrics when a scrape asks, not on a timer: a
+ * body younger than METRICS_FRESH_NS is served as it is, an older one
+ * makes the scrape ask and wait for the next render. */
+Test(http_server, metrics_rendered_when_a_scrape_asks)
+{
+	static const char old_body[] = "cfiprof_x 1\n", new_body[] = "cfiprof_x 2\n";
+	struct scrape_args sa;
+	struct fixture fx;
+	struct reply r;
+	pthread_t t;
+	int i;
+
+	start(&fx, false);
+	cr_assert_eq(pull_board_set_metrics(fx.board, old_body, strlen(old_body)), 0);
+	get(&fx, "/metrics", &r);
+	cr_assert_str_eq(r.body.s, old_body);
+	cr_assert(!pull_board_metrics_wanted(fx.board), "a fresh body needs no render");
+	usleep((METRICS_FRESH_NS / 1000) + 100000);
+	cr_assert(!pull_board_metrics_wanted(fx.board), "no render without a scrape");
+	sa = (struct scrape_args){ .base = fx.base };
+	cr_assert_eq(pthread_create(&t, NULL, scrape_in_thread, &sa), 0);
+	for (i = 0; i < 1000 && !pull_board_metrics_wanted(fx.board); i++)
+		usleep(1000);
+	cr_assert(pull_board_metrics_wanted(fx.board), "the scrape of a stale body asks for one");
+	cr_assert_eq(pull_board_set_metrics(fx.board, new_body, strlen(new_body)), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(sa.r.status, 200);
+	cr_assert_str_eq(sa.r.body.s, new_body, "the scrape got the render it asked for");
+	cr_assert(!pull_board_metrics_wanted(fx.board));
+	finish(&fx);
+}
+
 /* A raw connection sending one profile request, to hang up at will. */
 static int raw_request(struct fixture *fx, const char *path)
 {
