@@ -252,6 +252,9 @@ int agent_parse_args(int argc, char **argv, struct agent_opts *o)
 	ret = arg_check_cache_dir(PROG, r->cache_dir);
 	if (ret)
 		return ret;
+	/* Kept an interval, as the modules are: what ran in this one
+	 * likely runs in the next. */
+	r->table_grace_ns = o->interval_ns;
 	/* The whole machine unless narrowed: -u and --cgroup filter it. */
 	r->all = !r->npids;
 	r->ncpus = cpu_count_possible();

@@ -61,6 +61,10 @@ struct record_opts {
 	uint64_t max_table_memory;   /* bytes */
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
+	/* How long a table no process maps stays loaded (struct
+	 * table_manager); 0: the default, a second.  The agent's: an
+	 * interval. */
+	uint64_t table_grace_ns;
 	/* the agent's labels on every sample (struct profile_opts): off for record */
 	bool service_name;
 	const char *hostname;

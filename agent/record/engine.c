@@ -163,6 +163,7 @@ static int start_unwinding(struct record_engine *e)
 	e->tables.cache_dir = o->cache_dir;
 	e->tables.copts.debug_dir = o->debug_dir;
 	e->tables.budget = o->max_table_memory;
+	e->tables.unused_grace_ns = o->table_grace_ns;
 	e->tables.tables_fd = bpf_map__fd(e->skel->maps.cfi_tables);
 	ret = tables_start(&e->tables);
 	if (ret) {

@@ -414,7 +414,7 @@ void tables_unref(struct table_manager *tm, struct module *m)
 	pthread_mutex_lock(&tm->lock);
 	/* Not unloaded at once: the same program often starts again right
 	 * away (a shell loop, a build), and would miss again.  tables_sweep
-	 * unloads it once TABLES_UNUSED_GRACE_NS passed. */
+	 * unloads it once the grace passed. */
 	if (m->refs && --m->refs == 0)
 		m->unref_ns = mono_ns();
 	pthread_mutex_unlock(&tm->lock);
@@ -424,6 +424,8 @@ void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 {
 	uint32_t i;
 
+	uint64_t grace = tm->unused_grace_ns ? tm->unused_grace_ns : TABLES_UNUSED_GRACE_NS;
+
 	pthread_mutex_lock(&tm->lock);
 	for (i = 0; i < tm->reg->n; i++) {
 		struct module *m = tm->reg->mods[i];
@@ -431,7 +433,7 @@ void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 		/* The worker unloads it: a map-of-maps delete waits for an RCU
 		 * grace period, which the main thread must not. */
 		if (m->table_state == TABLE_LOADED && m->refs == 0 && m->unref_ns &&
-		    now_ns - m->unref_ns >= TABLES_UNUSED_GRACE_NS && tm->worker_running &&
+		    now_ns - m->unref_ns >= grace && tm->worker_running &&
 		    !push_unload_locked(tm, m))
 			m->table_state = TABLE_UNLOADING;
 	}

@@ -61,6 +61,8 @@ struct table_manager {
 	struct module_registry *reg; /* its array grows under our lock */
 	int tables_fd;             /* the cfi_tables outer map */
 	uint64_t budget;           /* bytes of kernel memory for tables */
+	uint64_t unused_grace_ns;  /* how long a table no process maps stays
+				    * loaded; 0: TABLES_UNUSED_GRACE_NS */
 	const char *cache_dir;     /* NULL: no disk cache */
 	struct cfi_compile_opts copts;
 
@@ -111,10 +113,13 @@ uint32_t tables_walker_id(struct table_manager *tm, const struct module *m);
 void tables_ref(struct table_manager *tm, struct module *m);
 void tables_unref(struct table_manager *tm, struct module *m);
 
-/* How long a table no process maps any more stays loaded. */
+/* How long a table no process maps any more stays loaded, unless the
+ * manager says otherwise (the agent keeps them an interval: the programs
+ * of a busy machine come back within seconds, and each reload from the
+ * disk cache was a tenth of its CPU). */
 #define TABLES_UNUSED_GRACE_NS (1000ull * 1000 * 1000)
 
-/* Queues the unloading of tables unused for TABLES_UNUSED_GRACE_NS. */
+/* Queues the unloading of tables unused for the grace. */
 void tables_sweep(struct table_manager *tm, uint64_t now_ns);
 
 /* Whether `m` can be freed as far as tables go: its table is out of the

@@ -372,6 +372,31 @@ Test(tables, last_unref_unloads_after_the_grace)
 	check_accounting();
 }
 
+/* The agent keeps an unused table an interval, not the default second. */
+Test(tables, the_managers_grace_replaces_the_default)
+{
+	struct module *m = uf_obj(1);
+	uint64_t t0;
+
+	tm.unused_grace_ns = 10 * TABLES_UNUSED_GRACE_NS;
+	load(m);
+	/* (load took the first reference) */
+	tables_unref(&tm, m);
+	cr_expect_eq(uf_refs(m), 0);
+	t0 = unref_ns(m);
+	cr_assert_neq(t0, 0);
+	tables_sweep(&tm, t0 + TABLES_UNUSED_GRACE_NS);
+	settle();
+	cr_expect_eq(uf_state(m), TABLE_LOADED, "unloaded after the default grace");
+	tables_sweep(&tm, t0 + 10 * TABLES_UNUSED_GRACE_NS - 1);
+	settle();
+	cr_expect_eq(uf_state(m), TABLE_LOADED, "unloaded before the manager's grace");
+	tables_sweep(&tm, t0 + 10 * TABLES_UNUSED_GRACE_NS);
+	settle();
+	expect_loaded_then_unloaded(m);
+	check_accounting();
+}
+
 /* A table queued for unloading that a process maps again meanwhile
  * stays loaded. */
 Test(tables, mapped_again_before_the_unload_stays_loaded)
