@@ -203,6 +203,10 @@ struct cfiprof_proc_event {
 	 * cgroup2 mount; 0: unknown).  The agent derives labels from the
 	 * cgroup once per id, not once per program. */
 	__u64 cgroup_id;
+	/* The comm of the task that made the record: EVENT_EXEC's is the new
+	 * program's, which the agent labels it with rather than reading
+	 * /proc/PID/comm at every exec. */
+	char comm[CFIPROF_COMM_LEN];
 };
 
 /* EVENT_MISS: sent at most once per CFIPROF_MISS_INTERVAL_NS for each

@@ -63,6 +63,7 @@ static __always_inline void send_proc_event(__u32 kind, __u32 tgid, __u32 ppid, 
 	};
 
 	ev.time_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(ev.comm, sizeof(ev.comm));
 	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), wake))
 		count(CNT_PROC_EVENT_DROPS);
 }

@@ -80,7 +80,7 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 }
 
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
-		   uint64_t now)
+		   const char *comm, uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
 
@@ -103,6 +103,11 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 		p->published = false;
 		/* ld.so's mmaps follow: their read reuses this one's fd. */
 		p->keep_maps_fd = true;
+		/* The labels the read below takes: this program's comm. */
+		if (comm) {
+			memcpy(p->exec_comm, comm, sizeof(p->exec_comm) - 1);
+			p->exec_comm[sizeof(p->exec_comm) - 1] = 0;
+		}
 	}
 	rescan(r, pid);
 	p = procs_get(r, pid);

@@ -110,7 +110,14 @@ static void read_labels(struct proc_registry *r, struct proc *p)
 			p->container = container_names_get(r->names, p->container_id);
 		}
 	}
-	read_comm(p->pid, comm);
+	/* The exec record's (the program's first read follows it): a read of
+	 * /proc per exec was a twentieth of the agent's CPU on a busy machine. */
+	if (p->exec_comm[0]) {
+		memcpy(comm, p->exec_comm, sizeof(comm));
+		p->exec_comm[0] = 0;
+	} else {
+		read_comm(p->pid, comm);
+	}
 	if (comm[0])
 		set_str(&p->comm, comm);
 	svc = service_name(p->container ? p->container->service : NULL, p->container_id, p->cgroup,

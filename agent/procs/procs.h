@@ -54,6 +54,8 @@ struct proc {
 	char *container_id;        /* from /proc/PID/cgroup, or NULL */
 	char *cgroup;              /* its cgroup v2 path, or NULL */
 	char *comm;                /* the process's (its main thread's) comm, or NULL */
+	char exec_comm[16];        /* its exec record's comm, for the read that
+				    * follows the exec ("": read /proc/PID/comm) */
 	const struct container_meta *container; /* its container's names (a reference), or NULL */
 	char *service_name;        /* agent/profile/service_name.h of the above, or NULL */
 	bool published;            /* its mappings are in BPF */

@@ -55,7 +55,7 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 		procs_on_exit(ev->procs, pid, mono_ns());
 		break;
 	case EVENT_EXEC:
-		procs_on_exec(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());
+		procs_on_exec(ev->procs, pid, pe->time_ns, pe->cgroup_id, pe->comm, mono_ns());
 		break;
 	case EVENT_FORK:
 		procs_on_fork(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());

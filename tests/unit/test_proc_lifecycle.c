@@ -166,7 +166,7 @@ Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 	/* BPF: the exec renews the epoch before its record is sent. */
 	exec_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, now);
 	cr_assert(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
 		  "the new program was not read");
 	expect_published(exec_ns);
@@ -193,6 +193,27 @@ Test(lifecycle, exec_publishes_the_new_program_in_its_epoch)
 	cr_expect_eq(t.procs.rescans, 2);
 }
 
+/* The exec record carries the new program's comm: its labels take it,
+ * without a read of /proc/PID/comm; later programs' reads still read. */
+Test(lifecycle, exec_labels_take_the_records_comm)
+{
+	uint64_t exec_ns;
+
+	read_child();
+	cr_assert_str_neq(procs_get(&t.procs, child.pid)->comm, "from-record");
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "from-record", mono_ns());
+	cr_assert_str_eq(procs_get(&t.procs, child.pid)->comm, "from-record");
+	cr_expect_eq(procs_get(&t.procs, child.pid)->exec_comm[0], 0, "used once");
+	/* The next program without one: /proc's. */
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, mono_ns());
+	cr_assert_str_eq(procs_get(&t.procs, child.pid)->comm, "sleep");
+}
+
 Test(lifecycle, exec_already_read_in_its_epoch_is_not_read_again)
 {
 	uint64_t exec_ns;
@@ -202,7 +223,7 @@ Test(lifecycle, exec_already_read_in_its_epoch_is_not_read_again)
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
 	/* record -- CMD reads the program before it runs, after the exec. */
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, mono_ns());
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, mono_ns());
 	cr_expect_eq(t.procs.rescans, 0);
 	expect_published(exec_ns);
 }
@@ -219,7 +240,7 @@ Test(lifecycle, exec_between_epoch_and_mappings_is_read_again)
 	expect_published(0);
 	exec_ns = procs_get(&t.procs, child.pid)->last_scan_ns - 1;
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, mono_ns());
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, mono_ns());
 	cr_expect_eq(t.procs.rescans, 1);
 	expect_published(exec_ns);
 }
@@ -458,8 +479,8 @@ static void two_execs_in(struct test_child *other, uint64_t id, const char *path
 	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
 
 	test_child_start(other, sleep2);
-	procs_on_exec(&t.procs, child.pid, now, id, now);
-	procs_on_exec(&t.procs, other->pid, now, id, now);
+	procs_on_exec(&t.procs, child.pid, now, id, NULL, now);
+	procs_on_exec(&t.procs, other->pid, now, id, NULL, now);
 	expect_cgroup(child.pid, path);
 	expect_cgroup(other->pid, path);
 }
@@ -508,13 +529,13 @@ Test(lifecycle, the_exec_records_cgroup_overrides_the_forks)
 	struct proc *p;
 
 	/* The fork's cgroup, known (cached) under another path. */
-	procs_on_exec(&t.procs, child.pid, now, id, now);
+	procs_on_exec(&t.procs, child.pid, now, id, NULL, now);
 	cr_assert_eq(t.procs.cgroups.n, 1);
 	free(t.procs.cgroups.v[0].path);
 	t.procs.cgroups.v[0].path = strdup("/the-forks-cgroup");
 	procs_forget(&t.procs, child.pid);
 	procs_on_fork(&t.procs, child.pid, now, 424242, now);
-	procs_on_exec(&t.procs, child.pid, now + MS, id, now + MS);
+	procs_on_exec(&t.procs, child.pid, now + MS, id, NULL, now + MS);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->cgroup_id, id);
@@ -586,7 +607,7 @@ Test(lifecycle, the_read_after_an_exec_reuses_its_maps_fd)
 	child_execs();
 	exec_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, now);
 	cr_expect_eq(t.procs.maps_fds_kept, 1);
 	cr_expect_eq(open_fds(), fds + 1);
 	procs_on_mmap(&t.procs, child.pid, 0, now);
@@ -607,7 +628,7 @@ Test(lifecycle, a_kept_maps_fd_is_not_read_for_the_next_program)
 	int fds = open_fds();
 
 	test_bpf_new_epoch(&t, child.pid, exec_ns);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, now);
 	cr_expect_eq(t.procs.maps_fds_kept, 1);
 	child_execs();
 	exec_ns = mono_ns();
@@ -617,7 +638,7 @@ Test(lifecycle, a_kept_maps_fd_is_not_read_for_the_next_program)
 	cr_expect(test_maps_file(procs_get(&t.procs, child.pid), "/sleep"),
 		  "the new program was not read");
 	cr_expect_eq(open_fds(), fds);
-	procs_on_exec(&t.procs, child.pid, exec_ns, 0, now + MS);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, NULL, now + MS);
 	cr_expect_eq(t.procs.maps_fds_kept, 0, "already read in its epoch: nothing kept");
 	/* An exit closes what an exec's read kept. */
 	test_bpf_new_epoch(&t, child.pid, exec_ns + 1);
