@@ -48,6 +48,7 @@ struct module {
 	struct sym_plt plt;             /* its PLT stubs */
 	bool dwfl_tried;
 	bool removed;            /* symbolizer_remove: its id is free */
+	bool symtab_kept;        /* `symbols` counts in symtab_kept_bytes */
 	uint32_t users;          /* registrations not yet removed */
 	uint64_t start, end;     /* the module's address range */
 };
@@ -96,6 +97,7 @@ struct symbolizer {
 	struct sym_kallsyms kallsyms;
 	bool kallsyms_loaded;
 	uint64_t symtab_builds;     /* symbol indexes sorted (symbolizer_symtab_builds) */
+	size_t symtab_kept_bytes;   /* of the indexes kept across releases */
 };
 
 /* The object's ELF is reported by fd: libdwfl has no file to find. */
@@ -194,16 +196,31 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
 	return s;
 }
 
+/* The symbol indexes kept across releases, for all modules: a busy
+ * machine's programs' tables are a few MiB (libLLVM-15's is 4 MiB). */
+#define SYMTAB_KEEP_MAX (8u << 20)
+
 /* What a module's lookups took: its indexes, its libdwfl session (which
  * ends its DWARF, not the alt file we gave it) and its fds; `forever`:
  * its own fd too, else the next lookup not cached opens it again. */
-static void module_release(struct module *m, bool forever)
+static void module_release(struct symbolizer *s, struct module *m, bool forever)
 {
 	sym_fnindex_free(&m->functions);
-	/* The symbol index owns its names and serves the next session: only
-	 * the module's removal ends it. */
-	if (forever)
-		sym_symtab_free(&m->symbols);
+	/* The symbol index owns its names and serves the next session, within
+	 * SYMTAB_KEEP_MAX for all modules: beyond, it goes as the rest. */
+	if (m->symbols.built) {
+		size_t bytes = sym_symtab_bytes(&m->symbols);
+
+		if (forever || (!m->symtab_kept && s->symtab_kept_bytes + bytes > SYMTAB_KEEP_MAX)) {
+			if (m->symtab_kept)
+				s->symtab_kept_bytes -= bytes;
+			m->symtab_kept = false;
+			sym_symtab_free(&m->symbols);
+		} else if (!m->symtab_kept) {
+			s->symtab_kept_bytes += bytes;
+			m->symtab_kept = true;
+		}
+	}
 	sym_plt_free(&m->plt);
 	if (m->dwfl)
 		dwfl_end(m->dwfl);
@@ -227,7 +244,7 @@ void symbolizer_free(struct symbolizer *s)
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nmodules; i++)
-		module_release(&s->modules[i], true);
+		module_release(s, &s->modules[i], true);
 	sym_no_alt_close(&s->no_alt);
 	free(s->modules);
 	free(s->free_ids);
@@ -748,7 +765,7 @@ void symbolizer_release(struct symbolizer *s, int module)
 {
 	if (!get_module(s, module))
 		return;
-	module_release(&s->modules[module], false);
+	module_release(s, &s->modules[module], false);
 }
 
 /* Removes from `t` the entries i of v[0..*n) (elements of `size` bytes)
@@ -821,7 +838,7 @@ int symbolizer_remove(struct symbolizer *s, int module)
 		s->free_ids = v;
 		s->capfree_ids = cap;
 	}
-	module_release(m, true);
+	module_release(s, m, true);
 	if (m->build_id[0])
 		sym_table_remove(&s->by_build_id, sym_hash_bytes(m->build_id, strlen(m->build_id)),
 				 module);
