@@ -593,7 +593,7 @@ def table_seeds():
     raddr, rrule, pal = blk, blk + 2 * n, blk + 3 * n + (n & 1)
     seeds.update({
         "bad-magic": with_hdr(magic=0),
-        "bad-version": with_hdr(version=2),
+        "bad-version": with_hdr(version=VERSION + 1),
         "bad-shift-low": with_hdr(page_shift=7),
         "bad-shift-high": with_hdr(page_shift=17),
         "bad-empty-range": with_hdr(end=h[2]),
