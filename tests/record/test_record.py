@@ -1773,8 +1773,17 @@ def t_go(tmp):
     sigreturn = syms.get("runtime.sigreturn.abi0", syms.get("runtime.sigreturn"))
     if goexit is None or sigreturn is None:
         raise Fail(f"{binary}: no runtime.goexit or runtime.sigreturn symbol")
+    # Asynchronous preemption makes the interrupted goroutine "call"
+    # runtime.asyncPreempt by pushing the interrupted pc: the frame after
+    # it is that instruction, no call before it.
+    funcs = sorted((a, go_base(n)) for n, a in syms.items())
+    fstarts = [a for a, _ in funcs]
+
+    def func_at(a):
+        i = bisect.bisect_right(fstarts, a) - 1
+        return funcs[i][1] if i >= 0 else ""
     total = exact = switched = 0
-    ends, wrong, bad_ends, in_sigreturn = {}, {}, {}, 0
+    ends, wrong, bad_ends, in_sigreturn, preempted = {}, {}, {}, 0, 0
     for s in mine:
         n = s.values[0]
         end = s.labels.get("walk_end")
@@ -1788,6 +1797,9 @@ def t_go(tmp):
         ok = True
         for i, a in enumerate(s.addrs[1:], 1):
             if a == goexit or a == sigreturn - 1 or s.addrs[i - 1] == sigreturn - 1:
+                continue
+            if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
+                preempted += n
                 continue
             if not after_call(insns, starts, a):
                 key = (a, s.frames[len(s.addrs) - 1 - i] if len(s.frames) == len(s.addrs)
@@ -1807,7 +1819,7 @@ def t_go(tmp):
     log(f"rec-go: {total} samples: {exact} exact to a root of the runtime "
         f"({100.0 * exact / max(total, 1):.1f}%), {switched} ended stack_switch "
         f"({100.0 * switched / max(total, 1):.1f}%), walk ends {ends}, "
-        f"{in_sigreturn} inside runtime.sigreturn")
+        f"{in_sigreturn} inside runtime.sigreturn, {preempted} in runtime.asyncPreempt")
     check_chain(pprof_stacks(mine), "main.chainC", GO_CHAIN, "go", min_samples=MIN_WALL)
     for (a, f, chain), n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
         log(f"  not after a call: {n} x {a:#x} ({f}) in {chain}")
