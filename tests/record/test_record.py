@@ -1713,7 +1713,10 @@ GO_ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"}
 # The functions at which Go's runtime runs code on another stack (the
 # g0 stack): a walk through them must end as stack_switch.
 GO_SWITCHES = {"runtime.systemstack", "runtime.mcall", "runtime.morestack",
-               "runtime.asmcgocall", "runtime.nanotime1", "time.now", "runtime.gogo"}
+               "runtime.asmcgocall", "runtime.asmcgocall_no_g", "runtime.cgocallback",
+               "runtime.gogo", "gogo", "runtime.nanotime1", "runtime.walltime", "time.now",
+               "runtime.callCgoSigaction", "runtime.sigfwd", "runtime.callCgoMmap",
+               "runtime.callCgoMunmap"}
 OBJDUMP = os.environ.get("OBJDUMP", "objdump")
 
 
