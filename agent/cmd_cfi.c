@@ -85,8 +85,9 @@ int cmd_cfi(int argc, char **argv)
 				if (r->cfa_type == CFI_CFA_UNDEF)
 					printf("%016llx undef\n", a.addr);
 				else
-					printf("%016llx %-8s %-8s %s%s\n", a.addr, cfa, rbp, ra,
-					       (r->flags & CFI_RULE_SIGNAL) ? " signal" : "");
+					printf("%016llx %-8s %-8s %s%s%s\n", a.addr, cfa, rbp, ra,
+					       (r->flags & CFI_RULE_SIGNAL) ? " signal" : "",
+					       (r->flags & CFI_RULE_STACK_SWITCH) ? " stack_switch" : "");
 			}
 		} else if (!ret && cfi_dump_table(&t, stdout)) {
 			fprintf(stderr, "cfiprof: writing the dump failed\n");

@@ -17,7 +17,7 @@
 /* ---- CFI table (format version 1) ----------------------------------- */
 
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
-#define CFI_TABLE_VERSION 1u
+#define CFI_TABLE_VERSION 2u
 
 /* A table is read by BPF in chunks: the agent loads the blob into an
  * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
@@ -58,6 +58,12 @@ enum cfi_reg_type {
 /* Rule flags. */
 #define CFI_RULE_SIGNAL  0x01 /* signal trampoline: step through the kernel's rt_sigframe */
 #define CFI_RULE_TOO_BIG 0x02 /* an offset or register did not fit the fields: unsupported */
+/* Code of Go's runtime that moves rsp to another stack (runtime.systemstack,
+ * mcall, morestack, asmcgocall, the vDSO calls on g0, ...): its CFI
+ * describes the stack it came from, so the walk records the frame and ends
+ * there (WALK_END_STACK_SWITCH) rather than read the other stack's stale
+ * words as callers.  The compiler finds these functions by their symbols. */
+#define CFI_RULE_STACK_SWITCH 0x80
 
 /* One deduplicated unwind rule: everything needed to step one frame on
  * x86-64.  Registers are DWARF numbers (6 = rbp, 7 = rsp, 16 = rip). */
@@ -141,6 +147,8 @@ enum cfiprof_walk_end {
 	WALK_END_BAD_FRAME   = 6, /* the stack pointer did not move up: corrupt or a loop */
 	WALK_END_NO_USER     = 7, /* kernel thread: no user stack at all */
 	WALK_END_FP_FAILED   = 8, /* frame-pointer fallback (no CFI here) found no frame */
+	WALK_END_STACK_SWITCH = 9, /* Go's runtime switched stacks here (CFI_RULE_STACK_SWITCH):
+				    * the callers are on another stack */
 	WALK_END_NR
 };
 

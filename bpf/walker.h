@@ -194,6 +194,9 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 		return step_signal(lc, st);
 	if (r->flags & CFI_RULE_TOO_BIG)
 		return WALK_END_UNSUPPORTED;
+	/* The callers are on the stack Go's runtime switched from. */
+	if (r->flags & CFI_RULE_STACK_SWITCH)
+		return WALK_END_STACK_SWITCH;
 
 	switch (r->cfa_type) {
 	case CFI_CFA_REG:

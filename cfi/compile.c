@@ -8,12 +8,20 @@
 
 #include "interp.h"
 
+/* What the compiler does to the rows of a function it knows by name. */
+enum go_mark {
+	GO_MARK_NONE = 0,
+	GO_MARK_SWITCH,   /* rows get CFI_RULE_STACK_SWITCH */
+	GO_MARK_TOP,      /* the outermost frame: return address undefined */
+};
+
 /* A piece of one FDE that is in force over [start, end). */
 struct segment {
 	uint64_t start, end;
 	const struct cfi_fde *fde;
 	const struct cfi_fdeset *set;
 	const struct cfi_section *sec;
+	enum go_mark mark;
 };
 
 struct segvec {
@@ -137,14 +145,224 @@ out:
 	return ret;
 }
 
+/* ---- Go's runtime ------------------------------------------------------
+ *
+ * Go binaries carry .debug_frame whose rows are right for ordinary Go code
+ * but not where the runtime's assembly moves rsp to another stack: there
+ * the CFA rule still describes the stack it left, and following it reads
+ * stale words of the g0 stack as callers.  These functions are found by
+ * their names in the object's own .symtab (Go's assembly entry points, as
+ * in src/runtime/asm_amd64.s, sys_linux_amd64.s and time_linux_amd64.s),
+ * so no runtime version table is involved.  Assembly defined with ABI0 is
+ * named NAME.abi0 (Go >= 1.17); where NAME.abi0 exists, NAME alone is its
+ * ABIInternal wrapper, ordinary Go code that stays on its stack. */
+static const char *const go_stack_switches[] = {
+	"runtime.systemstack", "runtime.mcall", "runtime.morestack", "runtime.asmcgocall",
+	"runtime.asmcgocall_no_g", "runtime.cgocallback", "runtime.gogo", "gogo",
+	"runtime.nanotime1", "runtime.walltime", "runtime.walltime1", "time.now",
+	"runtime.callCgoSigaction", "runtime.sigfwd", "runtime.callCgoMmap", "runtime.callCgoMunmap",
+	"racecall", "runtime.racecall", "asancall", "msancall", "runtime.libfuzzerCall4",
+	"runtime.libfuzzerCallTraceIntCmp", "runtime.libfuzzerCallWithTwoByteBuffers",
+	NULL,
+};
+
+/* Declared TOPFRAME in the runtime: no caller, whatever the stack holds
+ * above them (rt0_go realigns rsp, so its CFA rule reads argc as a return
+ * address). */
+static const char *const go_top_frames[] = {
+	"runtime.rt0_go", "runtime.mstart", "runtime.goexit", NULL,
+};
+
+struct go_range {
+	uint64_t start, end;
+	enum go_mark mark;
+	bool abi0;
+	const char *name;  /* in the ELF's string table */
+	size_t len;        /* of the name without .abi0 */
+};
+
+struct go_ranges {
+	struct go_range *v;
+	size_t n;
+};
+
+static bool name_in(const char *const *list, const char *name, size_t len)
+{
+	for (; *list; list++)
+		if (strlen(*list) == len && !memcmp(*list, name, len))
+			return true;
+	return false;
+}
+
+/* The mark of symbol `name`, and whether it is NAME.abi0. */
+static enum go_mark go_mark_of(const char *name, bool *abi0)
+{
+	size_t len = strlen(name);
+
+	*abi0 = len > 5 && !strcmp(name + len - 5, ".abi0");
+	if (*abi0)
+		len -= 5;
+	if (name_in(go_stack_switches, name, len))
+		return GO_MARK_SWITCH;
+	if (name_in(go_top_frames, name, len))
+		return GO_MARK_TOP;
+	return GO_MARK_NONE;
+}
+
+static int cmp_go_range(const void *a, const void *b)
+{
+	const struct go_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The functions of Go's runtime whose rows the compiler changes, sorted
+ * and disjoint; none unless the object is Go's (it defines
+ * runtime.buildVersion), so that a C function named gogo stays as it is. */
+static int go_ranges_find(const struct cfi_elf *e, struct go_ranges *out)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	size_t cap = 0, i, j;
+	bool is_go = false;
+
+	out->v = NULL;
+	out->n = 0;
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		Elf_Data *d;
+		size_t nsyms;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		nsyms = d->d_size / sh.sh_entsize;
+		for (i = 0; i < nsyms; i++) {
+			GElf_Sym sym;
+			const char *name;
+			struct go_range r;
+
+			if (!gelf_getsym(d, (int)i, &sym))
+				continue;
+			name = elf_strptr(e->elf, sh.sh_link, sym.st_name);
+			if (!name)
+				continue;
+			if (!strcmp(name, "runtime.buildVersion"))
+				is_go = true;
+			if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size)
+				continue;
+			r.mark = go_mark_of(name, &r.abi0);
+			if (r.mark == GO_MARK_NONE)
+				continue;
+			r.start = sym.st_value;
+			r.end = sym.st_value + sym.st_size;
+			r.name = name;
+			r.len = strlen(name) - (r.abi0 ? 5 : 0);
+			if (out->n == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				void *p = realloc(out->v, ncap * sizeof(*out->v));
+
+				if (!p)
+					return -ENOMEM;
+				out->v = p;
+				cap = ncap;
+			}
+			out->v[out->n++] = r;
+		}
+	}
+	if (!is_go) {
+		out->n = 0;
+		return 0;
+	}
+	/* Where NAME.abi0 exists, NAME is its ABIInternal wrapper: Go code
+	 * that calls the assembly, on its own stack. */
+	for (i = j = 0; i < out->n; i++) {
+		const struct go_range *r = &out->v[i];
+		bool wrapper = false;
+		size_t k;
+
+		for (k = 0; k < out->n && !r->abi0 && !wrapper; k++)
+			wrapper = out->v[k].abi0 && out->v[k].len == r->len &&
+				  !memcmp(out->v[k].name, r->name, r->len);
+		if (!wrapper)
+			out->v[j++] = *r;
+	}
+	out->n = j;
+	qsort(out->v, out->n, sizeof(*out->v), cmp_go_range);
+	/* Aliases (NAME and NAME.abi0 at one address) and overlaps: the
+	 * first range wins; a range cut to nothing goes. */
+	for (i = j = 0; i < out->n; i++) {
+		struct go_range r = out->v[i];
+
+		if (j && r.start < out->v[j - 1].end)
+			r.start = out->v[j - 1].end;
+		if (r.start < r.end)
+			out->v[j++] = r;
+	}
+	out->n = j;
+	return 0;
+}
+
+/* Cuts each segment at the boundaries of the Go ranges and marks the
+ * pieces inside one. */
+static int segments_mark(const struct segvec *in, const struct go_ranges *gr, struct segvec *out)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < in->n; i++) {
+		struct segment g = in->v[i];
+		uint64_t s = g.start;
+
+		while (k < gr->n && gr->v[k].end <= s)
+			k++;
+		while (s < g.end) {
+			struct segment piece = g;
+			size_t kk = k;
+
+			while (kk < gr->n && gr->v[kk].end <= s)
+				kk++;
+			piece.start = s;
+			if (kk < gr->n && gr->v[kk].start <= s) {
+				piece.mark = gr->v[kk].mark;
+				piece.end = gr->v[kk].end < g.end ? gr->v[kk].end : g.end;
+			} else {
+				piece.mark = GO_MARK_NONE;
+				if (kk < gr->n && gr->v[kk].start < g.end)
+					piece.end = gr->v[kk].start;
+			}
+			if (seg_push(out, &piece))
+				return -ENOMEM;
+			s = piece.end;
+		}
+	}
+	return 0;
+}
+
 /* Feeds an FDE's rows to the builder, clipped to a segment. */
 struct clip {
 	struct cfi_builder *b;
 	uint64_t start, end;
+	enum go_mark mark;
 	struct cfi_rule pending;
 	bool has_pending, emitted;
 	uint64_t unsupported;
 };
+
+static int clip_add(struct clip *c, uint64_t addr, const struct cfi_rule *rule)
+{
+	struct cfi_rule r = *rule;
+
+	if (c->mark != GO_MARK_NONE && r.cfa_type != CFI_CFA_UNDEF) {
+		if (c->mark == GO_MARK_SWITCH) {
+			r.flags |= CFI_RULE_STACK_SWITCH;
+		} else {
+			r.ra_type = CFI_REG_UNDEFINED;
+			r.ra_off = 0;
+		}
+	}
+	return cfi_builder_add(c->b, addr, &r);
+}
 
 static int clip_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
 {
@@ -159,12 +377,12 @@ static int clip_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
 	if (addr >= c->end)
 		return 1; /* stop: the rest is another FDE's */
 	if (!c->emitted && addr > c->start && c->has_pending) {
-		ret = cfi_builder_add(c->b, c->start, &c->pending);
+		ret = clip_add(c, c->start, &c->pending);
 		if (ret)
 			return ret;
 	}
 	c->emitted = true;
-	return cfi_builder_add(c->b, addr, rule);
+	return clip_add(c, addr, rule);
 }
 
 static double clock_ms(clockid_t clock)
@@ -193,8 +411,9 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		struct cfi_table *out, struct cfi_compile_stats *st, struct cfi_error *err)
 {
 	struct cfi_fdeset eh = { 0 }, dbgset = { 0 };
-	struct segvec seg_eh = { 0 }, seg_dbg = { 0 }, all = { 0 };
+	struct segvec seg_eh = { 0 }, seg_dbg = { 0 }, all = { 0 }, marked = { 0 };
 	const struct segvec *use;
+	struct go_ranges go = { 0 };
 	struct cfi_compile_opts defaults = { 0 };
 	struct cfi_interp ip = { 0 };
 	struct cfi_builder *b = NULL;
@@ -262,6 +481,17 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		}
 		use = &all;
 	}
+	if (go_ranges_find(e, &go)) {
+		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
+		goto out;
+	}
+	if (go.n) {
+		if (segments_mark(use, &go, &marked)) {
+			ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
+			goto out;
+		}
+		use = &marked;
+	}
 
 	b = cfi_builder_new();
 	if (!b) {
@@ -271,7 +501,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	for (i = 0; i < use->n; i++) {
 		const struct segment *g = &use->v[i];
 		const struct cfi_cie *cie = &g->set->cies[g->fde->cie];
-		struct clip c = { .b = b, .start = g->start, .end = g->end };
+		struct clip c = { .b = b, .start = g->start, .end = g->end, .mark = g->mark };
 		static const struct cfi_rule undef = { .cfa_type = CFI_CFA_UNDEF };
 		struct cfi_ptr_ctx fctx = ctx;
 
@@ -291,7 +521,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 			goto fail_builder;
 		}
 		if (!c.emitted && c.has_pending) {
-			ret = cfi_builder_add(b, g->start, &c.pending);
+			ret = clip_add(&c, g->start, &c.pending);
 			if (ret)
 				goto fail_builder;
 		}
@@ -334,6 +564,8 @@ out:
 	free(seg_eh.v);
 	free(seg_dbg.v);
 	free(all.v);
+	free(marked.v);
+	free(go.v);
 	cfi_fdeset_free(&eh);
 	cfi_fdeset_free(&dbgset);
 	if (have_dbg)

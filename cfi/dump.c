@@ -101,8 +101,9 @@ int cfi_dump_table(const struct cfi_table *t, FILE *out)
 		}
 		cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
 		cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
-		fprintf(out, "%016llx %-8s %-8s %s%s\n", (unsigned long long)addr, cfa, rbp, ra,
-			(r->flags & CFI_RULE_SIGNAL) ? " signal" : "");
+		fprintf(out, "%016llx %-8s %-8s %s%s%s\n", (unsigned long long)addr, cfa, rbp, ra,
+			(r->flags & CFI_RULE_SIGNAL) ? " signal" : "",
+			(r->flags & CFI_RULE_STACK_SWITCH) ? " stack_switch" : "");
 	}
 	fprintf(out, "%016llx end\n", (unsigned long long)t->hdr->end);
 	return ferror(out) ? -1 : 0;

@@ -37,6 +37,8 @@ LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 
 # case name -> the report it is waiting on
 KNOWN_BUGS = {}
+# The cache's subdirectory for this table format (main sets it).
+CACHE_V = None
 Case.known_bugs = KNOWN_BUGS
 
 SMALL_C = r"""
@@ -373,7 +375,7 @@ def test_cache(cfiprof, env, tmp):
     if not bid:
         raise Skip(LIBC + " has no build-id")
     cache = os.path.join(tmp, "cache")
-    path = os.path.join(cache, "v1", bid + ".cfit")
+    path = os.path.join(cache, CACHE_V, bid + ".cfit")
     cmd = [cfiprof, "cfi", "dump", "--cache-dir", cache, "--debug-dir", nodebug, LIBC]
     first = None
 
@@ -534,7 +536,7 @@ def warnings_in(err):
 
 
 def cache_file_for(cache, bid):
-    return os.path.join(cache, "v1", bid + ".cfit")
+    return os.path.join(cache, CACHE_V, bid + ".cfit")
 
 
 def test_cache_trust(cfiprof, env, tmp):
@@ -575,9 +577,9 @@ def test_cache_trust(cfiprof, env, tmp):
             cache, victim = os.path.join(base, "cache"), os.path.join(base, "victim")
             os.makedirs(victim)
             os.makedirs(cache)
-            precious = cache_file_for(base, bid).replace("/v1/", "/victim/")
+            precious = cache_file_for(base, bid).replace("/" + CACHE_V + "/", "/victim/")
             write(precious, b"precious")
-            os.symlink(victim, os.path.join(cache, "v1"))
+            os.symlink(victim, os.path.join(cache, CACHE_V))
             prepare(cache)
             dump_warns_once(c, cache, reason)
             with open(precious, "rb") as f:
@@ -597,7 +599,7 @@ def test_cache_trust(cfiprof, env, tmp):
             cache = os.path.join(tempfile.mkdtemp(dir=tmp), "new", "cache")
             rc, out, err = dump(cache, preexec_fn=lambda: os.umask(0))
             c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
-            for path, mode in [(cache, 0o700), (os.path.join(cache, "v1"), 0o700),
+            for path, mode in [(cache, 0o700), (os.path.join(cache, CACHE_V), 0o700),
                                (cache_file_for(cache, bid), 0o600)]:
                 if c.check(os.path.exists(path), "%s not created" % path):
                     m = stat.S_IMODE(os.stat(path).st_mode)
@@ -866,7 +868,7 @@ def test_output(cfiprof, env, tmp):
             if not bid:
                 raise Skip(LIBC + " has no build-id")
             cache = tempfile.mkdtemp(dir=out_dir)
-            os.makedirs(os.path.join(cache, "v1"), mode=0o700)
+            os.makedirs(os.path.join(cache, CACHE_V), mode=0o700)
             fifo = cache_file_for(cache, bid)
             profile = os.path.join(out_dir, "fifo-cache.pb.gz")
             common = ["--unwind", "dwarf", "--cache-dir", cache, "-o", profile, "--", "sleep"]
@@ -896,9 +898,20 @@ def test_output(cfiprof, env, tmp):
             c.check(os.listdir(cache) == [], "wrote into it: %s" % os.listdir(cache))
 
 
+def table_version_dir(cfiprof):
+    """The cache's subdirectory for cfiprof's table format, vN (N is
+    CFI_TABLE_VERSION, which `cfiprof --version` prints)."""
+    out = subprocess.run([cfiprof, "--version"], stdout=subprocess.PIPE, text=True).stdout
+    m = re.search(r"CFI table format (\d+)", out)
+    if not m:
+        sys.exit(f"{cfiprof} --version does not give the table format: {out!r}")
+    return "v" + m.group(1)
+
+
 def main():
-    global VERBOSE
+    global VERBOSE, CACHE_V
     cfiprof, VERBOSE, only = script_args(__doc__)
+    CACHE_V = table_version_dir(cfiprof)
     ONLY.update(only)
     if not shutil.which("readelf"):
         print("SKIP: readelf not found")

@@ -490,6 +490,7 @@ HDR = struct.Struct("<IIQQIIIIIII12x")
 PAGE = struct.Struct("<IHH")
 RULE = struct.Struct("<BBBBihhhBB")
 MAGIC = 0x54494643
+VERSION = 2  # CFI_TABLE_VERSION
 CHUNK = 16384
 HDR_FIELDS = ["magic", "version", "base", "end", "page_shift", "npages", "pages_off", "nrules",
               "rules_off", "nrows", "blob_size"]
@@ -537,7 +538,7 @@ def encode_table(base, end, shift, rows, rules):
         body += b"\0" * (at - rules_off - len(rules) * RULE.size - len(body)) + blk
         at += len(blk)
     size = align(at, 16)
-    blob = bytearray(HDR.pack(MAGIC, 1, base, end, shift, npages, pages_off, len(rules),
+    blob = bytearray(HDR.pack(MAGIC, VERSION, base, end, shift, npages, pages_off, len(rules),
                               rules_off, sum(b[1] for b in blocks), size))
     blob += b"".join(PAGE.pack(*pg) for pg in pages)
     blob += b"\0" * (rules_off - len(blob))
@@ -592,7 +593,7 @@ def table_seeds():
     raddr, rrule, pal = blk, blk + 2 * n, blk + 3 * n + (n & 1)
     seeds.update({
         "bad-magic": with_hdr(magic=0),
-        "bad-version": with_hdr(version=2),
+        "bad-version": with_hdr(version=VERSION + 1),
         "bad-shift-low": with_hdr(page_shift=7),
         "bad-shift-high": with_hdr(page_shift=17),
         "bad-empty-range": with_hdr(end=h[2]),
@@ -790,8 +791,8 @@ def main():
                            ("true", "/usr/bin/true")]:
             run(cfiprof, "cfi", "dump", "--cache-dir", cache, "--debug-dir", TMP, path,
                 stdout=subprocess.DEVNULL)
-        for i, fn in enumerate(sorted(os.listdir(os.path.join(cache, "v1")))):
-            with open(os.path.join(cache, "v1", fn), "rb") as f:
+        for i, fn in enumerate(sorted(os.listdir(os.path.join(cache, "v%d" % VERSION)))):
+            with open(os.path.join(cache, "v%d" % VERSION, fn), "rb") as f:
                 put("table", "cache-%d" % i, f.read()[184:])
         for name, data in table_seeds().items():
             put("table", name, data)

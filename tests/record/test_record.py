@@ -31,6 +31,7 @@ Cases listed in KNOWN_BUGS fail today for a reason already reported: their
 check runs and shows XFAIL, and fails (XPASS) once the bug is fixed, so that
 the entry gets removed.  Exit status: 0 pass (or XFAIL), 1 fail, 77 skip.
 """
+import bisect
 import gzip
 import os
 import re
@@ -1697,6 +1698,147 @@ def t_no_double_close(tmp):
         raise Fail(f"strace saw only {len(closes)} close() calls: not the whole run")
     if twice:
         raise Fail("fds closed twice:\n" + "\n".join(twice))
+
+
+# ---- Go ---------------------------------------------------------------------
+
+# tests/fixtures/goswitch.go, built by Debian's golang-go: main.main's
+# chain spins on its goroutine, whose root is runtime.goexit (the return
+# address newproc plants), while other goroutines allocate large objects
+# on the system stack.
+GO_CHAIN = ["runtime.goexit", "runtime.main", "main.main", "main.chainA", "main.chainB",
+            "main.chainC"]
+# TOPFRAME functions of Go's runtime: the roots of goroutine and g0 stacks.
+GO_ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"}
+# The functions at which Go's runtime runs code on another stack (the
+# g0 stack): a walk through them must end as stack_switch.
+GO_SWITCHES = {"runtime.systemstack", "runtime.mcall", "runtime.morestack",
+               "runtime.asmcgocall", "runtime.asmcgocall_no_g", "runtime.cgocallback",
+               "runtime.gogo", "gogo", "runtime.nanotime1", "runtime.walltime", "time.now",
+               "runtime.callCgoSigaction", "runtime.sigfwd", "runtime.callCgoMmap",
+               "runtime.callCgoMunmap"}
+OBJDUMP = os.environ.get("OBJDUMP", "objdump")
+
+
+def disassembly(path):
+    """[(address, mnemonic)] of every instruction of path's code, in order,
+    and {symbol: address} of its functions."""
+    out = subprocess.run([OBJDUMP, "-d", "--no-show-raw-insn", "-M", "att", path],
+                         stdout=subprocess.PIPE, text=True, check=True).stdout
+    insns, syms = [], {}
+    for line in out.splitlines():
+        m = re.match(r"^([0-9a-f]+) <(.+)>:$", line)
+        if m:
+            syms[m.group(2)] = int(m.group(1), 16)
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)", line)
+        if m:
+            insns.append((int(m.group(1), 16), m.group(2)))
+    return insns, syms
+
+
+def after_call(insns, starts, addr):
+    """Whether addr (a return address - 1, as cfiprof reports callers) lies
+    in a call instruction that ends at addr + 1: the return address really
+    follows a call."""
+    i = bisect.bisect_right(starts, addr) - 1
+    if i < 0 or i + 1 >= len(insns):
+        return False
+    return insns[i][1].startswith("call") and insns[i + 1][0] == addr + 1
+
+
+def go_base(name):
+    return name[:-5] if name.endswith(".abi0") else name
+
+
+@case("go")
+def t_go(tmp):
+    """A Go program (no .eh_frame, only .debug_frame).  Samples in the
+    known chain are exact up to runtime.goexit; every caller a walk
+    reports is a return address right after a call instruction (no stale
+    words of the g0 stack); a walk reaching a function where the runtime
+    switched stacks (runtime.systemstack, mcall, morestack, ...) ends
+    there as stack_switch, never as outermost; only the runtime's TOPFRAME
+    functions end walks as outermost."""
+    binary = fx("go")
+    out = os.path.join(tmp, "go.pb.gz")
+    _, err = run_record(["-F", "499", "-o", out, "--", binary, "4", "2"], timeout=90)
+    samples, _ = read_pprof(out)
+    mine = [s for s in samples if s.labels.get("comm") == "rec-go"]
+    insns, syms = disassembly(binary)
+    starts = [a for a, _ in insns]
+    # The goroutine's root frame: newproc makes runtime.goexit + 1 (one
+    # NOP in) its function's return address, no call before it.
+    goexit = syms.get("runtime.goexit.abi0", syms.get("runtime.goexit"))
+    # The signal trampoline: the kernel "returns" to runtime.sigreturn's
+    # first byte (issue 13: Go's trampoline is another item), and the frame
+    # after it is the interrupted instruction.
+    sigreturn = syms.get("runtime.sigreturn.abi0", syms.get("runtime.sigreturn"))
+    if goexit is None or sigreturn is None:
+        raise Fail(f"{binary}: no runtime.goexit or runtime.sigreturn symbol")
+    # Asynchronous preemption makes the interrupted goroutine "call"
+    # runtime.asyncPreempt by pushing the interrupted pc: the frame after
+    # it is that instruction, no call before it.
+    funcs = sorted((a, go_base(n)) for n, a in syms.items())
+    fstarts = [a for a, _ in funcs]
+
+    def func_at(a):
+        i = bisect.bisect_right(fstarts, a) - 1
+        return funcs[i][1] if i >= 0 else ""
+    total = exact = switched = 0
+    ends, wrong, bad_ends, in_sigreturn, preempted = {}, {}, {}, 0, 0
+    for s in mine:
+        n = s.values[0]
+        end = s.labels.get("walk_end")
+        total += n
+        ends[end] = ends.get(end, 0) + n
+        if s.addrs and 0 <= s.addrs[0] - sigreturn < 16:
+            # Interrupted inside the trampoline itself: its CFI does not
+            # describe the signal frame (the trampoline item of issue 13).
+            in_sigreturn += n
+            continue
+        ok = True
+        for i, a in enumerate(s.addrs[1:], 1):
+            if a == goexit or a == sigreturn - 1 or s.addrs[i - 1] == sigreturn - 1:
+                continue
+            if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
+                preempted += n
+                continue
+            if not after_call(insns, starts, a):
+                key = (a, s.frames[len(s.addrs) - 1 - i] if len(s.frames) == len(s.addrs)
+                       else "?", fmt_chain(s.frames))
+                wrong[key] = wrong.get(key, 0) + n
+                ok = False
+        root = go_base(s.frames[0]) if s.frames else ""
+        if end == "stack_switch":
+            switched += n
+            if root not in GO_SWITCHES:
+                bad_ends[(end, root)] = bad_ends.get((end, root), 0) + n
+        elif end == "outermost":
+            if root not in GO_ROOTS:
+                bad_ends[(end, root)] = bad_ends.get((end, root), 0) + n
+            elif ok:
+                exact += n
+    log(f"rec-go: {total} samples: {exact} exact to a root of the runtime "
+        f"({100.0 * exact / max(total, 1):.1f}%), {switched} ended stack_switch "
+        f"({100.0 * switched / max(total, 1):.1f}%), walk ends {ends}, "
+        f"{in_sigreturn} inside runtime.sigreturn, {preempted} in runtime.asyncPreempt")
+    check_chain(pprof_stacks(mine), "main.chainC", GO_CHAIN, "go", min_samples=MIN_WALL)
+    for (a, f, chain), n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  not after a call: {n} x {a:#x} ({f}) in {chain}")
+    if wrong:
+        raise Fail(f"{sum(wrong.values())} samples carry a caller that does not follow a call "
+                   "instruction (a wrong frame)")
+    for (end, root), n in sorted(bad_ends.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  {n} x ended {end} at {root}")
+    if bad_ends:
+        raise Fail(f"{sum(bad_ends.values())} samples end as outermost short of the runtime's "
+                   "roots, or as stack_switch elsewhere than at a stack switch")
+    if switched < 20:
+        raise Fail(f"only {switched} samples ended at a stack switch: the fixture's allocators "
+                   "did not run on the system stack")
+    if "stack_switch" not in err:
+        raise Fail("the summary's walk end reasons do not name stack_switch")
 
 
 @case("read-error")

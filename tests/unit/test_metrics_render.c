@@ -29,6 +29,7 @@ static struct engine_figures busy_figures(void)
 	f.agg_errors = 1;
 	f.end_reasons[WALK_END_OUTERMOST] = 1200;
 	f.end_reasons[WALK_END_DEPTH] = 34;
+	f.end_reasons[WALK_END_STACK_SWITCH] = 7;
 	f.end_reasons[WALK_END_NR] = 1;
 	f.proc_events[EVENT_EXIT] = 6;
 	f.first_complete = (struct latency_figures){ 2500000, 9000000, 4 };
@@ -180,6 +181,7 @@ Test(metrics_render, known_values_in_base_units)
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"outermost\"} 1200");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"depth_limit\"} 34");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"read_fault\"} 0");
+	assert_line(text, "cfiprof_walk_ends_total{reason=\"stack_switch\"} 7");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"unknown\"} 1");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"cfi\"} 9000");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"frame_pointer\"} 30");

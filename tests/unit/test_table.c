@@ -762,7 +762,7 @@ Test(format, exact_layout)
 	size = (uint32_t)t.size;
 	cr_assert_eq(get32(blob, H_MAGIC), 0x54494643); /* "CFIT" */
 	cr_assert_eq(memcmp(blob, "CFIT", 4), 0);
-	cr_assert_eq(get32(blob, H_VERSION), 1);
+	cr_assert_eq(get32(blob, H_VERSION), CFI_TABLE_VERSION);
 	cr_assert_eq(get64(blob, H_BASE), 0x10000);
 	cr_assert_eq(get64(blob, H_END), 0x30000);
 	cr_assert_eq(get32(blob, H_SHIFT), 16);
@@ -1027,7 +1027,7 @@ static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, u
 	blob = calloc(1, size);
 	cr_assert_not_null(blob);
 	memcpy(blob + H_MAGIC, "CFIT", 4);
-	v = 1, memcpy(blob + H_VERSION, &v, 4);
+	v = CFI_TABLE_VERSION, memcpy(blob + H_VERSION, &v, 4);
 	w = 0x10000, memcpy(blob + H_BASE, &w, 8);
 	w = 0x30000, memcpy(blob + H_END, &w, 8);
 	v = 16, memcpy(blob + H_SHIFT, &v, 4);
