@@ -76,17 +76,10 @@ int cmd_cfi(int argc, char **argv)
 			if (idx < 0) {
 				printf("%016llx undef\n", a.addr);
 			} else {
-				const struct cfi_rule *r = &t.rules[idx];
-				char cfa[32], rbp[32], ra[32];
+				char row[256];
 
-				cfi_format_cfa(r, cfa, sizeof(cfa));
-				cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
-				cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
-				if (r->cfa_type == CFI_CFA_UNDEF)
-					printf("%016llx undef\n", a.addr);
-				else
-					printf("%016llx %-8s %-8s %s%s\n", a.addr, cfa, rbp, ra,
-					       (r->flags & CFI_RULE_SIGNAL) ? " signal" : "");
+				cfi_format_row(&t.rules[idx], row, sizeof(row));
+				printf("%016llx %s\n", a.addr, row);
 			}
 		} else if (!ret && cfi_dump_table(&t, stdout)) {
 			fprintf(stderr, "cfiprof: writing the dump failed\n");
