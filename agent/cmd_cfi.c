@@ -26,6 +26,10 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	printf("rows: %llu\n", (unsigned long long)s->rows);
 	printf("stored_rows: %llu\n", (unsigned long long)s->stored_rows);
 	printf("unsupported_rows: %llu\n", (unsigned long long)s->unsupported_rows);
+	/* Register expressions the walker needs no evaluator for: a signal
+	 * trampoline's registers come from the kernel's signal frame. */
+	printf("reg_expr_rows: %llu\n", (unsigned long long)s->reg_expr_rows);
+	printf("reg_expr_signal_rows: %llu\n", (unsigned long long)s->reg_expr_signal_rows);
 	printf("rules: %llu\n", (unsigned long long)s->rules);
 	printf("pages: %llu\n", (unsigned long long)s->pages);
 	printf("page_size: %u\n", 1u << s->page_shift);

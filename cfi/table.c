@@ -286,6 +286,35 @@ void cfi_builder_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *u
 
 _Static_assert(sizeof(struct cfi_rule) == 32, "rule_hash and rule_eq read 4 words");
 
+static bool is_expr(uint8_t type)
+{
+	return type == CFI_REG_EXPR || type == CFI_REG_VAL_EXPR;
+}
+
+void cfi_builder_reg_expr_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *signal)
+{
+	uint8_t *kind = calloc(b->nrules + 1, 1);
+	size_t i;
+	int k;
+
+	*rows = *signal = 0;
+	if (!kind)
+		return;
+	for (i = 0; i < b->nrules; i++) {
+		const struct cfi_rule *r = &b->rules[i];
+		bool e = is_expr(r->rbp_type) || is_expr(r->ra_type);
+
+		for (k = 0; k < CFI_CSR_NR; k++)
+			e = e || is_expr(r->csr_type[k]);
+		kind[i] = e ? (r->flags & CFI_RULE_SIGNAL ? 2 : 1) : 0;
+	}
+	for (i = 0; i < b->n; i++) {
+		*rows += kind[b->rule[i]] != 0;
+		*signal += kind[b->rule[i]] == 2;
+	}
+	free(kind);
+}
+
 static uint64_t rule_hash(const struct cfi_rule *r)
 {
 	uint64_t w[4], a;

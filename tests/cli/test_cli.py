@@ -34,6 +34,9 @@ import time
 from clicase import RESULTS, Case, Skip, script_args
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+# The cache's subdirectory for this table format, "v<CFI_TABLE_VERSION>"
+# (set in main from `cfiprof --version`).
+VDIR = ["v1"]
 
 # case name -> the report it is waiting on
 KNOWN_BUGS = {}
@@ -373,7 +376,7 @@ def test_cache(cfiprof, env, tmp):
     if not bid:
         raise Skip(LIBC + " has no build-id")
     cache = os.path.join(tmp, "cache")
-    path = os.path.join(cache, "v1", bid + ".cfit")
+    path = os.path.join(cache, VDIR[0], bid + ".cfit")
     cmd = [cfiprof, "cfi", "dump", "--cache-dir", cache, "--debug-dir", nodebug, LIBC]
     first = None
 
@@ -441,7 +444,8 @@ def test_stats(cfiprof, env, tmp):
             k, sep, v = line.partition(": ")
             c.check(sep == ": ", "not a 'key: value' line: %r" % line)
             kv[k] = v
-        for k in ["fdes", "rows", "unsupported_rows", "table_bytes"]:
+        for k in ["fdes", "rows", "unsupported_rows", "reg_expr_rows", "reg_expr_signal_rows",
+                  "table_bytes"]:
             if c.check(k in kv, "no %s" % k):
                 c.check(re.fullmatch(r"\d+", kv[k]) is not None, "%s: %r" % (k, kv[k]))
         for k in ["bytes_per_row", "compile_ms"]:
@@ -456,6 +460,38 @@ def test_stats(cfiprof, env, tmp):
                     "bytes_per_row is not table_bytes / rows")
         # stats ignores the cache: it must not create one.
         c.check(not os.listdir(env["CFIPROF_CACHE_DIR"]), "cfi stats wrote to the cache")
+
+
+# Objects whose every row the walker can follow (issue 13): OpenSSL's
+# assembly (CFA expressions, bn_mul_mont's indexed one), glibc (the PLT
+# expression, __restore_rt's register expressions) and a large C++ library.
+NO_UNSUPPORTED = ["/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+                  "/usr/lib/x86_64-linux-gnu/libssl.so.3", LIBC,
+                  "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1"]
+
+
+def test_no_unsupported(cfiprof, env, tmp):
+    """unsupported_rows is 0 on the objects above, and every row with a
+    register expression is a signal trampoline's (the walker reads the
+    registers from the kernel's signal frame instead)."""
+    for path in NO_UNSUPPORTED:
+        name = "stats-all-supported-" + os.path.basename(path)
+        if not wanted(name):
+            continue
+        with Case(name) as c:
+            if not c.check(os.path.exists(path), "%s missing (tools/setup.sh installs it)" % path):
+                continue
+            rc, out, err = run([cfiprof, "cfi", "stats", path], env)
+            c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
+            kv = dict(line.split(": ", 1) for line in out.splitlines())
+            c.check(kv.get("unsupported_rows") == "0",
+                    "unsupported_rows: %s" % kv.get("unsupported_rows"))
+            c.check(kv.get("reg_expr_rows") == kv.get("reg_expr_signal_rows"),
+                    "reg_expr_rows %s, of which signal %s" % (kv.get("reg_expr_rows"),
+                                                              kv.get("reg_expr_signal_rows")))
+            if path == LIBC:
+                c.check(int(kv.get("reg_expr_signal_rows", "0")) > 0,
+                        "libc's __restore_rt not counted as a signal row")
 
 
 def test_record_command(cfiprof, env, tmp):
@@ -534,7 +570,7 @@ def warnings_in(err):
 
 
 def cache_file_for(cache, bid):
-    return os.path.join(cache, "v1", bid + ".cfit")
+    return os.path.join(cache, VDIR[0], bid + ".cfit")
 
 
 def test_cache_trust(cfiprof, env, tmp):
@@ -575,9 +611,9 @@ def test_cache_trust(cfiprof, env, tmp):
             cache, victim = os.path.join(base, "cache"), os.path.join(base, "victim")
             os.makedirs(victim)
             os.makedirs(cache)
-            precious = cache_file_for(base, bid).replace("/v1/", "/victim/")
+            precious = cache_file_for(base, bid).replace("/%s/" % VDIR[0], "/victim/")
             write(precious, b"precious")
-            os.symlink(victim, os.path.join(cache, "v1"))
+            os.symlink(victim, os.path.join(cache, VDIR[0]))
             prepare(cache)
             dump_warns_once(c, cache, reason)
             with open(precious, "rb") as f:
@@ -597,7 +633,7 @@ def test_cache_trust(cfiprof, env, tmp):
             cache = os.path.join(tempfile.mkdtemp(dir=tmp), "new", "cache")
             rc, out, err = dump(cache, preexec_fn=lambda: os.umask(0))
             c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
-            for path, mode in [(cache, 0o700), (os.path.join(cache, "v1"), 0o700),
+            for path, mode in [(cache, 0o700), (os.path.join(cache, VDIR[0]), 0o700),
                                (cache_file_for(cache, bid), 0o600)]:
                 if c.check(os.path.exists(path), "%s not created" % path):
                     m = stat.S_IMODE(os.stat(path).st_mode)
@@ -866,7 +902,7 @@ def test_output(cfiprof, env, tmp):
             if not bid:
                 raise Skip(LIBC + " has no build-id")
             cache = tempfile.mkdtemp(dir=out_dir)
-            os.makedirs(os.path.join(cache, "v1"), mode=0o700)
+            os.makedirs(os.path.join(cache, VDIR[0]), mode=0o700)
             fifo = cache_file_for(cache, bid)
             profile = os.path.join(out_dir, "fifo-cache.pb.gz")
             common = ["--unwind", "dwarf", "--cache-dir", cache, "-o", profile, "--", "sleep"]
@@ -910,7 +946,11 @@ def main():
         env["CFIPROF_CACHE_DIR"] = os.path.join(tmp, "default-cache")
         os.makedirs(env["CFIPROF_CACHE_DIR"])
         env["LC_ALL"] = "C"
-        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_at, test_cache,
+        m = re.search(r"CFI table format (\d+)", run([cfiprof, "--version"], env)[1])
+        if m:
+            VDIR[0] = "v" + m.group(1)
+        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_no_unsupported,
+                  test_at, test_cache,
                   test_record_command, test_input_fifo, test_cache_trust, test_empty_cache_dir,
                   test_output]:
             try:
