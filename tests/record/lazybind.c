@@ -3,53 +3,24 @@
  * land in ld.so's resolver, _dl_runtime_resolve_xsavec (whose CFA is
  * rbx+32) and _dl_fixup under it, with a known chain.
  *
- * Built two ways from this file:
- *   -DLAZY_TARGETS  librec-lazytargets.so: lazy_t000 .. lazy_t333 (256)
- *   (otherwise)     rec-lazybind, linked -z lazy against it: lazy_round
- *                   calls every target through its PLT, then main puts
- *                   their GOT slots back to the PLT stubs they held at
- *                   start, so that the next round binds them all afresh.
+ * rec-lazybind is linked -z lazy against librec-lazytargets.so (the
+ * walker suite's lazy.c built -DLAZY_TARGETS: lazy_t000 .. lazy_t333d,
+ * 256 functions) and has lazy.c's lazy_call_all, which calls every
+ * target through its PLT.  After each round main puts their GOT slots
+ * back to the PLT stubs they held at start, so that the next round binds
+ * them all afresh.
  *
  * usage: rec-lazybind SECONDS   (of CPU time)
  */
-#define R4(m, n)   m(n##0) m(n##1) m(n##2) m(n##3)
-#define R16(m, n)  R4(m, n##0) R4(m, n##1) R4(m, n##2) R4(m, n##3)
-#define R64(m)     R16(m, 0) R16(m, 1) R16(m, 2) R16(m, 3)
-#define ALL(m)     R64(m##_a) R64(m##_b) R64(m##_c) R64(m##_d)
+#define LAZY_CALLER
+#include "tests/walker/lazy.c"
 
-#if defined(LAZY_TARGETS)
-#define DEF(n) int lazy_t##n(int x) { return x + 1; }
-#define DEF_a(n) DEF(a##n)
-#define DEF_b(n) DEF(b##n)
-#define DEF_c(n) DEF(c##n)
-#define DEF_d(n) DEF(d##n)
-ALL(DEF)
-
-#else
 #include <elf.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define DECL(n) int lazy_t##n(int x);
-#define DECL_a(n) DECL(a##n)
-#define DECL_b(n) DECL(b##n)
-#define DECL_c(n) DECL(c##n)
-#define DECL_d(n) DECL(d##n)
-ALL(DECL)
-#define CALL(n) x = lazy_t##n(x);
-#define CALL_a(n) CALL(a##n)
-#define CALL_b(n) CALL(b##n)
-#define CALL_c(n) CALL(c##n)
-#define CALL_d(n) CALL(d##n)
-
-__attribute__((noinline)) int lazy_round(int x)
-{
-	ALL(CALL)
-	return x;
-}
 
 #define MAX_SLOTS 512
 
@@ -117,7 +88,7 @@ int main(int argc, char **argv)
 	}
 	end = clock() + (clock_t)(secs * CLOCKS_PER_SEC);
 	while (clock() < end) {
-		x = lazy_round(x);
+		x = lazy_call_all(x);
 		if (*slots[0] == stubs[0]) {
 			fprintf(stderr, "rec-lazybind: lazy_t000 was not bound lazily\n");
 			return 1;
@@ -128,4 +99,3 @@ int main(int argc, char **argv)
 	printf("%d\n", x);
 	return 0;
 }
-#endif

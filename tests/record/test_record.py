@@ -538,7 +538,25 @@ def t_realign(tmp):
                 ROOT + ["realign_outer", "realign_mid", "realign_leaf"], "realigned stack")
 
 
-LAZYBIND_CHAIN = ROOT + ["lazy_round", "_dl_runtime_resolve_xsavec"]
+def check_walks_through(walks, what, min_samples):
+    """walks: [(frames, count, whether it is right)].  At least min_samples
+    samples, and EXACT of them right."""
+    total = sum(n for _, n, _ in walks)
+    right = sum(n for _, n, ok in walks if ok)
+    log(f"{what}: {right}/{total} samples")
+    wrong = {}
+    for frames, n, ok in walks:
+        if not ok:
+            wrong[fmt_chain(frames)] = wrong.get(fmt_chain(frames), 0) + n
+    for chain, n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  other: {n} x {chain}")
+    if total < min_samples:
+        raise Fail(f"{what}: only {total} samples, want at least {min_samples}")
+    if right < EXACT * total:
+        raise Fail(f"{what}: {total - right} of {total} samples do not")
+
+
+LAZYBIND_CHAIN = ROOT + ["lazy_call_all", "_dl_runtime_resolve_xsavec"]
 
 
 @case("walk-lazy-binding")
@@ -553,24 +571,8 @@ def t_walk_lazy_binding(tmp):
     check_chain(stacks, "_dl_runtime_resolve_xsavec", LAZYBIND_CHAIN, "in the trampoline",
                 min_samples=50)
     want = LAZYBIND_CHAIN + ["_dl_fixup"]
-    total = exact = 0
-    wrong = {}
-    for frames, n in stacks:
-        if "_dl_fixup" not in frames:
-            continue
-        total += n
-        if frames[:len(want)] == want:
-            exact += n
-        else:
-            wrong[fmt_chain(frames)] = wrong.get(fmt_chain(frames), 0) + n
-    log(f"_dl_fixup and below: {exact}/{total} samples walk to _start through the trampoline")
-    for chain, n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
-        log(f"  other: {n} x {chain}")
-    if total < 20:
-        raise Fail(f"only {total} samples in _dl_fixup, want at least 20")
-    if exact < EXACT * total:
-        raise Fail(f"{total - exact} of {total} samples in _dl_fixup do not walk through "
-                   f"_dl_runtime_resolve_xsavec to _start\n  expected: {fmt_chain(want)} ...")
+    check_walks_through([(f, n, f[:len(want)] == want) for f, n in stacks if "_dl_fixup" in f],
+                        "_dl_fixup and below, through the trampoline to _start", 20)
 
 
 def indexed_cfa_ranges(path):
@@ -613,29 +615,17 @@ def t_walk_openssl_mont(tmp):
         m = re.match(r"^" + re.escape(name) + r"\+0x([0-9a-f]+)$", frame)
         return int(m.group(1), 16) if m else None
 
-    total = exact = 0
-    wrong = {}
+    walks = []
     for frames, n in folded_stacks(out, "openssl"):
         leaf = addr_in(frames[-1], base) if frames else None
         if leaf is None or not any(a <= leaf < b for a, b in ranges):
             continue
-        total += n
         start = addr_in(frames[0], "openssl")
         # The outermost frame is _start itself (its own symbol is stripped).
-        if (start is not None and entry <= start < entry + 0x40 and
-                frames[1:3] == ["__libc_start_main_impl", "__libc_start_call_main"] and
-                "BN_mod_exp_mont" in frames):
-            exact += n
-        else:
-            wrong[fmt_chain(frames)] = wrong.get(fmt_chain(frames), 0) + n
-    log(f"bn_mul_mont's indexed CFA: {exact}/{total} samples walk to _start")
-    for chain, n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
-        log(f"  other: {n} x {chain}")
-    if total < 20:
-        raise Fail(f"only {total} samples under the indexed CFA, want at least 20")
-    if exact < EXACT * total:
-        raise Fail(f"{total - exact} of {total} samples under the indexed CFA do not walk "
-                   f"through BN_mod_exp_mont to openssl's _start")
+        walks.append((frames, n, start is not None and entry <= start < entry + 0x40 and
+                      frames[1:3] == ["__libc_start_main_impl", "__libc_start_call_main"] and
+                      "BN_mod_exp_mont" in frames))
+    check_walks_through(walks, "bn_mul_mont's indexed CFA, through BN_mod_exp_mont to _start", 20)
 
 
 @case("children-exec")
