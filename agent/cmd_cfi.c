@@ -26,6 +26,10 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	printf("rows: %llu\n", (unsigned long long)s->rows);
 	printf("stored_rows: %llu\n", (unsigned long long)s->stored_rows);
 	printf("unsupported_rows: %llu\n", (unsigned long long)s->unsupported_rows);
+	/* Register expressions the walker needs no evaluator for: a signal
+	 * trampoline's registers come from the kernel's signal frame. */
+	printf("reg_expr_rows: %llu\n", (unsigned long long)s->reg_expr_rows);
+	printf("reg_expr_signal_rows: %llu\n", (unsigned long long)s->reg_expr_signal_rows);
 	printf("rules: %llu\n", (unsigned long long)s->rules);
 	printf("pages: %llu\n", (unsigned long long)s->pages);
 	printf("page_size: %u\n", 1u << s->page_shift);
@@ -76,18 +80,10 @@ int cmd_cfi(int argc, char **argv)
 			if (idx < 0) {
 				printf("%016llx undef\n", a.addr);
 			} else {
-				const struct cfi_rule *r = &t.rules[idx];
-				char cfa[32], rbp[32], ra[32];
+				char row[256];
 
-				cfi_format_cfa(r, cfa, sizeof(cfa));
-				cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
-				cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
-				if (r->cfa_type == CFI_CFA_UNDEF)
-					printf("%016llx undef\n", a.addr);
-				else
-					printf("%016llx %-8s %-8s %s%s%s\n", a.addr, cfa, rbp, ra,
-					       (r->flags & CFI_RULE_SIGNAL) ? " signal" : "",
-					       (r->flags & CFI_RULE_STACK_SWITCH) ? " stack_switch" : "");
+				cfi_format_row(&t.rules[idx], row, sizeof(row));
+				printf("%016llx %s\n", a.addr, row);
 			}
 		} else if (!ret && cfi_dump_table(&t, stdout)) {
 			fprintf(stderr, "cfiprof: writing the dump failed\n");

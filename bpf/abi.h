@@ -14,10 +14,10 @@
 #include <linux/types.h>
 #endif
 
-/* ---- CFI table (format version 1) ----------------------------------- */
+/* ---- CFI table (format version 3) ----------------------------------- */
 
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
-#define CFI_TABLE_VERSION 2u
+#define CFI_TABLE_VERSION 3u
 
 /* A table is read by BPF in chunks: the agent loads the blob into an
  * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
@@ -41,7 +41,11 @@ enum cfi_cfa_type {
 	CFI_CFA_DEREF = 2, /* CFA = *(reg + cfa_off) + cfa_off2 (stack realignment) */
 	CFI_CFA_PLT   = 3, /* CFA = rsp + cfa_off + ((rip & 15) >= cfa_off2 ? 8 : 0) */
 	CFI_CFA_EXPR  = 4, /* another DWARF expression: unsupported */
+	CFI_CFA_DEREF_INDEX = 5, /* CFA = *(reg + cfa_off + cfa_reg2 * 8) + cfa_off2
+				  * (OpenSSL's bn_mul_mont: the frame pointer is kept in
+				  * a slot indexed by a register) */
 };
+#define CFI_CFA_TYPE_MAX CFI_CFA_DEREF_INDEX
 
 /* How to recover a register (rbp or the return address) of the caller. */
 enum cfi_reg_type {
@@ -65,6 +69,13 @@ enum cfi_reg_type {
  * words as callers.  The compiler finds these functions by their symbols. */
 #define CFI_RULE_STACK_SWITCH 0x80
 
+/* The callee-saved registers the walker tracks besides rbp, in the order
+ * of cfi_rule's csr_* arrays: rbx, r12, r13, r14, r15 (DWARF numbers). */
+#define CFI_CSR_NR 5
+#define CFI_CSR_DWARF(i) ((i) == 0 ? 3 : 11 + (i))
+/* Bit i of a walker's register mask is DWARF register i. */
+#define CFI_CSR_MASK ((1u << 3) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 15))
+
 /* One deduplicated unwind rule: everything needed to step one frame on
  * x86-64.  Registers are DWARF numbers (6 = rbp, 7 = rsp, 16 = rip). */
 struct cfi_rule {
@@ -78,6 +89,13 @@ struct cfi_rule {
 	__s16 ra_off;    /* offset from CFA, or register number */
 	__u8  flags;     /* CFI_RULE_* */
 	__u8  pad;
+	/* Version 2: the other callee-saved registers (CFI_CSR_DWARF order).
+	 * An offset or register number that does not fit is stored as
+	 * CFI_REG_UNDEFINED: that register is lost, the rest of the rule
+	 * still works. */
+	__u8  csr_type[CFI_CSR_NR]; /* enum cfi_reg_type */
+	__u8  cfa_reg2;  /* CFI_CFA_DEREF_INDEX: the index register */
+	__s16 csr_off[CFI_CSR_NR];  /* offset from CFA, or register number */
 };
 
 /* Page p covers [base + (p << page_shift), base + ((p + 1) << page_shift)).
@@ -105,7 +123,7 @@ struct cfi_table_header {
 	__u32 npages;     /* struct cfi_page pages[npages] at pages_off */
 	__u32 pages_off;  /* 8-aligned */
 	__u32 nrules;     /* struct cfi_rule rules[nrules] at rules_off */
-	__u32 rules_off;  /* 16-aligned */
+	__u32 rules_off;  /* 32-aligned: no rule straddles a chunk */
 	__u32 nrows;      /* rows stored, page-start repeats included */
 	__u32 blob_size;  /* bytes; BPF sees it padded to whole chunks */
 	__u32 pad[3];     /* zero; the header is 64 bytes */

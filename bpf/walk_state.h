@@ -13,14 +13,14 @@
  * sample never migrates mid-program. */
 struct walk_state {
 	__u64 ip, sp, bp;
-	__u64 regs[16];       /* DWARF-numbered registers, valid in the first frame */
+	__u64 regs[16];       /* DWARF-numbered registers: see known and saved */
 	struct walker_mapping cur;
 	__u32 nmappings;
 	__u32 slot;           /* the process's current mapping slot */
 	__u32 n;              /* frames recorded */
 	__u32 tgid;
 	__u8 bp_valid;
-	__u8 first;           /* all of regs[] are valid */
+	__u8 first;           /* the first frame: where the sample interrupted */
 	__u8 exact;           /* ip is an interrupted instruction, not a return address */
 	__u8 have_cur;
 	__u8 end;             /* enum cfiprof_walk_end */
@@ -32,6 +32,12 @@ struct walk_state {
 	__u32 tbl_id;
 	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
 	__u64 tbl_base, tbl_end;
+	/* Registers other than ip, sp and bp, by DWARF number (bit i is
+	 * regs[i]): `known` holds the value, `saved` the stack address a
+	 * callee saved it at, read only when a CFA needs it (most walks never
+	 * do).  Every register is known in the first frame; after that only
+	 * the callee-saved rbx and r12-r15 can be (CFI_CSR_MASK). */
+	__u16 known, saved;
 };
 
 #endif /* CFIPROF_WALK_STATE_H */

@@ -118,8 +118,12 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	return 0;
 }
 
-static __always_inline __u64 reg_value(struct walk_state *st, __u32 reg, int *ok)
+static __always_inline __u64 reg_value(struct loop_ctx *lc, struct walk_state *st, __u32 reg,
+				       int *ok)
 {
+	__u64 v;
+	__u32 bit;
+
 	*ok = 1;
 	if (reg == DWARF_RSP)
 		return st->sp;
@@ -127,15 +131,71 @@ static __always_inline __u64 reg_value(struct walk_state *st, __u32 reg, int *ok
 		*ok = st->bp_valid;
 		return st->bp;
 	}
-	/* Other registers are only known where the sample interrupted. */
-	if (!st->first || reg >= 16) {
+	if (reg >= 16) {
 		*ok = 0;
 		return 0;
 	}
 	/* Keep the mask in the code: the verifier needs the bound on the
 	 * very register used as the index. */
 	barrier_var(reg);
-	return st->regs[reg & 15];
+	reg &= 15;
+	bit = 1u << reg;
+	if (st->saved & bit) {
+		/* A callee saved it on the stack: read it now that it counts. */
+		st->saved &= ~bit;
+		if (read_user_u64(lc, st->regs[reg], &v)) {
+			*ok = 0;
+			return 0;
+		}
+		st->regs[reg] = v;
+		st->known |= bit;
+	}
+	if (!(st->known & bit)) {
+		*ok = 0;
+		return 0;
+	}
+	return st->regs[reg];
+}
+
+/* The callee-saved registers rbx and r12-r15 in the caller of the frame
+ * whose CFA is `cfa`: a register saved at CFA + off is noted by address
+ * (reg_value reads it if ever needed), one the frame did not touch keeps
+ * what it had, any other rule loses it.  Caller-saved registers are
+ * lost after every step. */
+static __always_inline void step_csr(struct walk_state *st, const struct cfi_rule *r, __u64 cfa)
+{
+	__u32 known = st->known & CFI_CSR_MASK, saved = st->saved & CFI_CSR_MASK;
+	__u32 types;
+	int i;
+
+	__builtin_memcpy(&types, r->csr_type, sizeof(types));
+	if (types || r->csr_type[4]) {
+		for (i = 0; i < CFI_CSR_NR; i++) {
+			__u32 reg = CFI_CSR_DWARF(i), bit = 1u << reg;
+
+			switch (r->csr_type[i]) {
+			case CFI_REG_UNMENTIONED:
+			case CFI_REG_SAME:
+				break;
+			case CFI_REG_OFFSET:
+				st->regs[reg] = cfa + (__s64)r->csr_off[i];
+				saved |= bit;
+				known &= ~bit;
+				break;
+			case CFI_REG_VAL_OFFSET:
+				st->regs[reg] = cfa + (__s64)r->csr_off[i];
+				known |= bit;
+				saved &= ~bit;
+				break;
+			default:
+				known &= ~bit;
+				saved &= ~bit;
+				break;
+			}
+		}
+	}
+	st->known = known;
+	st->saved = saved;
 }
 
 /* At a signal trampoline, rsp points at the kernel's ucontext: the
@@ -149,6 +209,14 @@ static __always_inline int step_signal(struct loop_ctx *lc, struct walk_state *s
 		return WALK_END_READ_FAULT;
 	st->bp_valid = !read_user_u64(lc, st->sp + SIGCTX_BP_OFF, &bp);
 	st->bp = bp;
+	/* The interrupted rbx and r12-r15 are in the ucontext too. */
+	st->regs[3] = st->sp + SIGCTX_BX_OFF;
+	st->regs[12] = st->sp + SIGCTX_R12_OFF;
+	st->regs[13] = st->sp + SIGCTX_R13_OFF;
+	st->regs[14] = st->sp + SIGCTX_R14_OFF;
+	st->regs[15] = st->sp + SIGCTX_R15_OFF;
+	st->saved = CFI_CSR_MASK;
+	st->known = 0;
 	st->ip = ip;
 	st->sp = sp;
 	st->exact = 1;   /* the interrupted instruction itself, not a return address */
@@ -176,6 +244,8 @@ static __always_inline int step_fp(struct loop_ctx *lc, struct walk_state *st)
 	st->ip = ra;
 	st->exact = 0;
 	st->first = 0;
+	/* Code without CFI says nothing of what it saved where. */
+	st->known = st->saved = 0;
 	st->via_fp = 1;
 	st->fp_steps++;
 	return -1;
@@ -200,13 +270,13 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 
 	switch (r->cfa_type) {
 	case CFI_CFA_REG:
-		base = reg_value(st, r->cfa_reg, &ok);
+		base = reg_value(lc, st, r->cfa_reg, &ok);
 		if (!ok)
 			return WALK_END_UNSUPPORTED;
 		cfa = base + (__s64)r->cfa_off;
 		break;
 	case CFI_CFA_DEREF:
-		base = reg_value(st, r->cfa_reg, &ok);
+		base = reg_value(lc, st, r->cfa_reg, &ok);
 		if (!ok)
 			return WALK_END_UNSUPPORTED;
 		if (read_user_u64(lc, base + (__s64)r->cfa_off, &cfa))
@@ -216,6 +286,20 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	case CFI_CFA_PLT:
 		cfa = st->sp + (__s64)r->cfa_off + (((st->ip & 15) >= (__u64)r->cfa_off2) ? 8 : 0);
 		break;
+	case CFI_CFA_DEREF_INDEX: {
+		__u64 idx;
+
+		base = reg_value(lc, st, r->cfa_reg, &ok);
+		if (!ok)
+			return WALK_END_UNSUPPORTED;
+		idx = reg_value(lc, st, r->cfa_reg2, &ok);
+		if (!ok)
+			return WALK_END_UNSUPPORTED;
+		if (read_user_u64(lc, base + (__s64)r->cfa_off + idx * 8, &cfa))
+			return WALK_END_READ_FAULT;
+		cfa += (__s64)r->cfa_off2;
+		break;
+	}
 	default:
 		return WALK_END_UNSUPPORTED;
 	}
@@ -242,7 +326,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	case CFI_REG_UNDEFINED:
 		return WALK_END_OUTERMOST;
 	case CFI_REG_REGISTER:
-		ra = reg_value(st, (__u32)r->ra_off, &ok);
+		ra = reg_value(lc, st, (__u32)r->ra_off, &ok);
 		if (!ok)
 			return WALK_END_UNSUPPORTED;
 		break;
@@ -268,6 +352,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	}
 
 step:
+	step_csr(st, r, cfa);
 	st->sp = cfa;
 	st->ip = ra;
 	st->exact = 0;
@@ -381,6 +466,8 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 
 static __always_inline void walk_init_done(struct walk_state *st)
 {
+	st->known = 0xffff;
+	st->saved = 0;
 	st->bp_valid = 1;
 	st->first = 1;
 	st->exact = 1;

@@ -63,6 +63,11 @@ typedef struct mapping_key walker_mappings_t;
 #define SIGCTX_IP_OFF    SIGCTX_OFF(ip)
 #define SIGCTX_SP_OFF    SIGCTX_OFF(sp)
 #define SIGCTX_BP_OFF    SIGCTX_OFF(bp)
+#define SIGCTX_BX_OFF    SIGCTX_OFF(bx)
+#define SIGCTX_R12_OFF   SIGCTX_OFF(r12)
+#define SIGCTX_R13_OFF   SIGCTX_OFF(r13)
+#define SIGCTX_R14_OFF   SIGCTX_OFF(r14)
+#define SIGCTX_R15_OFF   SIGCTX_OFF(r15)
 
 /* Tells the agent that table `id` is needed, unless this process
  * reported it within CFIPROF_MISS_INTERVAL_NS. */

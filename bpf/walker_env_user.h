@@ -107,6 +107,11 @@ static inline int mapping_start_at(const void *arr, __u32 idx, __u64 *start)
 #define SIGCTX_IP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])
 #define SIGCTX_SP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])
 #define SIGCTX_BP_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
+#define SIGCTX_BX_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_RBX])
+#define SIGCTX_R12_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_R12])
+#define SIGCTX_R13_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_R13])
+#define SIGCTX_R14_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_R14])
+#define SIGCTX_R15_OFF offsetof(ucontext_t, uc_mcontext.gregs[REG_R15])
 
 #define walker_miss_notify(lc, st, id, module_id) do {	\
 	(lc)->env->res.misses++;			\

@@ -536,6 +536,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	}
 
 	cfi_builder_counts(b, &st->rows, &st->unsupported_rows);
+	cfi_builder_reg_expr_counts(b, &st->reg_expr_rows, &st->reg_expr_signal_rows);
 	st->stored_rows = out->hdr->nrows;
 	st->rules = out->hdr->nrules;
 	st->pages = out->hdr->npages;

@@ -27,7 +27,9 @@ struct cfi_compile_stats {
 	uint64_t fdes_shadowed;     /* wholly covered by another FDE */
 	uint64_t rows;              /* table rows, identical neighbours merged */
 	uint64_t stored_rows;       /* rows plus those repeated at page starts */
-	uint64_t unsupported_rows;
+	uint64_t unsupported_rows;  /* rows whose rule the walker cannot follow */
+	uint64_t reg_expr_rows;     /* rbp, RA, rbx or r12-r15 given by an expression */
+	uint64_t reg_expr_signal_rows; /* of those, signal trampolines: handled */
 	uint64_t rules, pages, palette;
 	uint32_t page_shift;
 	uint64_t table_bytes;

@@ -1,6 +1,7 @@
 #include "dump.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static const char *const x86_64_regs[] = {
 	"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
@@ -20,27 +21,48 @@ const char *cfi_reg_name(unsigned regno)
 	return NULL;
 }
 
+static void format_reg_off(unsigned reg, int off, char *buf, size_t size)
+{
+	const char *name = cfi_reg_name(reg);
+
+	if (name)
+		snprintf(buf, size, "%s%+d", name, off);
+	else
+		snprintf(buf, size, "r%u%+d", reg, off);
+}
+
 void cfi_format_cfa(const struct cfi_rule *r, char *buf, size_t size)
 {
-	const char *name;
+	char base[24];
+	const char *idx;
 
 	if (r->cfa_type == CFI_CFA_UNDEF) {
 		snprintf(buf, size, "undef");
 		return;
 	}
-	if (r->cfa_type != CFI_CFA_REG) {
-		snprintf(buf, size, "exp");
-		return;
-	}
 	if (r->flags & CFI_RULE_TOO_BIG) {
-		snprintf(buf, size, "unsupported");
+		snprintf(buf, size, r->cfa_type == CFI_CFA_REG ? "unsupported" : "exp");
 		return;
 	}
-	name = cfi_reg_name(r->cfa_reg);
-	if (name)
-		snprintf(buf, size, "%s%+d", name, r->cfa_off);
-	else
-		snprintf(buf, size, "r%u%+d", r->cfa_reg, r->cfa_off);
+	format_reg_off(r->cfa_reg, r->cfa_off, base, sizeof(base));
+	switch (r->cfa_type) {
+	case CFI_CFA_REG:
+		snprintf(buf, size, "%s", base);
+		break;
+	case CFI_CFA_DEREF:
+		snprintf(buf, size, "*(%s)%+d", base, r->cfa_off2);
+		break;
+	case CFI_CFA_DEREF_INDEX:
+		idx = cfi_reg_name(r->cfa_reg2);
+		snprintf(buf, size, "*(%s+%s*8)%+d", base, idx ? idx : "?", r->cfa_off2);
+		break;
+	case CFI_CFA_PLT:
+		snprintf(buf, size, "plt(%s,%d)", base, r->cfa_off2);
+		break;
+	default:
+		snprintf(buf, size, "exp");
+		break;
+	}
 }
 
 void cfi_format_reg(const struct cfi_rule *r, unsigned type, int off, char *buf, size_t size)
@@ -82,28 +104,55 @@ void cfi_format_reg(const struct cfi_rule *r, unsigned type, int off, char *buf,
 	}
 }
 
+void cfi_format_row(const struct cfi_rule *r, char *buf, size_t size)
+{
+	char cfa[40], rbp[32], ra[32], csr[32];
+	/* TOO_BIG is of the CFA, rbp and RA fields: csr slots that do not fit
+	 * are stored as undefined instead. */
+	struct cfi_rule plain = *r;
+	size_t len;
+	int i;
+
+	cfi_format_cfa(r, cfa, sizeof(cfa));
+	if (r->cfa_type == CFI_CFA_UNDEF) {
+		snprintf(buf, size, "undef");
+		return;
+	}
+	cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
+	cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
+	snprintf(buf, size, "%-8s %-8s %s", cfa, rbp, ra);
+	for (i = 0; i < CFI_CSR_NR; i++) {
+		/* A register with no rule is the common case: only the others
+		 * are shown (undefined ones read "u" as unmentioned ones do). */
+		if (r->csr_type[i] == CFI_REG_UNMENTIONED || r->csr_type[i] == CFI_REG_UNDEFINED)
+			continue;
+		plain.flags &= (__u8)~CFI_RULE_TOO_BIG;
+		cfi_format_reg(&plain, r->csr_type[i], r->csr_off[i], csr, sizeof(csr));
+		len = strlen(buf);
+		snprintf(buf + len, size - len, " %s=%s", cfi_reg_name(CFI_CSR_DWARF(i)), csr);
+	}
+	if (r->flags & CFI_RULE_SIGNAL) {
+		len = strlen(buf);
+		snprintf(buf + len, size - len, " signal");
+	}
+	if (r->flags & CFI_RULE_STACK_SWITCH) {
+		len = strlen(buf);
+		snprintf(buf + len, size - len, " stack_switch");
+	}
+}
+
 int cfi_dump_table(const struct cfi_table *t, FILE *out)
 {
 	struct cfi_row_iter it;
 	uint64_t addr;
 	uint32_t idx;
+	char row[256];
 
-	fprintf(out, "# LOC            CFA      rbp      ra\n");
+	fprintf(out, "# LOC            CFA      rbp      ra [rbx= r12= r13= r14= r15=]\n");
 	cfi_row_iter_init(&it, t);
 	while (cfi_row_iter_next(&it, &addr, &idx)) {
-		const struct cfi_rule *r = &t->rules[idx];
-		char cfa[32], rbp[32], ra[32];
-
-		cfi_format_cfa(r, cfa, sizeof(cfa));
-		if (r->cfa_type == CFI_CFA_UNDEF) {
-			fprintf(out, "%016llx undef\n", (unsigned long long)addr);
-			continue;
-		}
-		cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
-		cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
-		fprintf(out, "%016llx %-8s %-8s %s%s%s\n", (unsigned long long)addr, cfa, rbp, ra,
-			(r->flags & CFI_RULE_SIGNAL) ? " signal" : "",
-			(r->flags & CFI_RULE_STACK_SWITCH) ? " stack_switch" : "");
+		cfi_format_row(&t->rules[idx], row, sizeof(row));
+		fprintf(out, "%016llx %s\n", (unsigned long long)addr, row);
 	}
 	fprintf(out, "%016llx end\n", (unsigned long long)t->hdr->end);
 	return ferror(out) ? -1 : 0;

@@ -24,7 +24,7 @@ enum {
 };
 
 enum {
-	DW_OP_deref = 0x06, DW_OP_and = 0x1a, DW_OP_plus = 0x22,
+	DW_OP_deref = 0x06, DW_OP_and = 0x1a, DW_OP_mul = 0x1e, DW_OP_plus = 0x22,
 	DW_OP_plus_uconst = 0x23, DW_OP_shl = 0x24, DW_OP_ge = 0x2a,
 	DW_OP_lit0 = 0x30, DW_OP_lit31 = 0x4f, DW_OP_breg0 = 0x70, DW_OP_breg31 = 0x8f,
 };
@@ -74,7 +74,18 @@ struct cfa_state {
 struct frame_state {
 	struct cfa_state cfa;
 	struct reg_state rbp, ra;
+	struct reg_state csr[CFI_CSR_NR]; /* CFI_CSR_DWARF order */
 };
+
+/* Index of DWARF register `reg` in frame_state.csr, or -1. */
+static int csr_index(uint64_t reg)
+{
+	if (reg == 3)
+		return 0;
+	if (reg >= 12 && reg <= 15)
+		return (int)reg - 11;
+	return -1;
+}
 
 void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rule)
 {
@@ -86,6 +97,7 @@ void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rul
 	rule->cfa_reg = 0;
 	rule->cfa_off = 0;
 	rule->cfa_off2 = 0;
+	rule->cfa_reg2 = 0;
 	cfi_reader_init(&r, expr, len, 0);
 
 	op = cfi_read_u8(&r);
@@ -110,6 +122,27 @@ void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rul
 		}
 		rule->cfa_type = CFI_CFA_DEREF;
 		rule->cfa_reg = reg;
+		rule->cfa_off = (int32_t)off;
+		rule->cfa_off2 = (int16_t)add;
+		return;
+	}
+
+	/* OpenSSL's bn_mul_mont keeps its caller's rsp in a slot indexed by
+	 * num (r9): breg7 off; bregN 0; lit8; mul; plus; deref; plus_uconst k */
+	if (op >= DW_OP_breg0 && op < DW_OP_breg0 + 16) {
+		uint8_t reg2 = (uint8_t)(op - DW_OP_breg0);
+		uint64_t add;
+
+		if (cfi_read_sleb(&r) != 0 || cfi_read_u8(&r) != DW_OP_lit0 + 8 ||
+		    cfi_read_u8(&r) != DW_OP_mul || cfi_read_u8(&r) != DW_OP_plus ||
+		    cfi_read_u8(&r) != DW_OP_deref || cfi_read_u8(&r) != DW_OP_plus_uconst)
+			return;
+		add = cfi_read_uleb(&r);
+		if (r.err || add > INT16_MAX || cfi_reader_left(&r) || reg2 == DWARF_REG_RSP)
+			return;
+		rule->cfa_type = CFI_CFA_DEREF_INDEX;
+		rule->cfa_reg = reg;
+		rule->cfa_reg2 = reg2;
 		rule->cfa_off = (int32_t)off;
 		rule->cfa_off2 = (int16_t)add;
 		return;
@@ -153,6 +186,8 @@ static void reg_to_rule(const struct reg_state *s, uint8_t *type, int16_t *off, 
 static void state_to_rule(const struct frame_state *st, const struct cfi_cie *cie,
 			  struct cfi_rule *rule)
 {
+	int i;
+
 	memset(rule, 0, sizeof(*rule));
 	if (st->cfa.is_expr && !st->cfa.expr) {
 		/* No CFA rule at all yet (a CIE without def_cfa): nothing the
@@ -171,6 +206,14 @@ static void state_to_rule(const struct frame_state *st, const struct cfi_cie *ci
 	}
 	reg_to_rule(&st->rbp, &rule->rbp_type, &rule->rbp_off, &rule->flags);
 	reg_to_rule(&st->ra, &rule->ra_type, &rule->ra_off, &rule->flags);
+	for (i = 0; i < CFI_CSR_NR; i++) {
+		uint8_t flags = 0;
+
+		/* A slot no field can hold loses that register only. */
+		reg_to_rule(&st->csr[i], &rule->csr_type[i], &rule->csr_off[i], &flags);
+		if (flags)
+			rule->csr_type[i] = CFI_REG_UNDEFINED;
+	}
 	if (cie->signal)
 		rule->flags |= CFI_RULE_SIGNAL;
 }
@@ -213,8 +256,8 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 	struct cfi_reader r;
 	uint64_t loc = start;
 	struct cfi_rule rule;
-	/* Only CFA, rbp and RA changes make a new row: most advances follow a
-	 * save of some other callee-saved register. */
+	/* Only changes of the CFA and of the registers the walker tracks
+	 * (rbp, RA, rbx, r12-r15) make a new row. */
 	bool dirty = true;
 	int ret;
 
@@ -409,6 +452,8 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				target = &st->rbp;
 			else if (reg == cie->ra_reg)
 				target = &st->ra;
+			else if (csr_index(reg) >= 0)
+				target = &st->csr[csr_index(reg)];
 			if (target) {
 				*target = rs;
 				dirty = true;
@@ -446,6 +491,8 @@ restore:
 			st->rbp = initial->rbp;
 		else if (reg == cie->ra_reg)
 			st->ra = initial->ra;
+		else if (csr_index(reg) >= 0)
+			st->csr[csr_index(reg)] = initial->csr[csr_index(reg)];
 		dirty = true;
 	}
 

@@ -1,8 +1,9 @@
 /*
  * Runs the call-frame instructions of a CIE and FDE (DWARF 5 section 6.4.2)
  * and reports, for each address range of the FDE, the unwind rule needed to
- * step one frame on x86-64: how to find the CFA, rbp and the return address.
- * Registers other than rbp and the return address are parsed and dropped.
+ * step one frame on x86-64: how to find the CFA, the return address and the
+ * callee-saved registers rbp, rbx and r12-r15.  Other registers are parsed
+ * and dropped.
  */
 #ifndef CFI_INTERP_H
 #define CFI_INTERP_H
@@ -32,8 +33,9 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 
 void cfi_interp_free(struct cfi_interp *ip);
 
-/* Recognises the two CFA expressions x86-64 code uses in practice: the
- * stack-realignment dereference and the PLT pattern.  Fills cfa_type and
+/* Recognises the CFA expressions x86-64 code uses in practice: the
+ * stack-realignment dereference, the PLT pattern and OpenSSL's indexed
+ * dereference.  Fills cfa_type and
  * the cfa fields of `rule` (CFI_CFA_EXPR if neither).  Exposed for tests. */
 void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rule);
 

@@ -60,7 +60,7 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 	if (h->pages_off % 8 || h->pages_off < sizeof(*h) ||
 	    (uint64_t)h->pages_off + (uint64_t)h->npages * sizeof(struct cfi_page) > size)
 		return BAD("page array out of bounds");
-	if (h->nrules == 0 || h->nrules > CFI_RULES_MAX || h->rules_off % 16 ||
+	if (h->nrules == 0 || h->nrules > CFI_RULES_MAX || h->rules_off % sizeof(struct cfi_rule) ||
 	    h->rules_off < sizeof(*h) ||
 	    (uint64_t)h->rules_off + (uint64_t)h->nrules * sizeof(struct cfi_rule) > size)
 		return BAD("rule array out of bounds");
@@ -73,9 +73,14 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 	for (i = 0; i < h->nrules; i++) {
 		const struct cfi_rule *r = &tmp.rules[i];
 
-		if (r->cfa_type > CFI_CFA_EXPR || !reg_type_valid(r->rbp_type) ||
+		unsigned k;
+
+		if (r->cfa_type > CFI_CFA_TYPE_MAX || !reg_type_valid(r->rbp_type) ||
 		    !reg_type_valid(r->ra_type))
 			return BAD("rule of unknown type");
+		for (k = 0; k < CFI_CSR_NR; k++)
+			if (!reg_type_valid(r->csr_type[k]))
+				return BAD("rule of unknown type");
 	}
 	for (p = 0; p < h->npages; p++) {
 		const struct cfi_page *pg = &tmp.pages[p];
@@ -200,6 +205,7 @@ bool cfi_rule_supported(const struct cfi_rule *r)
 	case CFI_CFA_REG:
 	case CFI_CFA_DEREF:
 	case CFI_CFA_PLT:
+	case CFI_CFA_DEREF_INDEX:
 		break;
 	default:
 		return false;
@@ -278,13 +284,45 @@ void cfi_builder_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *u
 	free(bad);
 }
 
+_Static_assert(sizeof(struct cfi_rule) == 32, "rule_hash and rule_eq read 4 words");
+
+static bool is_expr(uint8_t type)
+{
+	return type == CFI_REG_EXPR || type == CFI_REG_VAL_EXPR;
+}
+
+void cfi_builder_reg_expr_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *signal)
+{
+	uint8_t *kind = calloc(b->nrules + 1, 1);
+	size_t i;
+	int k;
+
+	*rows = *signal = 0;
+	if (!kind)
+		return;
+	for (i = 0; i < b->nrules; i++) {
+		const struct cfi_rule *r = &b->rules[i];
+		bool e = is_expr(r->rbp_type) || is_expr(r->ra_type);
+
+		for (k = 0; k < CFI_CSR_NR; k++)
+			e = e || is_expr(r->csr_type[k]);
+		kind[i] = e ? (r->flags & CFI_RULE_SIGNAL ? 2 : 1) : 0;
+	}
+	for (i = 0; i < b->n; i++) {
+		*rows += kind[b->rule[i]] != 0;
+		*signal += kind[b->rule[i]] == 2;
+	}
+	free(kind);
+}
+
 static uint64_t rule_hash(const struct cfi_rule *r)
 {
-	uint64_t a, c;
+	uint64_t w[4], a;
 
-	memcpy(&a, r, 8);
-	memcpy(&c, (const uint8_t *)r + 8, 8);
-	a ^= c * 0x9e3779b97f4a7c15ull;
+	memcpy(w, r, sizeof(w));
+	a = w[0] ^ (w[1] * 0x9e3779b97f4a7c15ull);
+	a = (a ^ (a >> 31)) * 0xff51afd7ed558ccdull;
+	a ^= w[2] ^ (w[3] * 0xc4ceb9fe1a85ec53ull);
 	a *= 0xff51afd7ed558ccdull;
 	return a ^ (a >> 29);
 }
@@ -311,13 +349,7 @@ static int rehash(struct cfi_builder *b, size_t nslots)
 
 static inline bool rule_eq(const struct cfi_rule *a, const struct cfi_rule *b)
 {
-	uint64_t a0, a1, b0, b1;
-
-	memcpy(&a0, a, 8);
-	memcpy(&a1, (const uint8_t *)a + 8, 8);
-	memcpy(&b0, b, 8);
-	memcpy(&b1, (const uint8_t *)b + 8, 8);
-	return a0 == b0 && a1 == b1;
+	return !memcmp(a, b, sizeof(*a));
 }
 
 static int intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx)
@@ -582,7 +614,8 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 			remap[b->rule[i]] = nused++;
 	h.nrules = nused;
 	h.pages_off = sizeof(h);
-	h.rules_off = (uint32_t)((h.pages_off + (uint64_t)h.npages * sizeof(struct cfi_page) + 15) & ~15ull);
+	h.rules_off = (uint32_t)((h.pages_off + (uint64_t)h.npages * sizeof(struct cfi_page) +
+				  sizeof(struct cfi_rule) - 1) & ~(uint64_t)(sizeof(struct cfi_rule) - 1));
 	ret = pack_blocks(pages, h.npages, h.rules_off + (uint64_t)h.nrules * sizeof(struct cfi_rule),
 			  &size);
 	if (ret) {

@@ -71,6 +71,12 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
  * rule the walker cannot follow. */
 void cfi_builder_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *unsupported);
 
+/* After a successful finish: the rows whose rule gives rbp, the return
+ * address, rbx or r12-r15 by a DWARF expression, and how many of them are
+ * signal trampolines, which the walker steps through the kernel's signal
+ * frame instead (glibc's __restore_rt). */
+void cfi_builder_reg_expr_counts(const struct cfi_builder *b, uint64_t *rows, uint64_t *signal);
+
 /* Whether a rule can be used by the walker (used for statistics). */
 bool cfi_rule_supported(const struct cfi_rule *r);
 

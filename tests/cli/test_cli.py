@@ -34,7 +34,6 @@ import time
 from clicase import RESULTS, Case, Skip, script_args
 
 LIBC = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-
 # case name -> the report it is waiting on
 KNOWN_BUGS = {}
 # The cache's subdirectory for this table format (main sets it).
@@ -443,7 +442,8 @@ def test_stats(cfiprof, env, tmp):
             k, sep, v = line.partition(": ")
             c.check(sep == ": ", "not a 'key: value' line: %r" % line)
             kv[k] = v
-        for k in ["fdes", "rows", "unsupported_rows", "table_bytes"]:
+        for k in ["fdes", "rows", "unsupported_rows", "reg_expr_rows", "reg_expr_signal_rows",
+                  "table_bytes"]:
             if c.check(k in kv, "no %s" % k):
                 c.check(re.fullmatch(r"\d+", kv[k]) is not None, "%s: %r" % (k, kv[k]))
         for k in ["bytes_per_row", "compile_ms"]:
@@ -458,6 +458,38 @@ def test_stats(cfiprof, env, tmp):
                     "bytes_per_row is not table_bytes / rows")
         # stats ignores the cache: it must not create one.
         c.check(not os.listdir(env["CFIPROF_CACHE_DIR"]), "cfi stats wrote to the cache")
+
+
+# Objects whose every row the walker can follow (issue 13): OpenSSL's
+# assembly (CFA expressions, bn_mul_mont's indexed one), glibc (the PLT
+# expression, __restore_rt's register expressions) and a large C++ library.
+NO_UNSUPPORTED = ["/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
+                  "/usr/lib/x86_64-linux-gnu/libssl.so.3", LIBC,
+                  "/usr/lib/x86_64-linux-gnu/libLLVM-15.so.1"]
+
+
+def test_no_unsupported(cfiprof, env, tmp):
+    """unsupported_rows is 0 on the objects above, and every row with a
+    register expression is a signal trampoline's (the walker reads the
+    registers from the kernel's signal frame instead)."""
+    for path in NO_UNSUPPORTED:
+        name = "stats-all-supported-" + os.path.basename(path)
+        if not wanted(name):
+            continue
+        with Case(name) as c:
+            if not c.check(os.path.exists(path), "%s missing (tools/setup.sh installs it)" % path):
+                continue
+            rc, out, err = run([cfiprof, "cfi", "stats", path], env)
+            c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err))
+            kv = dict(line.split(": ", 1) for line in out.splitlines())
+            c.check(kv.get("unsupported_rows") == "0",
+                    "unsupported_rows: %s" % kv.get("unsupported_rows"))
+            c.check(kv.get("reg_expr_rows") == kv.get("reg_expr_signal_rows"),
+                    "reg_expr_rows %s, of which signal %s" % (kv.get("reg_expr_rows"),
+                                                              kv.get("reg_expr_signal_rows")))
+            if path == LIBC:
+                c.check(int(kv.get("reg_expr_signal_rows", "0")) > 0,
+                        "libc's __restore_rt not counted as a signal row")
 
 
 def test_record_command(cfiprof, env, tmp):
@@ -923,7 +955,8 @@ def main():
         env["CFIPROF_CACHE_DIR"] = os.path.join(tmp, "default-cache")
         os.makedirs(env["CFIPROF_CACHE_DIR"])
         env["LC_ALL"] = "C"
-        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_at, test_cache,
+        for t in [test_usage, test_bad_input, test_compressed, test_stats, test_no_unsupported,
+                  test_at, test_cache,
                   test_record_command, test_input_fifo, test_cache_trust, test_empty_cache_dir,
                   test_output]:
             try:

@@ -488,9 +488,11 @@ def ehframe_seeds():
 # bpf/abi.h: the 64-byte header, 8-byte pages, 16-byte rules.
 HDR = struct.Struct("<IIQQIIIIIII12x")
 PAGE = struct.Struct("<IHH")
-RULE = struct.Struct("<BBBBihhhBB")
+# struct cfi_rule (format 3): the version 1 fields, then the callee-saved
+# registers' types, cfa_reg2 and their offsets.
+RULE = struct.Struct("<BBBBihhhBB5sB5h")
+TABLE_VERSION = 3  # CFI_TABLE_VERSION
 MAGIC = 0x54494643
-VERSION = 2  # CFI_TABLE_VERSION
 CHUNK = 16384
 HDR_FIELDS = ["magic", "version", "base", "end", "page_shift", "npages", "pages_off", "nrules",
               "rules_off", "nrows", "blob_size"]
@@ -527,7 +529,7 @@ def encode_table(base, end, shift, rows, rules):
         blk += b"\0" * (len(raddr) & 1) + struct.pack("<%dH" % len(pal), *pal)
         blocks.append((blk, len(raddr), len(pal)))
     pages_off = HDR.size
-    rules_off = align(pages_off + npages * PAGE.size, 16)
+    rules_off = align(pages_off + npages * PAGE.size, RULE.size)
     at = rules_off + len(rules) * RULE.size
     body, pages = bytearray(), []
     for blk, n, np_ in blocks:
@@ -538,11 +540,12 @@ def encode_table(base, end, shift, rows, rules):
         body += b"\0" * (at - rules_off - len(rules) * RULE.size - len(body)) + blk
         at += len(blk)
     size = align(at, 16)
-    blob = bytearray(HDR.pack(MAGIC, VERSION, base, end, shift, npages, pages_off, len(rules),
+    blob = bytearray(HDR.pack(MAGIC, TABLE_VERSION, base, end, shift, npages, pages_off, len(rules),
                               rules_off, sum(b[1] for b in blocks), size))
     blob += b"".join(PAGE.pack(*pg) for pg in pages)
     blob += b"\0" * (rules_off - len(blob))
-    blob += b"".join(RULE.pack(*r) for r in rules)
+    blob += b"".join(RULE.pack(*(tuple(r) + (b"\0" * 5, 0, 0, 0, 0, 0, 0)[len(r) - 10:]))
+                     for r in rules)
     blob += body
     blob += b"\0" * (size - len(blob))
     return bytes(blob), pages
@@ -593,7 +596,7 @@ def table_seeds():
     raddr, rrule, pal = blk, blk + 2 * n, blk + 3 * n + (n & 1)
     seeds.update({
         "bad-magic": with_hdr(magic=0),
-        "bad-version": with_hdr(version=VERSION + 1),
+        "bad-version": with_hdr(version=TABLE_VERSION + 1),
         "bad-shift-low": with_hdr(page_shift=7),
         "bad-shift-high": with_hdr(page_shift=17),
         "bad-empty-range": with_hdr(end=h[2]),
@@ -791,8 +794,9 @@ def main():
                            ("true", "/usr/bin/true")]:
             run(cfiprof, "cfi", "dump", "--cache-dir", cache, "--debug-dir", TMP, path,
                 stdout=subprocess.DEVNULL)
-        for i, fn in enumerate(sorted(os.listdir(os.path.join(cache, "v%d" % VERSION)))):
-            with open(os.path.join(cache, "v%d" % VERSION, fn), "rb") as f:
+        vdir = os.path.join(cache, os.listdir(cache)[0])  # v<CFI_TABLE_VERSION>, the only one
+        for i, fn in enumerate(sorted(os.listdir(vdir))):
+            with open(os.path.join(vdir, fn), "rb") as f:
                 put("table", "cache-%d" % i, f.read()[184:])
         for name, data in table_seeds().items():
             put("table", name, data)

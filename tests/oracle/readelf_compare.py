@@ -95,7 +95,7 @@ def readelf_fdes(path):
             vals = TOKEN.findall(m.group(2))
             d = dict(zip(cols, vals))
             cur[3].append((int(m.group(1), 16), d.get("CFA", "u"), d.get("rbp", "u"),
-                           d.get("ra", "u")))
+                           d.get("ra", "u"), csr_tokens(d)))
     for f in fdes:
         if not f[3]:
             cie = cies.get(f[4])
@@ -137,6 +137,25 @@ def subtract(extra, base):
     return pieces
 
 
+CSR = ("rbx", "r12", "r13", "r14", "r15")
+
+
+def csr_tokens(d):
+    """rbx and r12-r15 as `cfiprof cfi dump` appends them: "rbx=c-24" for
+    each with a rule.  An offset no s16 holds is stored as undefined (that
+    register lost, the rule kept), which the dump omits as it omits "u"."""
+    out = []
+    for name in CSR:
+        v = d.get(name, "u")
+        if v == "u":
+            continue
+        m = REG_COL.match(v)
+        if m and not fits(int(m.group(1) or m.group(2)), 16):
+            continue
+        out.extend(TOKEN.findall(name + "=" + v))
+    return tuple(out)
+
+
 CFA_REG = re.compile(r"^(r(\d+)|[a-z][a-z0-9.]*)([+-]\d+)$")
 REG_COL = re.compile(r"^(?:[cv]([+-]\d+)|r(\d+)(?: \(.*\))?)$")
 
@@ -152,9 +171,9 @@ def render(val):
     offset or register 16 bits does not fit struct cfi_rule: cfiprof flags
     the whole rule too big and prints every number in it as "unsupported".
     """
-    if len(val) != 3:
+    if len(val) < 3:
         return val
-    cfa, rbp, ra = val
+    cfa, rbp, ra = val[:3]
     big = False
     m = CFA_REG.match(cfa)
     if m:
@@ -165,7 +184,7 @@ def render(val):
             big = big or not fits(int(m.group(1) or m.group(2)), 16)
     if not big:
         return val
-    return tuple("unsupported" if (i == 0 and CFA_REG.match(v)) or (i > 0 and REG_COL.match(v))
+    return tuple("unsupported" if (i == 0 and CFA_REG.match(v)) or (0 < i < 3 and REG_COL.match(v))
                  else v for i, v in enumerate(val))
 
 
@@ -197,8 +216,8 @@ def expected_rows(path, debug_path, eh_only):
             add(prev_end, ("undef",))
         pending = None
         emitted = False
-        for addr, cfa, rbp, ra in frows:
-            val = (cfa, rbp, ra)
+        for addr, cfa, rbp, ra, csr in frows:
+            val = (cfa, rbp, ra) + csr
             if addr < start:
                 pending = val
                 continue
@@ -228,6 +247,10 @@ def cfiprof_rows(cfiprof, path, extra):
         vals = TOKEN.findall(rest)
         if vals and vals[-1] == "signal":
             vals.pop()
+        # readelf prints every CFA expression as "exp"; cfiprof spells out
+        # the ones it compiles (*(rsp+16)+8, plt(rsp+8,11), ...).
+        if len(vals) > 1 and (vals[0].startswith("*(") or vals[0].startswith("plt(")):
+            vals[0] = "exp"
         val = tuple(vals)
         # Different expressions all read "exp" in readelf's notation: rows
         # that differ only there look identical, so merge them as readelf's

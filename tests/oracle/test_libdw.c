@@ -56,8 +56,8 @@
 /* DWARF constants, spelled out here: <dwarf.h> clashes with cfi/reader.h,
  * and the oracle should not borrow the code under test's definitions. */
 enum {
-	OP_deref = 0x06, OP_and = 0x1a, OP_plus = 0x22, OP_plus_uconst = 0x23, OP_shl = 0x24,
-	OP_ge = 0x2a, OP_lit0 = 0x30, OP_lit3 = 0x33, OP_lit15 = 0x3f, OP_lit31 = 0x4f,
+	OP_deref = 0x06, OP_and = 0x1a, OP_mul = 0x1e, OP_plus = 0x22, OP_plus_uconst = 0x23, OP_shl = 0x24,
+	OP_ge = 0x2a, OP_lit0 = 0x30, OP_lit3 = 0x33, OP_lit8 = 0x38, OP_lit15 = 0x3f, OP_lit31 = 0x4f,
 	OP_breg0 = 0x70, OP_breg7 = 0x77, OP_breg16 = 0x80, OP_breg31 = 0x8f, OP_regx = 0x90,
 	OP_bregx = 0x92, OP_call_frame_cfa = 0x9c, OP_stack_value = 0x9f,
 };
@@ -102,7 +102,7 @@ struct oracle {
 	struct cfi_compile_stats st;
 
 	uint64_t rows, addrs, libdw_rows, mismatches;
-	uint64_t cfa_types[CFI_CFA_EXPR + 1];  /* rows by CFA rule, to show what was covered */
+	uint64_t cfa_types[CFI_CFA_TYPE_MAX + 1];  /* rows by CFA rule, to show what was covered */
 };
 
 enum found { FOUND_NONE, FOUND_EH, FOUND_DBG, FOUND_ERROR };
@@ -610,6 +610,14 @@ static bool check_cfa(const struct cfi_rule *r, Dwarf_Frame *f, bool *big, char 
 			ok = !shape[i] || ops[i].atom == shape[i];
 		break;
 	}
+	case CFI_CFA_DEREF_INDEX:
+		/* breg<r> off; breg<r2> 0; lit8; mul; plus; deref; plus_uconst k */
+		ok = nops == 7 && ops[0].atom == OP_breg0 + r->cfa_reg &&
+		     (int64_t)ops[0].number == r->cfa_off && ops[1].atom == OP_breg0 + r->cfa_reg2 &&
+		     ops[1].number == 0 && ops[2].atom == OP_lit8 && ops[3].atom == OP_mul &&
+		     ops[4].atom == OP_plus && ops[5].atom == OP_deref &&
+		     ops[6].atom == OP_plus_uconst && ops[6].number == (Dwarf_Word)r->cfa_off2;
+		break;
 	case CFI_CFA_EXPR:
 		/* Any expression; only not one of the forms above, which the
 		 * walker could have run. */
@@ -624,6 +632,13 @@ static bool check_cfa(const struct cfi_rule *r, Dwarf_Frame *f, bool *big, char 
 		    ops[3].atom == OP_and && ops[4].atom >= OP_lit0 && ops[4].atom <= OP_lit31 &&
 		    ops[5].atom == OP_ge && ops[6].atom == OP_lit3 && ops[7].atom == OP_shl &&
 		    ops[8].atom == OP_plus)
+			ok = false;
+		if (ok && nops == 7 && ops[0].atom >= OP_breg0 && ops[0].atom <= OP_breg31 &&
+		    fits((int64_t)ops[0].number, 32) && ops[1].atom >= OP_breg0 &&
+		    ops[1].atom < OP_breg16 && ops[1].atom != OP_breg7 && ops[1].number == 0 &&
+		    ops[2].atom == OP_lit8 && ops[3].atom == OP_mul && ops[4].atom == OP_plus &&
+		    ops[5].atom == OP_deref && ops[6].atom == OP_plus_uconst &&
+		    ops[6].number <= INT16_MAX)
 			ok = false;
 		break;
 	default:
@@ -702,16 +717,45 @@ static bool check_reg(const char *what, unsigned type, int16_t off, Dwarf_Frame 
 	return ok;
 }
 
+/* rbx and r12-r15.  A slot no s16 holds is stored as undefined (the
+ * register is lost, the rule still works): libdw then has an offset that
+ * does not fit. */
+static bool check_csr(const struct cfi_rule *r, Dwarf_Frame *f, char *why, size_t n)
+{
+	for (int i = 0; i < CFI_CSR_NR; i++) {
+		const char *name = cfi_reg_name(CFI_CSR_DWARF(i));
+		bool big = false;
+
+		if (check_reg(name, r->csr_type[i], r->csr_off[i], f, CFI_CSR_DWARF(i), &big, why, n) &&
+		    !big)
+			continue;
+		/* libdw's default for a register the CFI never mentions is
+		 * libebl's ABI rule, "undefined" for rbx and r12-r15. */
+		if (r->csr_type[i] == CFI_REG_UNMENTIONED &&
+		    check_reg(name, CFI_REG_UNDEFINED, 0, f, CFI_CSR_DWARF(i), &big, why, n))
+			continue;
+		if (r->csr_type[i] == CFI_REG_UNDEFINED) {
+			big = false;
+			if (check_reg(name, CFI_REG_OFFSET, 0, f, CFI_CSR_DWARF(i), &big, why, n) && big)
+				continue;
+			big = false;
+			if (check_reg(name, CFI_REG_VAL_OFFSET, 0, f, CFI_CSR_DWARF(i), &big, why, n) &&
+			    big)
+				continue;
+		}
+		if (!why[0])
+			snprintf(why, n, "%s: libdw's offset overflows", name);
+		return false;
+	}
+	return true;
+}
+
 static void describe_rule(const struct cfi_rule *r, char *buf, size_t n)
 {
-	char cfa[32], rbp[32], ra[32];
+	char row[256];
 
-	cfi_format_cfa(r, cfa, sizeof(cfa));
-	cfi_format_reg(r, r->rbp_type, r->rbp_off, rbp, sizeof(rbp));
-	cfi_format_reg(r, r->ra_type, r->ra_off, ra, sizeof(ra));
-	/* The dump's notation hides expression kinds and their operands. */
-	snprintf(buf, n, "%s %s %s%s%s (cfa type %u r%u %+d %+d, rbp/ra types %u/%u)", cfa, rbp,
-		 ra, r->flags & CFI_RULE_SIGNAL ? " signal" : "",
+	cfi_format_row(r, row, sizeof(row));
+	snprintf(buf, n, "%s%s (cfa type %u r%u %+d %+d, rbp/ra types %u/%u)", row,
 		 r->flags & CFI_RULE_TOO_BIG ? " too-big" : "", r->cfa_type, r->cfa_reg, r->cfa_off,
 		 r->cfa_off2, r->rbp_type, r->ra_type);
 }
@@ -753,7 +797,8 @@ static uint64_t check_addr(struct oracle *o, uint64_t addr, const struct cfi_rul
 	}
 	if (!check_cfa(r, f, &big, why, sizeof(why)) ||
 	    !check_reg("rbp", r->rbp_type, r->rbp_off, f, REG_RBP, &big, why, sizeof(why)) ||
-	    !check_reg("ra", r->ra_type, r->ra_off, f, ra, &big, why, sizeof(why)))
+	    !check_reg("ra", r->ra_type, r->ra_off, f, ra, &big, why, sizeof(why)) ||
+	    !check_csr(r, f, why, sizeof(why)))
 		mismatch(o, "%s %" PRIx64 " (%s row %" PRIx64 "..%" PRIx64 "): cfiprof %s; %s",
 			 context, addr, found == FOUND_EH ? ".eh_frame" : ".debug_frame",
 			 (uint64_t)start, (uint64_t)end, mine, why);
@@ -787,7 +832,7 @@ static void check_rows(struct oracle *o)
 
 			cr_assert_lt(prev_addr, addr, "rows out of order at %" PRIx64, addr);
 			o->rows++;
-			if (r->cfa_type <= CFI_CFA_EXPR)
+			if (r->cfa_type <= CFI_CFA_TYPE_MAX)
 				o->cfa_types[r->cfa_type]++;
 			check_addr(o, prev_addr, r, "row start");
 			if (addr - 1 != prev_addr)
@@ -882,12 +927,12 @@ Test(oracle, libdw, .description = "every table row agrees with libdw's CFI inte
 	check_fdes(&o, &o.eh);
 	check_fdes(&o, &o.dbg);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	printf("%s%s: %" PRIu64 " rows checked (CFA undef/reg/deref/plt/expr %" PRIu64 "/%" PRIu64
-	       "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "), %" PRIu64 " libdw rows walked in %zu+%zu FDEs, %"
+	printf("%s%s: %" PRIu64 " rows checked (CFA undef/reg/deref/plt/expr/deref-index %" PRIu64
+	       "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "/%" PRIu64 "), %" PRIu64 " libdw rows walked in %zu+%zu FDEs, %"
 	       PRIu64 " addresses checked, %" PRIu64 " mismatches%s%s (%.1f s)\n",
 	       o.path, o.eh_only ? " (eh-only)" : "", o.rows, o.cfa_types[CFI_CFA_UNDEF],
 	       o.cfa_types[CFI_CFA_REG], o.cfa_types[CFI_CFA_DEREF], o.cfa_types[CFI_CFA_PLT],
-	       o.cfa_types[CFI_CFA_EXPR], o.libdw_rows, o.eh.fdes.n, o.dbg.fdes.n, o.addrs,
+	       o.cfa_types[CFI_CFA_EXPR], o.cfa_types[CFI_CFA_DEREF_INDEX], o.libdw_rows, o.eh.fdes.n, o.dbg.fdes.n, o.addrs,
 	       o.mismatches, o.st.debug_file[0] ? "; debug file " : "", o.st.debug_file,
 	       (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	fflush(stdout);

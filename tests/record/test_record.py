@@ -35,6 +35,7 @@ import bisect
 import gzip
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -529,13 +530,103 @@ def t_realign(tmp):
     dump = subprocess.run([os.environ["CFIPROF"], "cfi", "dump", "--no-cache", exe],
                           stdout=subprocess.PIPE, text=True, check=True).stdout
     rows = [l.split() for l in dump.splitlines() if not l.startswith("#")]
-    exp = [r for r in rows if len(r) > 1 and lo <= int(r[0], 16) < lo + size and r[1] == "exp"]
+    exp = [r for r in rows if len(r) > 1 and lo <= int(r[0], 16) < lo + size and r[1].startswith("*(")]
     if not exp:
         raise Fail("realign_outer has no expression CFA: the fixture does not test the deref rule")
     out = os.path.join(tmp, "realign.folded")
     run_record(["-F", "499", "--format", "folded", "-o", out, "--", exe, "2"])
     check_chain(folded_stacks(out, "rec-realign"), "realign_leaf",
                 ROOT + ["realign_outer", "realign_mid", "realign_leaf"], "realigned stack")
+
+
+def check_walks_through(walks, what, min_samples):
+    """walks: [(frames, count, whether it is right)].  At least min_samples
+    samples, and EXACT of them right."""
+    total = sum(n for _, n, _ in walks)
+    right = sum(n for _, n, ok in walks if ok)
+    log(f"{what}: {right}/{total} samples")
+    wrong = {}
+    for frames, n, ok in walks:
+        if not ok:
+            wrong[fmt_chain(frames)] = wrong.get(fmt_chain(frames), 0) + n
+    for chain, n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  other: {n} x {chain}")
+    if total < min_samples:
+        raise Fail(f"{what}: only {total} samples, want at least {min_samples}")
+    if right < EXACT * total:
+        raise Fail(f"{what}: {total - right} of {total} samples do not")
+
+
+LAZYBIND_CHAIN = ROOT + ["lazy_call_all", "_dl_runtime_resolve_xsavec"]
+
+
+@case("walk-lazy-binding")
+def t_walk_lazy_binding(tmp):
+    """glibc's lazy-binding trampoline defines its CFA from rbx (CFA=rbx+32),
+    which _dl_fixup and its callees save and restore: samples in _dl_fixup
+    (and deeper) must walk through the trampoline to _start with the exact
+    chain, rbx recovered from where the callees saved it."""
+    out = os.path.join(tmp, "lazybind.folded")
+    run_record(["-F", "499", "--format", "folded", "-o", out, "--", fx("lazybind"), "2"])
+    stacks = folded_stacks(out, "rec-lazybind")
+    check_chain(stacks, "_dl_runtime_resolve_xsavec", LAZYBIND_CHAIN, "in the trampoline",
+                min_samples=50)
+    want = LAZYBIND_CHAIN + ["_dl_fixup"]
+    check_walks_through([(f, n, f[:len(want)] == want) for f, n in stacks if "_dl_fixup" in f],
+                        "_dl_fixup and below, through the trampoline to _start", 20)
+
+
+def indexed_cfa_ranges(path):
+    """[(start, end)) of the rows of `path` whose CFA is an indexed
+    dereference (*(rsp+8+r9*8)+8), from `cfiprof cfi dump`."""
+    dump = subprocess.run([os.environ["CFIPROF"], "cfi", "dump", "--no-cache", path],
+                          stdout=subprocess.PIPE, text=True, check=True).stdout
+    rows = [l.split() for l in dump.splitlines() if not l.startswith("#")]
+    return [(int(r[0], 16), int(nxt[0], 16)) for r, nxt in zip(rows, rows[1:])
+            if len(r) > 1 and re.match(r"^\*\(.*\*8\)", r[1])]
+
+
+@case("walk-openssl-mont")
+def t_walk_openssl_mont(tmp):
+    """OpenSSL's bn_mul_mont and bn_mul4x_mont define their CFA as
+    *(rsp + 8 + r9*8) + 8.  With AVX2, BMI2 and ADX masked off
+    (OPENSSL_ia32cap) `openssl prime` runs them; samples there must walk
+    from the leaf through BN_mod_exp_mont to openssl's _start."""
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise Fail("openssl not installed (tools/setup.sh installs it)")
+    maps = subprocess.run(["ldd", openssl], stdout=subprocess.PIPE, text=True,
+                          check=True).stdout
+    m = re.search(r"(/\S*libcrypto\.so\.\d+)", maps)
+    if not m:
+        raise Fail("openssl is not linked against libcrypto")
+    libcrypto = os.path.realpath(m.group(1))
+    ranges = indexed_cfa_ranges(libcrypto)
+    if not ranges:
+        raise Fail(f"{libcrypto} has no indexed-dereference CFA: nothing to test")
+    hdr = subprocess.run([READELF, "-h", openssl], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    entry = int(re.search(r"Entry point address:\s+0x([0-9a-f]+)", hdr).group(1), 16)
+    out = os.path.join(tmp, "openssl.folded")
+    run_record(["-F", "499", "-d", "4", "--format", "folded", "-o", out, "--", openssl, "prime",
+                "-generate", "-bits", "4096"], env={"OPENSSL_ia32cap": "~0x0:~0x80120"})
+    base = os.path.basename(libcrypto)
+
+    def addr_in(frame, name):
+        m = re.match(r"^" + re.escape(name) + r"\+0x([0-9a-f]+)$", frame)
+        return int(m.group(1), 16) if m else None
+
+    walks = []
+    for frames, n in folded_stacks(out, "openssl"):
+        leaf = addr_in(frames[-1], base) if frames else None
+        if leaf is None or not any(a <= leaf < b for a, b in ranges):
+            continue
+        start = addr_in(frames[0], "openssl")
+        # The outermost frame is _start itself (its own symbol is stripped).
+        walks.append((frames, n, start is not None and entry <= start < entry + 0x40 and
+                      frames[1:3] == ["__libc_start_main_impl", "__libc_start_call_main"] and
+                      "BN_mod_exp_mont" in frames))
+    check_walks_through(walks, "bn_mul_mont's indexed CFA, through BN_mod_exp_mont to _start", 20)
 
 
 @case("children-exec")

@@ -555,8 +555,8 @@ Test(misc, untracked_registers_make_no_rows)
 {
 	struct icase c = {
 		.start = 0x1000, .range = 0x10,
-		/* saves of rbx and r12 between advances, then a CFA change */
-		FDE(0x41, 0x83, 0x02, 0x41, 0x8c, 0x03, 0x41, 0x0e, 0x10),
+		/* saves of r8 and rsi between advances, then a CFA change */
+		FDE(0x41, 0x88, 0x02, 0x41, 0x84, 0x03, 0x41, 0x0e, 0x10),
 	};
 	struct rows r = { .n = 0 };
 
@@ -564,6 +564,58 @@ Test(misc, untracked_registers_make_no_rows)
 	cr_assert_eq(r.n, 2);
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
 	expect_row(&r, 1, 0x1003, RULE(CFA(7, 16), RA_AT(-8)));
+}
+
+#define CSR(i, t, o) .csr_type[i] = (t), .csr_off[i] = (o)
+
+Test(csr, saves_make_rows)
+{
+	struct icase c = {
+		.start = 0x1000, .range = 0x10,
+		/* advance 1; offset rbx 2; advance 1; offset r12 3; advance 1;
+		 * def_cfa_offset 16; advance 1; offset_extended r15 0x1001 (CFA-32776:
+		 * no s16 holds it); advance 1; restore rbx; val_offset r13 1;
+		 * same_value r14; advance 1; restore r12 */
+		FDE(0x41, 0x83, 0x02, 0x41, 0x8c, 0x03, 0x41, 0x0e, 0x10,
+		    0x41, 0x05, 0x0f, 0x81, 0x20,
+		    0x41, 0xc3, 0x14, 0x0d, 0x01, 0x08, 0x0e,
+		    0x41, 0xcc),
+	};
+	struct rows r = { .n = 0 };
+
+	run_ok(&c, &r);
+	cr_assert_eq(r.n, 7);
+	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
+	expect_row(&r, 1, 0x1001, RULE(CFA(7, 8), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16)));
+	expect_row(&r, 2, 0x1002, RULE(CFA(7, 8), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16),
+				       CSR(1, CFI_REG_OFFSET, -24)));
+	expect_row(&r, 3, 0x1003, RULE(CFA(7, 16), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16),
+				       CSR(1, CFI_REG_OFFSET, -24)));
+	/* A slot no field holds loses r15 alone, not the rule. */
+	expect_row(&r, 4, 0x1004, RULE(CFA(7, 16), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16),
+				       CSR(1, CFI_REG_OFFSET, -24), CSR(4, CFI_REG_UNDEFINED, 0)));
+	expect_row(&r, 5, 0x1005, RULE(CFA(7, 16), RA_AT(-8), CSR(1, CFI_REG_OFFSET, -24),
+				       CSR(2, CFI_REG_VAL_OFFSET, -8), CSR(3, CFI_REG_SAME, 0),
+				       CSR(4, CFI_REG_UNDEFINED, 0)));
+	expect_row(&r, 6, 0x1006, RULE(CFA(7, 16), RA_AT(-8), CSR(2, CFI_REG_VAL_OFFSET, -8),
+				       CSR(3, CFI_REG_SAME, 0), CSR(4, CFI_REG_UNDEFINED, 0)));
+}
+
+Test(csr, remember_restore_state)
+{
+	struct icase c = {
+		.start = 0x1000, .range = 0x10,
+		/* offset rbx 2; remember; advance 1; restore rbx; advance 1;
+		 * restore_state */
+		FDE(0x83, 0x02, 0x0a, 0x41, 0xc3, 0x41, 0x0b),
+	};
+	struct rows r = { .n = 0 };
+
+	run_ok(&c, &r);
+	cr_assert_eq(r.n, 3);
+	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16)));
+	expect_row(&r, 1, 0x1001, RULE(CFA(7, 8), RA_AT(-8)));
+	expect_row(&r, 2, 0x1002, RULE(CFA(7, 8), RA_AT(-8), CSR(0, CFI_REG_OFFSET, -16)));
 }
 
 Test(misc, signal_flag)
@@ -728,6 +780,20 @@ Test(classify, plt)
 	cr_assert_eq(r.cfa_off2, 10);
 }
 
+Test(classify, deref_index)
+{
+	/* OpenSSL's bn_mul_mont: breg7 8; breg9 0; lit8; mul; plus; deref;
+	 * plus_uconst 8 */
+	static const uint8_t e[] = { 0x77, 0x08, 0x79, 0x00, 0x38, 0x1e, 0x22, 0x06, 0x23, 0x08 };
+	struct cfi_rule r = classify(e, sizeof(e));
+
+	cr_assert_eq(r.cfa_type, CFI_CFA_DEREF_INDEX);
+	cr_assert_eq(r.cfa_reg, 7);
+	cr_assert_eq(r.cfa_reg2, 9);
+	cr_assert_eq(r.cfa_off, 8);
+	cr_assert_eq(r.cfa_off2, 8);
+}
+
 Test(classify, other_expressions)
 {
 	static const struct { uint8_t b[16]; size_t n; const char *what; } cases[] = {
@@ -747,6 +813,16 @@ Test(classify, other_expressions)
 		{ { 0x77, 0x08, 0x80, 0x01, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22 }, 11,
 		  "PLT pattern with breg16 1" },
 		{ { 0x9c }, 1, "call_frame_cfa" },
+		{ { 0x77, 0x08, 0x79, 0x00, 0x34, 0x1e, 0x22, 0x06, 0x23, 0x08 }, 10,
+		  "indexed deref scaled by 4" },
+		{ { 0x77, 0x08, 0x79, 0x00, 0x38, 0x1e, 0x22, 0x06 }, 8,
+		  "indexed deref without plus_uconst" },
+		{ { 0x77, 0x08, 0x79, 0x01, 0x38, 0x1e, 0x22, 0x06, 0x23, 0x08 }, 10,
+		  "indexed deref with breg9 1" },
+		{ { 0x77, 0x08, 0x77, 0x00, 0x38, 0x1e, 0x22, 0x06, 0x23, 0x08 }, 10,
+		  "indexed deref by rsp" },
+		{ { 0x77, 0x08, 0x79, 0x00, 0x38, 0x1e, 0x22, 0x06, 0x23, 0x08, 0x06 }, 11,
+		  "indexed deref with a trailing op" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -756,5 +832,6 @@ Test(classify, other_expressions)
 		cr_assert_eq(r.cfa_reg, 0, "%s", cases[i].what);
 		cr_assert_eq(r.cfa_off, 0, "%s", cases[i].what);
 		cr_assert_eq(r.cfa_off2, 0, "%s", cases[i].what);
+		cr_assert_eq(r.cfa_reg2, 0, "%s", cases[i].what);
 	}
 }

@@ -756,7 +756,7 @@ Test(format, exact_layout)
 
 	cr_assert_eq(sizeof(struct cfi_table_header), H_SIZE);
 	cr_assert_eq(sizeof(struct cfi_page), 8);
-	cr_assert_eq(sizeof(struct cfi_rule), 16);
+	cr_assert_eq(sizeof(struct cfi_rule), 32);
 	build_sample(&t);
 	blob = t.blob;
 	size = (uint32_t)t.size;
@@ -776,10 +776,10 @@ Test(format, exact_layout)
 	pages_off = get32(blob, H_PAGES_OFF);
 	rules_off = get32(blob, H_RULES_OFF);
 	cr_assert_eq(pages_off % 8, 0);
-	cr_assert_eq(rules_off % 16, 0);
+	cr_assert_eq(rules_off % 32, 0);
 	reg[0] = (struct region){ 0, H_SIZE, "header" };
 	reg[1] = (struct region){ pages_off, pages_off + 2 * 8, "pages" };
-	reg[2] = (struct region){ rules_off, rules_off + 5 * 16, "rules" };
+	reg[2] = (struct region){ rules_off, rules_off + 5 * 32, "rules" };
 
 	for (p = 0; p < 2; p++) {
 		uint32_t boff = get32(blob, pages_off + 8 * p);
@@ -802,7 +802,7 @@ Test(format, exact_layout)
 			cr_assert_lt(local, np);
 			g = get16(blob, pal_at + 2 * local);
 			cr_assert_lt(g, 5);
-			cr_assert_eq(memcmp(blob + rules_off + 16 * g, want[p][i], 16), 0,
+			cr_assert_eq(memcmp(blob + rules_off + 32 * g, want[p][i], 32), 0,
 				     "page %d row %d rule", p, i);
 		}
 		for (i = 0; i < np; i++)
@@ -977,9 +977,11 @@ Test(validator, single_corruptions)
 			{ "row_addr decreasing", b0 + 6, 2, 0x150, false, -EBADMSG },
 			{ "page 1 not starting at 0", b1, 2, 1, false, -EBADMSG },
 			{ "page 0 not starting at 0", b0, 2, 0x50, false, -EBADMSG },
-			{ "unknown cfa_type", ro + 0, 1, CFI_CFA_EXPR + 1, false, -EBADMSG },
-			{ "unknown rbp_type", ro + 16 + 2, 1, CFI_REG_VAL_EXPR + 1, false, -EBADMSG },
-			{ "unknown ra_type", ro + 32 + 3, 1, 0xff, false, -EBADMSG },
+			{ "unknown cfa_type", ro + 0, 1, CFI_CFA_TYPE_MAX + 1, false, -EBADMSG },
+			{ "unknown rbp_type", ro + 32 + 2, 1, CFI_REG_VAL_EXPR + 1, false, -EBADMSG },
+			{ "unknown ra_type", ro + 64 + 3, 1, 0xff, false, -EBADMSG },
+			{ "unknown rbx type", ro + 16, 1, CFI_REG_VAL_EXPR + 1, false, -EBADMSG },
+			{ "unknown r15 type", ro + 32 + 20, 1, 0x80, false, -EBADMSG },
 			{ "truncated by 1", 0, 0, -1, true, -EBADMSG },
 			{ "shorter than the header", 0, 0, 40 - (int64_t)size, true, -EBADMSG },
 			{ "padded by 16", 0, 0, 16, true, -EBADMSG },
@@ -1045,7 +1047,7 @@ static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, u
 	memcpy(blob + pages_off + 12, &(uint16_t){ 3 }, 2);
 	memcpy(blob + pages_off + 14, &(uint16_t){ 3 }, 2);
 	for (i = 0; i < 5; i++)
-		memcpy(blob + rules_off + 16 * i, rules[i], 16);
+		memcpy(blob + rules_off + 32 * i, rules[i], 32);
 	memcpy(blob + b0, addr0, 8);
 	memcpy(blob + b0 + 8, rule0, 4);
 	memcpy(blob + b0 + 12, pal0, 6);
@@ -1081,18 +1083,18 @@ Test(validator, hand_assembled_blob)
 
 	/* Tightly packed, the blocks in reverse order, and a block ending
 	 * exactly at the end of chunk 0: all valid. */
-	cr_assert_eq(open_hand(64, 80, 160, 178, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 256, 274, &t, &err), 0, "%s", err.msg);
 	cfi_table_free(&t);
-	cr_assert_eq(open_hand(64, 80, 200, 160, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 296, 256, &t, &err), 0, "%s", err.msg);
 	cfi_table_free(&t);
-	cr_assert_eq(open_hand(64, 96, 200, CFI_CHUNK_SIZE - 16, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 296, CFI_CHUNK_SIZE - 16, &t, &err), 0, "%s", err.msg);
 	cr_assert_eq(lookup_rule(&t, 0x10200, &got), 2);
-	cr_assert_eq(memcmp(&got, &rC, 16), 0);
+	cr_assert_eq(memcmp(&got, &rC, 32), 0);
 	cr_assert_eq(lookup_rule(&t, 0x2ffff, &got), 4);
-	cr_assert_eq(memcmp(&got, &rE, 16), 0);
+	cr_assert_eq(memcmp(&got, &rE, 32), 0);
 	cr_assert_eq(lookup_rule(&t, 0x22fff, &got), 0);
 	cfi_table_free(&t);
-	cr_assert_eq(open_hand(64, 80, 160, CFI_CHUNK_SIZE, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 256, CFI_CHUNK_SIZE, &t, &err), 0, "%s", err.msg);
 	cfi_table_free(&t);
 }
 
@@ -1102,12 +1104,12 @@ Test(validator, hand_assembled_misplacements)
 	struct cfi_error err;
 
 	/* Each blob is valid but for the one misplacement named. */
-	cr_assert_eq(open_hand(68, 96, 200, 230, &t, &err), -EBADMSG, "pages_off 68: %s", err.msg);
-	cr_assert_eq(open_hand(64, 88, 200, 230, &t, &err), -EBADMSG, "rules_off 88: %s", err.msg);
-	cr_assert_eq(open_hand(64, 80, 161, 200, &t, &err), -EBADMSG, "odd block: %s", err.msg);
+	cr_assert_eq(open_hand(68, 96, 296, 326, &t, &err), -EBADMSG, "pages_off 68: %s", err.msg);
+	cr_assert_eq(open_hand(64, 112, 296, 326, &t, &err), -EBADMSG, "rules_off 112: %s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 257, 296, &t, &err), -EBADMSG, "odd block: %s", err.msg);
 	/* Page 1's 16-byte block starting 14 bytes before a chunk boundary. */
-	cr_assert_eq(open_hand(64, 80, 160, CFI_CHUNK_SIZE - 14, &t, &err), -EBADMSG,
+	cr_assert_eq(open_hand(64, 96, 256, CFI_CHUNK_SIZE - 14, &t, &err), -EBADMSG,
 		     "block across a chunk: %s", err.msg);
-	cr_assert_eq(open_hand(64, 80, CFI_CHUNK_SIZE - 8, CFI_CHUNK_SIZE + 64, &t, &err), -EBADMSG,
+	cr_assert_eq(open_hand(64, 96, CFI_CHUNK_SIZE - 8, CFI_CHUNK_SIZE + 64, &t, &err), -EBADMSG,
 		     "block across a chunk: %s", err.msg);
 }

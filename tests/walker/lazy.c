@@ -39,7 +39,7 @@ ALL(DECL)
 #define CALL_b(n) CALL(b##n)
 #define CALL_c(n) CALL(c##n)
 #define CALL_d(n) CALL(d##n)
-int lazy_call_all(int x)
+__attribute__((noinline)) int lazy_call_all(int x)
 {
 	ALL(CALL)
 	return x;

@@ -5,7 +5,7 @@
  *
  * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
  *                       [--min-frames N] [--expect-end REASON] [--corrupt-rules]
- *                       SNAPSHOT...
+ *                       [--min-through-index N] [--min-through-csr N] SNAPSHOT...
  *
  * Every address the walker gives must be libunwind's: the leaf, a signal
  * trampoline (known by its code) and the frame it interrupted as is,
@@ -17,6 +17,11 @@
  * went on to another such address.
  * --min-frames N fails a walk of fewer frames: a fixture's known chain.
  * --expect-end fails a walk that ends for another reason.
+ * --min-through-index N fails unless at least N walks agreed through a
+ * frame whose CFA is an indexed dereference (OpenSSL's bn_mul_mont), and
+ * --min-through-csr N unless at least N did through a caller frame whose
+ * CFA is based on rbx or r12-r15 (ld.so's lazy-binding trampoline): the
+ * proof that a case really exercised those rules.
  * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
@@ -39,6 +44,7 @@
 
 struct totals {
 	unsigned long snapshots, agreed, walked, oracle, bad;
+	unsigned long through_index, through_csr;
 	unsigned long ends[WALK_END_NR];
 };
 
@@ -86,7 +92,39 @@ struct compare_opts {
 	int expect_end;       /* -1: any */
 	bool allow_short[WALK_END_NR];
 	bool corrupt;
+	unsigned long min_index, min_csr;
 };
+
+/* The rule the walker used for frame `pc` (as recorded), or NULL. */
+static const struct cfi_rule *rule_at(const struct replay *r, uint64_t pc)
+{
+	int obj = replay_object_at(r, pc), idx;
+
+	if (obj < 0 || !r->objs[obj].has_table)
+		return NULL;
+	idx = cfi_table_lookup(&r->objs[obj].table, pc - r->objs[obj].bias, NULL);
+	return idx < 0 ? NULL : &r->objs[obj].table.rules[idx];
+}
+
+/* Counts the walks that agreed through the rules --min-through-* name. */
+static void count_through(const struct replay *r, const struct sample_event *ev, uint32_t agreed,
+			  struct totals *tot)
+{
+	bool index = false, csr = false;
+	uint32_t k;
+
+	for (k = 0; k < agreed && k + 1 < agreed; k++) {
+		const struct cfi_rule *q = rule_at(r, ev->addrs[k]);
+
+		if (!q)
+			continue;
+		index |= q->cfa_type == CFI_CFA_DEREF_INDEX;
+		csr |= k > 0 && (q->cfa_type == CFI_CFA_REG || q->cfa_type == CFI_CFA_DEREF) &&
+		       q->cfa_reg < 16 && (CFI_CSR_MASK & (1u << q->cfa_reg));
+	}
+	tot->through_index += index;
+	tot->through_csr += csr;
+}
 
 static int compare(const char *path, const struct compare_opts *o, struct totals *tot)
 {
@@ -178,6 +216,8 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		for (k = 0; k < ev.nuser && k < 64; k++)
 			printf("    walker    %2u %s\n", k, where(&r, ev.addrs[k], a, sizeof(a)));
 	}
+	if (!bad)
+		count_through(&r, &ev, agreed, tot);
 	tot->snapshots++;
 	tot->agreed += agreed;
 	tot->walked += ev.nuser;
@@ -193,7 +233,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
 			"[--allow-short REASON]... [--min-frames N] [--expect-end REASON] "
-			"[--corrupt-rules] SNAPSHOT...\n");
+			"[--corrupt-rules] [--min-through-index N] [--min-through-csr N] "
+			"SNAPSHOT...\n");
 	exit(2);
 }
 
@@ -206,6 +247,8 @@ int main(int argc, char **argv)
 		{ "corrupt-rules", no_argument, NULL, 'c' },
 		{ "min-frames", required_argument, NULL, 'm' },
 		{ "expect-end", required_argument, NULL, 'e' },
+		{ "min-through-index", required_argument, NULL, 'i' },
+		{ "min-through-csr", required_argument, NULL, 's' },
 		{ 0 },
 	};
 	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT, .expect_end = -1 };
@@ -255,6 +298,19 @@ int main(int argc, char **argv)
 		case 'c':
 			o.corrupt = true;
 			break;
+		case 'i':
+		case 's': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (*end || end == optarg || v < 1 || v > 100000) {
+				fprintf(stderr, "walker_compare: --min-through-%s '%s': not in [1, 100000]\n",
+					c == 'i' ? "index" : "csr", optarg);
+				return 2;
+			}
+			*(c == 'i' ? &o.min_index : &o.min_csr) = v;
+			break;
+		}
 		default:
 			usage();
 		}
@@ -269,7 +325,13 @@ int main(int argc, char **argv)
 	for (i = 0; i < WALK_END_NR; i++)
 		if (tot.ends[i])
 			printf(" %s %lu", walk_end_name(i), tot.ends[i]);
-	printf("\n");
+	printf("; through an indexed CFA %lu, through a CFA on rbx/r12-r15 %lu\n",
+	       tot.through_index, tot.through_csr);
+	if (tot.through_index < o.min_index || tot.through_csr < o.min_csr) {
+		printf("%s: fewer walks through the rules asked for than --min-through-index %lu / "
+		       "--min-through-csr %lu\n", name, o.min_index, o.min_csr);
+		tot.bad++;
+	}
 	if (broken)
 		return 2;
 	return tot.bad ? 1 : 0;
