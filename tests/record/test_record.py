@@ -424,6 +424,7 @@ SIG_MAIN_CHAIN = ROOT + ["sig_a", "sig_b", "sig_c"]
 # the interrupted instruction.
 SIG_HANDLER_CHAIN = SIG_MAIN_CHAIN + ["__restore_rt", "on_prof", "handler_leaf"]
 ORACLE_CHAIN = ROOT + ["oracle_a", "oracle_b", "oracle_c", "oracle_leaf"]
+SIGCODE_MAIN_CHAIN = ROOT + ["code_a", "code_b", "code_c"]
 
 
 # ---- cases --------------------------------------------------------------
@@ -582,6 +583,24 @@ def t_deep_200_pprof(tmp):
     for s in mine:
         if s.frames == exp and len(s.addrs) != len(exp):
             raise Fail(f"{len(s.addrs)} locations for {len(exp)} frames")
+
+
+@case("deep-400")
+def t_deep_400(tmp):
+    """400 frames (~480 KiB of stack) at the default --max-depth: the
+    exact chain from deep_leaf to _start, and no sample of the program cut
+    at depth_limit (the default was 256 frames)."""
+    out = os.path.join(tmp, "deep.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", fx("deep"), "400", "2"])
+    samples, _ = read_pprof(out)
+    mine = [s for s in samples if s.labels.get("comm") == "rec-deep"]
+    check_chain(pprof_stacks(mine), "deep_leaf", deep_chain(400), "deep 400, default flags")
+    ends = {}
+    for s in mine:
+        ends[s.labels.get("walk_end")] = ends.get(s.labels.get("walk_end"), 0) + s.values[0]
+    log(f"walk ends: {ends}")
+    if ends.get("depth_limit"):
+        raise Fail(f"{ends['depth_limit']} samples of rec-deep end at depth_limit")
 
 
 @case("max-depth")
@@ -765,6 +784,23 @@ def t_signal(tmp):
             "named __restore_rt: see signal-trampoline-name)")
     check_chain(stacks, "handler_leaf", SIG_HANDLER_CHAIN, "signal handler")
     check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, "interrupted chain")
+
+
+@case("signal-restorer-no-cfi")
+def t_signal_restorer_no_cfi(tmp):
+    """A handler installed with a restorer that has no CFI (raw rt_sigaction,
+    SA_RESTORER), as musl's and Go's: the trampoline is known by its code,
+    in both encodings of mov $15 then syscall, and handler samples walk
+    through the kernel's signal frame into the interrupted chain."""
+    for form in ("rax", "eax"):
+        out = os.path.join(tmp, f"sigcode-{form}.folded")
+        run_record(["-F", "499", "--format", "folded", "-o", out, "--", fx("sigcode"), "1.5",
+                    form])
+        stacks = folded_stacks(out, "rec-sigcode")
+        check_chain(stacks, "handler_leaf",
+                    SIGCODE_MAIN_CHAIN + [f"sigcode_restore_{form}", "on_prof", "handler_leaf"],
+                    f"handler, restorer {form}")
+        check_chain(stacks, "code_c", SIGCODE_MAIN_CHAIN, f"interrupted chain, restorer {form}")
 
 
 @case("signal-trampoline-name")
