@@ -424,7 +424,6 @@ SIG_MAIN_CHAIN = ROOT + ["sig_a", "sig_b", "sig_c"]
 # the interrupted instruction.
 SIG_HANDLER_CHAIN = SIG_MAIN_CHAIN + ["__restore_rt", "on_prof", "handler_leaf"]
 ORACLE_CHAIN = ROOT + ["oracle_a", "oracle_b", "oracle_c", "oracle_leaf"]
-SIGCODE_MAIN_CHAIN = ROOT + ["code_a", "code_b", "code_c"]
 
 
 # ---- cases --------------------------------------------------------------
@@ -746,22 +745,18 @@ def trampoline_address(prof, addr):
     return False
 
 
-@case("signal")
-def t_signal(tmp):
-    """Handler samples walk through the kernel's signal frame back into the
-    interrupted chain.  The trampoline frame is checked by its code (it must
-    be glibc's rt_sigreturn sequence), whatever its name: the name is the
-    signal-trampoline-name case."""
-    out = os.path.join(tmp, "signal.pb.gz")
-    run_record(["-F", "499", "-o", out, "--", fx("signal"), "2"])
-    samples, prof = read_pprof(out)
+def signal_stacks(samples, prof, glibc=True):
+    """rec-signal's stacks, for SIG_MAIN_CHAIN and SIG_HANDLER_CHAIN
+    (glibc: its trampoline is glibc's __restore_rt, named so whatever the
+    symbolizer calls it)."""
     mine = [s for s in samples if s.labels.get("comm") == "rec-signal"]
     k = len(SIG_MAIN_CHAIN)
     stacks, unnamed, in_vdso = [], 0, 0
     for s in mine:
         frames = list(s.frames)
         # One location per frame here (no inlining): address i from the root.
-        if (len(frames) > k and frames[k] != "__restore_rt" and len(s.addrs) == len(frames) and
+        if (glibc and len(frames) > k and frames[k] != "__restore_rt" and
+                len(s.addrs) == len(frames) and
                 trampoline_address(prof, s.addrs[len(frames) - 1 - k])):
             frames[k] = "__restore_rt"
             unnamed += s.values[0]
@@ -782,6 +777,18 @@ def t_signal(tmp):
     if unnamed:
         log(f"({unnamed} samples' trampoline frame is glibc's rt_sigreturn code but not "
             "named __restore_rt: see signal-trampoline-name)")
+    return stacks
+
+
+@case("signal")
+def t_signal(tmp):
+    """Handler samples walk through the kernel's signal frame back into the
+    interrupted chain.  The trampoline frame is checked by its code (it must
+    be glibc's rt_sigreturn sequence), whatever its name: the name is the
+    signal-trampoline-name case."""
+    out = os.path.join(tmp, "signal.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", fx("signal"), "2"])
+    stacks = signal_stacks(*read_pprof(out))
     check_chain(stacks, "handler_leaf", SIG_HANDLER_CHAIN, "signal handler")
     check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, "interrupted chain")
 
@@ -793,14 +800,13 @@ def t_signal_restorer_no_cfi(tmp):
     in both encodings of mov $15 then syscall, and handler samples walk
     through the kernel's signal frame into the interrupted chain."""
     for form in ("rax", "eax"):
-        out = os.path.join(tmp, f"sigcode-{form}.folded")
-        run_record(["-F", "499", "--format", "folded", "-o", out, "--", fx("sigcode"), "1.5",
-                    form])
-        stacks = folded_stacks(out, "rec-sigcode")
+        out = os.path.join(tmp, f"signal-{form}.pb.gz")
+        run_record(["-F", "499", "-o", out, "--", fx("signal"), "3", form])
+        stacks = signal_stacks(*read_pprof(out), glibc=False)
         check_chain(stacks, "handler_leaf",
-                    SIGCODE_MAIN_CHAIN + [f"sigcode_restore_{form}", "on_prof", "handler_leaf"],
-                    f"handler, restorer {form}")
-        check_chain(stacks, "code_c", SIGCODE_MAIN_CHAIN, f"interrupted chain, restorer {form}")
+                    SIG_MAIN_CHAIN + [f"raw_restore_{form}", "on_prof", "handler_leaf"],
+                    f"signal handler, restorer {form}")
+        check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, f"interrupted chain, restorer {form}")
 
 
 @case("signal-trampoline-name")
