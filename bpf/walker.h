@@ -203,15 +203,17 @@ static __always_inline int sigreturn_at(struct loop_ctx *lc, __u64 ip)
 /* A step where no CFI describes the code at st->ip: through the kernel's
  * signal frame if ip is a sigreturn trampoline (the frame recorded is
  * the trampoline itself, as for a CFI_RULE_SIGNAL rule), else by frame
- * pointer.  Only code without CFI pays for the check. */
-static __always_inline int step_no_cfi(struct loop_ctx *lc, struct walk_state *st,
-				       struct sample_event *ev, __u32 n)
+ * pointer, or (`no_mapping`: no mapping holds ip) not at all.  Only code
+ * without CFI pays for the check; a function of its own, called, so that
+ * the CFI path's code in walk_one stays as it was. */
+static __noinline int step_no_cfi(struct loop_ctx *lc, struct walk_state *st,
+				  struct sample_event *ev, __u32 n, int no_mapping)
 {
 	if (sigreturn_at(lc, st->ip)) {
 		ev->addrs[n] = st->ip;
 		return step_signal(lc, st);
 	}
-	return step_fp(lc, st);
+	return no_mapping ? WALK_END_NO_MAPPING : step_fp(lc, st);
 }
 
 /* One CFI step.  Returns -1 to go on, or a walk-end reason.  (The steps
@@ -362,17 +364,12 @@ static long walk_one(__u32 i, void *ctx)
 		}
 		/* A trampoline in code no mapping tells of yet (the agent
 		 * has not read the mappings) is still known by its code. */
-		if (!sigreturn_at(lc, st->ip)) {
-			st->end = WALK_END_NO_MAPPING;
-			return 1;
-		}
-		ev->addrs[n] = st->ip;
-		ret = step_signal(lc, st);
+		ret = step_no_cfi(lc, st, ev, n, 1);
 		goto stepped;
 	}
 	st->via_fp = 0;
 	if (st->cur.table_id == 0) {
-		ret = step_no_cfi(lc, st, ev, n);
+		ret = step_no_cfi(lc, st, ev, n, 0);
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
@@ -392,7 +389,7 @@ static long walk_one(__u32 i, void *ctx)
 		 * for that reason), but the frame is the trampoline itself. */
 		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
 			ev->addrs[n] = st->ip;
-		ret = ret ? step_cfi(lc, st, &rule) : step_no_cfi(lc, st, ev, n);
+		ret = ret ? step_cfi(lc, st, &rule) : step_no_cfi(lc, st, ev, n, 0);
 	}
 stepped:
 	if (ret >= 0) {
