@@ -141,8 +141,16 @@ struct cfi_table_header {
 
 /* ---- stack walking ---------------------------------------------------- */
 
-#define CFIPROF_MAX_DEPTH_DEFAULT 256
+/* A walk costs per frame walked and a record is sent with the frames
+ * walked only, so the default depth costs shallow stacks nothing. */
+#define CFIPROF_MAX_DEPTH_DEFAULT 1024
 #define CFIPROF_MAX_DEPTH_LIMIT   1024
+/* Off-CPU stash entries hold a fixed number of frames whatever the depth
+ * walked, and are allocated per blocked thread: at 1024 user frames an
+ * entry is over 8 KiB, which the kernel allocates as 16 KiB, four times
+ * what 256 frames take.  So without an explicit --max-depth off-CPU
+ * stacks keep this many user frames (see CFIPROF_STASH_VALUE_SIZE). */
+#define CFIPROF_OFFCPU_DEPTH_DEFAULT 256
 #define CFIPROF_MAX_KSTACK        127   /* the kernel's perf_event_max_stack default */
 #define CFIPROF_COMM_LEN          16
 
@@ -350,8 +358,10 @@ struct cfiprof_config {
 
 /* Threads switched out while blocked (and their wakers) are kept in hash
  * maps keyed by tid until they run again.  An entry is a sample_event cut
- * to stash_frames addresses (--max-depth user + 127 kernel frames with
- * --kernel): the agent sets the maps' value size to this at load time.
+ * to stash_frames addresses (the off-CPU depth, --max-depth if given, else
+ * CFIPROF_OFFCPU_DEPTH_DEFAULT, + 127 kernel frames with --kernel): the
+ * agent sets the maps' value size to this at load time, and the walks
+ * stashed are cut to its user frames.
  * Entries are allocated on use (BPF_F_NO_PREALLOC): memory goes with the
  * number of threads blocked at once, bounded by max_entries. */
 #define CFIPROF_STASH_ENTRIES 8192

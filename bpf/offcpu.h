@@ -90,6 +90,19 @@ static __always_inline int in_interrupt_ctx(struct task_struct *cur)
 	return (pc & (NMI_MASK | HARDIRQ_MASK | SOFTIRQ_OFFSET)) != 0;
 }
 
+/* A stash entry holds fewer user frames than an on-CPU walk may take
+ * (CFIPROF_OFFCPU_DEPTH_DEFAULT): the walk is cut to them, ending as
+ * --max-depth would, and the kernel stack goes after what is kept. */
+static __always_inline void offcpu_cut(struct sample_event *ev)
+{
+	__u32 user_frames = cfg.stash_frames - (cfg.want_kernel ? CFIPROF_MAX_KSTACK : 0);
+
+	if (ev->nuser > user_frames) {
+		ev->nuser = user_frames;
+		ev->end_reason = WALK_END_DEPTH;
+	}
+}
+
 /* Fills ev's header for the current task and walks its user stack from
  * the registers it entered the kernel with; with --kernel adds the kernel
  * stack where it is now (the agent trims the tracing frames off its leaf
@@ -117,6 +130,7 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 		if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
 			__builtin_memset(&regs, 0, sizeof(regs));
 		walk_user(sc, &regs, tgid);
+		offcpu_cut(ev);
 	}
 	if (cfg.want_kernel)
 		add_kernel_stack(ctx, ev);

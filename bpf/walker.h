@@ -251,6 +251,41 @@ static __always_inline int step_fp(struct loop_ctx *lc, struct walk_state *st)
 	return -1;
 }
 
+/* Whether `ip` is the x86-64 rt_sigreturn trampoline, known by its code
+ * as libgcc (x86_64_fallback_frame_state) and libunwind know it: the
+ * frame a signal handler returns to, when its restorer has no CFI (musl,
+ * Go's runtime.sigreturn, a raw rt_sigaction's SA_RESTORER).  Two
+ * encodings of mov $15 then syscall: 48 c7 c0 0f 00 00 00 0f 05 (mov
+ * $15, %rax: glibc, Go, musl 1.1.20 on) and b8 0f 00 00 00 0f 05 (movl
+ * $15, %eax: older musl, assemblers that shorten it). */
+static __always_inline int sigreturn_at(struct loop_ctx *lc, __u64 ip)
+{
+	__u64 w;
+	__u8 last;
+
+	if (walker_read_code(lc, &w, sizeof(w), ip))
+		return 0;
+	if ((w & 0x00ffffffffffffffull) == 0x00050f0000000fb8ull)
+		return 1;
+	return w == 0x0f0000000fc0c748ull && !walker_read_code(lc, &last, 1, ip + 8) && last == 0x05;
+}
+
+/* A step where no CFI describes the code at st->ip: through the kernel's
+ * signal frame if ip is a sigreturn trampoline (the frame recorded is
+ * the trampoline itself, as for a CFI_RULE_SIGNAL rule), else by frame
+ * pointer, or (`no_mapping`: no mapping holds ip) not at all.  Only code
+ * without CFI pays for the check; a function of its own, called, so that
+ * the CFI path's code in walk_one stays as it was. */
+static __noinline int step_no_cfi(struct loop_ctx *lc, struct walk_state *st,
+				  struct sample_event *ev, __u32 n, int no_mapping)
+{
+	if (sigreturn_at(lc, st->ip)) {
+		ev->addrs[n] = st->ip;
+		return step_signal(lc, st);
+	}
+	return no_mapping ? WALK_END_NO_MAPPING : step_fp(lc, st);
+}
+
 /* One CFI step.  Returns -1 to go on, or a walk-end reason.  (The steps
  * take lc for the shim's reads and st, which is lc->st, as it is: BPF
  * would otherwise load it again after every store through st.) */
@@ -415,12 +450,14 @@ static long walk_one(__u32 i, void *ctx)
 			st->end = WALK_END_FP_FAILED;
 			return 1;
 		}
-		st->end = WALK_END_NO_MAPPING;
-		return 1;
+		/* A trampoline in code no mapping tells of yet (the agent
+		 * has not read the mappings) is still known by its code. */
+		ret = step_no_cfi(lc, st, ev, n, 1);
+		goto stepped;
 	}
 	st->via_fp = 0;
 	if (st->cur.table_id == 0) {
-		ret = step_fp(lc, st);
+		ret = step_no_cfi(lc, st, ev, n, 0);
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
@@ -440,7 +477,7 @@ static long walk_one(__u32 i, void *ctx)
 		 * for that reason), but the frame is the trampoline itself. */
 		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
 			ev->addrs[n] = st->ip;
-		ret = ret ? step_cfi(lc, st, &rule) : step_fp(lc, st);
+		ret = ret ? step_cfi(lc, st, &rule) : step_no_cfi(lc, st, ev, n, 0);
 	}
 stepped:
 	if (ret >= 0) {

@@ -27,6 +27,11 @@
 #define walker_read_user(lc, dst, size, addr) \
 	bpf_probe_read_user((dst), (size), (const void *)(addr))
 
+/* Reads code bytes of the sampled task (a sigreturn trampoline's): its
+ * memory, as the stack's. */
+#define walker_read_code(lc, dst, size, addr) \
+	bpf_probe_read_user((dst), (size), (const void *)(addr))
+
 /* The table of id `id` (an inner map of chunks), or NULL if not loaded. */
 #define walker_table_get(lc, id) bpf_map_lookup_elem(&cfi_tables, &(id))
 

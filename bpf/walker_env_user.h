@@ -18,6 +18,9 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
+#ifndef __noinline
+#define __noinline __attribute__((noinline))
+#endif
 #ifndef barrier_var
 #define barrier_var(var) asm volatile("" : "+r"(var))
 #endif
@@ -48,6 +51,23 @@ static inline long walker_user_read(const struct walker_user_env *env, void *dst
 }
 
 #define walker_read_user(lc, dst, size, addr) walker_user_read((lc)->env, (dst), (size), (addr))
+
+/* Code is not in the captured stack: the caller's read_code gives it (the
+ * replay reads the objects' files), and without one no code is readable,
+ * as a fault. */
+static inline long walker_user_read_code(const struct walker_user_env *env, void *dst, __u32 size,
+					 __u64 addr)
+{
+	const struct walker_user_input *in = env->in;
+
+	if (!in->read_code || in->read_code(in->read_code_arg, addr, dst, size)) {
+		memset(dst, 0, size);
+		return -14; /* -EFAULT */
+	}
+	return 0;
+}
+
+#define walker_read_code(lc, dst, size, addr) walker_user_read_code((lc)->env, (dst), (size), (addr))
 
 static inline void *walker_user_table_get(const struct walker_user_env *env, __u32 id)
 {

@@ -37,6 +37,11 @@ struct walker_user_input {
 	const void *stack;
 	__u64 stack_size;
 	__u32 max_depth;                   /* cfiprof's --max-depth */
+	/* Reads `size` bytes of the task's code at `addr` into `dst`, 0 or a
+	 * negative errno; NULL: no code is readable.  The walker reads code
+	 * only where no CFI covers it, to know a sigreturn trampoline. */
+	int (*read_code)(const void *arg, __u64 addr, void *dst, __u32 size);
+	const void *read_code_arg;
 };
 
 /* What the walk did besides the frames it put in ev. */

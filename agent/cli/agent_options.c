@@ -38,7 +38,8 @@ static void usage(FILE *f)
 		"      --off-cpu           also record off-CPU stacks (/debug/pprof/offcpu)\n"
 		"      --off-cpu-min TIME  drop blocked periods shorter than TIME (default 1ms)\n"
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
-		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
+		"      --max-depth N       deepest user stack walked, 1..%d (default %d; off-CPU\n"
+		"                          stacks: %d unless given)\n"
 		"      --tag KEY=VALUE     add a label to every sample (repeatable)\n"
 		"      --hostname NAME     the hostname label (default: the node's host name)\n"
 		"      --cache-dir DIR     CFI table cache (default %s)\n"
@@ -63,6 +64,7 @@ static void usage(FILE *f)
 		"      --log FILE          messages to FILE instead of stderr (reopened on SIGHUP)\n"
 		"  -q, --quiet             no summary at exit\n",
 		AGENT_FREQ_DEFAULT, CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT,
+		CFIPROF_OFFCPU_DEPTH_DEFAULT,
 		CFI_CACHE_DEFAULT_DIR, MAX_TABLE_MEMORY_DEFAULT >> 20, AGENT_LISTEN_DEFAULT,
 		AGENT_PUSH_QUEUE_DEFAULT >> 20);
 }

@@ -55,7 +55,8 @@ static void usage(FILE *f)
 		"                          of sample, -o names the first (on-CPU), the others\n"
 		"                          are named after it (out.off-cpu.svg); perf: a\n"
 		"                          perf.data for perf report and perf script\n"
-		"      --max-depth N       deepest user stack walked, 1..%d (default %d)\n"
+		"      --max-depth N       deepest user stack walked, 1..%d (default %d; off-CPU\n"
+		"                          stacks: %d unless given)\n"
 		"      --kernel            add the kernel stack of samples taken in the kernel\n"
 		"      --stats             print BPF cost per sample, table and memory figures\n"
 		"  -C, --cpu CPUS          sample only these CPUs (e.g. 0-3,7)\n"
@@ -85,8 +86,8 @@ static void usage(FILE *f)
 		"                          units ns, us, ms, s; 0 keeps all)\n"
 		"      --off-cpu-preempted count time switched out while still runnable too\n"
 		"      --wakers            add who woke each blocked thread (woken_by/nanoseconds)\n",
-		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFI_CACHE_DEFAULT_DIR,
-		MAX_TABLE_MEMORY_DEFAULT >> 20);
+		CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT, CFIPROF_OFFCPU_DEPTH_DEFAULT,
+		CFI_CACHE_DEFAULT_DIR, MAX_TABLE_MEMORY_DEFAULT >> 20);
 }
 
 static const struct option long_options[] = {
@@ -271,6 +272,7 @@ int record_opts_handle(int key, char *arg, struct record_opts_parse *st)
 			return arg_invalid(st->prog, "--max-depth", "'%s' is not in 1..%d", arg,
 					   CFIPROF_MAX_DEPTH_LIMIT);
 		o->max_depth = (int)v;
+		o->max_depth_given = true;
 		break;
 	case OPT_TAG:
 		return add_tag(st, arg);

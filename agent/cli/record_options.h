@@ -45,6 +45,7 @@ struct record_opts {
 	const char *output;
 	enum output_format format;
 	int max_depth;
+	bool max_depth_given;     /* --max-depth was given: off-CPU stacks take it too */
 	bool kernel;
 	bool stats;
 	const char *cpus;         /* -C as given, or NULL */

@@ -108,10 +108,10 @@ static uint64_t percpu_offset(const struct btf *btf, const char *name)
 	return 0;
 }
 
-int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint32_t max_depth,
+int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint32_t depth,
 		     bool kernel)
 {
-	uint32_t frames = max_depth + (kernel ? CFIPROF_MAX_KSTACK : 0);
+	uint32_t frames = depth + (kernel ? CFIPROF_MAX_KSTACK : 0);
 	uint32_t size = (uint32_t)CFIPROF_STASH_VALUE_SIZE(frames);
 	int err;
 
@@ -530,6 +530,8 @@ void offcpu_print_stats(const struct offcpu *oc, struct cfiprof_bpf *skel, FILE 
 	fprintf(f, "offcpu_still_blocked: %llu\n", (unsigned long long)oc->still_blocked);
 	fprintf(f, "offcpu_wakers_unpaired: %llu\n", (unsigned long long)oc->wakers_unpaired);
 	fprintf(f, "offcpu_own_stops: %llu\n", (unsigned long long)oc->held_cmd_stops);
+	fprintf(f, "offcpu_max_depth: %u\n", skel->rodata->cfg.stash_frames -
+		(skel->rodata->cfg.want_kernel ? CFIPROF_MAX_KSTACK : 0));
 	fprintf(f, "offcpu_stash_value_bytes: %u\n", bpf_map__value_size(skel->maps.offcpu_stash));
 }
 

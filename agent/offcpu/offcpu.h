@@ -51,9 +51,10 @@ struct offcpu {
 int offcpu_parse_duration(const char *s, uint64_t *ns);
 
 /* Before the BPF object is loaded: the configuration and the stashes'
- * value size; the scheduler programs are not even loaded without
- * --off-cpu. */
-int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint32_t max_depth,
+ * value size, for `depth` user frames (the off-CPU depth, which may be
+ * below --max-depth: bpf/abi.h); the scheduler programs are not even
+ * loaded without --off-cpu. */
+int offcpu_configure(struct cfiprof_bpf *skel, const struct offcpu_opts *o, uint32_t depth,
 		     bool kernel);
 
 /* Sets up `oc` for options `o` (kept by reference); `sym` (may be NULL)

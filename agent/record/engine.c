@@ -113,7 +113,11 @@ static int load_bpf(struct record_engine *e)
 	for (i = 0; o->cpu_set && i < o->ncpus && i < CFIPROF_TP_CPU_WORDS * 64; i++)
 		if (o->cpu_set[i])
 			e->skel->rodata->tp_cpus[i / 64] |= 1ull << (i % 64);
-	err = offcpu_configure(e->skel, &o->off, (__u32)o->max_depth, o->kernel);
+	/* Stash entries take their whole depth's memory per blocked thread,
+	 * used or not (bpf/abi.h): deeper only when asked for. */
+	err = offcpu_configure(e->skel, &o->off,
+			       o->max_depth_given || o->max_depth < CFIPROF_OFFCPU_DEPTH_DEFAULT ?
+			       (__u32)o->max_depth : CFIPROF_OFFCPU_DEPTH_DEFAULT, o->kernel);
 	if (err) {
 		fprintf(stderr, "cfiprof: configuring off-CPU profiling: %s\n", strerror(-err));
 		return err;

@@ -318,6 +318,7 @@ void report_stats(struct record_engine *e)
 
 	engine_figures_read(e, &f);
 	print_event_stats(&f);
+	fprintf(stderr, "max_depth: %d\n", e->o->max_depth);
 	print_bpf_costs(e, &f);
 	if (e->o->off.enabled)
 		offcpu_print_stats(&e->off, e->skel, stderr);

@@ -1,7 +1,7 @@
 /*
  * Deep recursion through frames of three sizes.
  *
- * usage: rec-deep DEPTH SECONDS
+ * usage: rec-deep DEPTH SECONDS [sleep]
  *
  * The chain, by construction (n counts down from DEPTH):
  *   main -> deep_run -> frame_<n%3>(n) -> frame_<(n-1)%3>(n-1) -> ... ->
@@ -10,10 +10,12 @@
  * (~600 bytes) and frame_2 frame_large (~3 KiB, with more arguments than
  * registers), so that every level has a different CFA offset and the
  * stack is far deeper than perf's 8 KiB stack copy at DEPTH 200.
- * deep_leaf spins for SECONDS of CPU time, after fx_warmup (fx.h).
+ * deep_leaf spins for SECONDS of CPU time, after fx_warmup (fx.h); with
+ * `sleep`, it sleeps SECONDS instead, in 10 ms nanosleeps (off-CPU).
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "fx.h"
 
@@ -29,8 +31,18 @@ int deep_leaf(double secs);
 	 (n) % 3 == 1 ? frame_medium((n), (secs)) :                          \
 	 frame_large((n), (secs), (n), (n) + 1, (n) + 2, (n) + 3, (n) + 4, (n) + 5, (n) + 6))
 
+static int deep_sleep;
+
 FX_NOINLINE int deep_leaf(double secs)
 {
+	if (deep_sleep) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		long i;
+
+		for (i = 0; i < (long)(secs * 100); i++)
+			nanosleep(&ts, NULL);
+		return 0;
+	}
 	FX_SPIN_CPU(secs);
 	return (int)(fx_sink & 1);
 }
@@ -70,8 +82,9 @@ int main(int argc, char **argv)
 	int depth = (int)fx_arg(argc, argv, 1, 20);
 	double secs = fx_arg(argc, argv, 2, 2);
 
-	if (depth < 1) {
-		fprintf(stderr, "usage: rec-deep DEPTH SECONDS\n");
+	deep_sleep = argc > 3 && !strcmp(argv[3], "sleep");
+	if (depth < 1 || (argc > 3 && !deep_sleep)) {
+		fprintf(stderr, "usage: rec-deep DEPTH SECONDS [sleep]\n");
 		return 2;
 	}
 	fx_warmup(fx_warmup_secs());

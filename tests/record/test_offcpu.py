@@ -587,6 +587,44 @@ def t_kernel(tmp):
     close_to("sleep_leaf with kernel frames", total, ns)
 
 
+@case("deep-depth")
+def t_deep_depth(tmp):
+    """A thread blocked 400 frames deep.  On-CPU walks go to 1024 frames by
+    default, but off-CPU stacks keep 256 user frames unless --max-depth is
+    given (a stash entry takes its whole depth's memory per blocked thread,
+    bpf/abi.h): at default flags every off-CPU sample is the 256 innermost
+    frames, walk_end=depth_limit, then its kernel stack (--kernel); with
+    --max-depth 1024 it is the whole chain to _start.  --stats says which."""
+    full = tr.deep_chain(400) + NANOSLEEP
+    for extra, depth in (([], 256), (["--max-depth", "1024"], 1024)):
+        out = os.path.join(tmp, f"deep-{depth}.pb.gz")
+        _, _, stderr = record(["--off-cpu-only", "--kernel", "--stats", *extra, "-o", out, "--",
+                               tr.fx("deep"), "400", "0.5", "sleep"])
+        if stat(stderr, "offcpu_max_depth") != depth:
+            raise Fail(f"--stats: offcpu_max_depth {stat(stderr, 'offcpu_max_depth')}, want {depth}")
+        samples, idx = pprof_offcpu(out)
+        want = full if depth == 1024 else full[-256:]
+        end = "outermost" if depth == 1024 else "depth_limit"
+        total = good = 0
+        for s in samples:
+            if s.labels.get("comm") != "rec-deep" or "deep_leaf" not in s.frames or \
+                    not s.values[idx["off_cpu"]]:
+                continue
+            n = s.values[idx["off_cpu_events"]]
+            total += n
+            user, kernel = s.frames[:len(want)], s.frames[len(want):]
+            if user == want and s.labels.get("walk_end") == end and kernel and \
+                    kernel[0].startswith("entry_SYSCALL_64") and kernel[-1] == "__schedule":
+                good += n
+            else:
+                log(f"other: {n} x walk_end={s.labels.get('walk_end')} {len(s.frames)} frames: "
+                    f"{tr.fmt_chain(s.frames)}")
+        log(f"depth {depth}: {good}/{total} off-CPU samples in deep_leaf as wanted")
+        if total < 30 or good < tr.EXACT * total:
+            raise Fail(f"depth {depth}: {good} of {total} off-CPU samples in deep_leaf have the "
+                       f"{len(want)} innermost frames, walk_end={end} and their kernel stack")
+
+
 @case("both")
 def t_both(tmp):
     """--off-cpu: one profile with on-CPU (samples, cpu) and off-CPU sample

@@ -676,6 +676,24 @@ def t_deep_200_pprof(tmp):
             raise Fail(f"{len(s.addrs)} locations for {len(exp)} frames")
 
 
+@case("deep-400")
+def t_deep_400(tmp):
+    """400 frames (~480 KiB of stack) at the default --max-depth: the
+    exact chain from deep_leaf to _start, and no sample of the program cut
+    at depth_limit (the default was 256 frames)."""
+    out = os.path.join(tmp, "deep.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", fx("deep"), "400", "2"])
+    samples, _ = read_pprof(out)
+    mine = [s for s in samples if s.labels.get("comm") == "rec-deep"]
+    check_chain(pprof_stacks(mine), "deep_leaf", deep_chain(400), "deep 400, default flags")
+    ends = {}
+    for s in mine:
+        ends[s.labels.get("walk_end")] = ends.get(s.labels.get("walk_end"), 0) + s.values[0]
+    log(f"walk ends: {ends}")
+    if ends.get("depth_limit"):
+        raise Fail(f"{ends['depth_limit']} samples of rec-deep end at depth_limit")
+
+
 @case("max-depth")
 def t_max_depth(tmp):
     """--max-depth 50 on a 205-frame stack: the 50 innermost frames, and
@@ -819,22 +837,18 @@ def trampoline_address(prof, addr):
     return False
 
 
-@case("signal")
-def t_signal(tmp):
-    """Handler samples walk through the kernel's signal frame back into the
-    interrupted chain.  The trampoline frame is checked by its code (it must
-    be glibc's rt_sigreturn sequence), whatever its name: the name is the
-    signal-trampoline-name case."""
-    out = os.path.join(tmp, "signal.pb.gz")
-    run_record(["-F", "499", "-o", out, "--", fx("signal"), "2"])
-    samples, prof = read_pprof(out)
+def signal_stacks(samples, prof, glibc=True):
+    """rec-signal's stacks, for SIG_MAIN_CHAIN and SIG_HANDLER_CHAIN
+    (glibc: its trampoline is glibc's __restore_rt, named so whatever the
+    symbolizer calls it)."""
     mine = [s for s in samples if s.labels.get("comm") == "rec-signal"]
     k = len(SIG_MAIN_CHAIN)
     stacks, unnamed, in_vdso = [], 0, 0
     for s in mine:
         frames = list(s.frames)
         # One location per frame here (no inlining): address i from the root.
-        if (len(frames) > k and frames[k] != "__restore_rt" and len(s.addrs) == len(frames) and
+        if (glibc and len(frames) > k and frames[k] != "__restore_rt" and
+                len(s.addrs) == len(frames) and
                 trampoline_address(prof, s.addrs[len(frames) - 1 - k])):
             frames[k] = "__restore_rt"
             unnamed += s.values[0]
@@ -855,8 +869,36 @@ def t_signal(tmp):
     if unnamed:
         log(f"({unnamed} samples' trampoline frame is glibc's rt_sigreturn code but not "
             "named __restore_rt: see signal-trampoline-name)")
+    return stacks
+
+
+@case("signal")
+def t_signal(tmp):
+    """Handler samples walk through the kernel's signal frame back into the
+    interrupted chain.  The trampoline frame is checked by its code (it must
+    be glibc's rt_sigreturn sequence), whatever its name: the name is the
+    signal-trampoline-name case."""
+    out = os.path.join(tmp, "signal.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", fx("signal"), "2"])
+    stacks = signal_stacks(*read_pprof(out))
     check_chain(stacks, "handler_leaf", SIG_HANDLER_CHAIN, "signal handler")
     check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, "interrupted chain")
+
+
+@case("signal-restorer-no-cfi")
+def t_signal_restorer_no_cfi(tmp):
+    """A handler installed with a restorer that has no CFI (raw rt_sigaction,
+    SA_RESTORER), as musl's and Go's: the trampoline is known by its code,
+    in both encodings of mov $15 then syscall, and handler samples walk
+    through the kernel's signal frame into the interrupted chain."""
+    for form in ("rax", "eax"):
+        out = os.path.join(tmp, f"signal-{form}.pb.gz")
+        run_record(["-F", "499", "-o", out, "--", fx("signal"), "3", form])
+        stacks = signal_stacks(*read_pprof(out), glibc=False)
+        check_chain(stacks, "handler_leaf",
+                    SIG_MAIN_CHAIN + [f"raw_restore_{form}", "on_prof", "handler_leaf"],
+                    f"signal handler, restorer {form}")
+        check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, f"interrupted chain, restorer {form}")
 
 
 @case("signal-trampoline-name")

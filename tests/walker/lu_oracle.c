@@ -1,9 +1,11 @@
 /* libunwind over a snapshot (lu_oracle.h). */
 #include <errno.h>
 #include <libunwind.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #include "tests/walker/lu_oracle.h"
 
@@ -13,10 +15,17 @@ extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip
 					      unw_dyn_info_t *di, unw_proc_info_t *pi,
 					      int need_unwind_info, void *arg);
 
+/* What libunwind's accessors read: the snapshot, and the registers the
+ * walk starts from (the snapshot's, or a signal frame's: lu_sigreturn). */
+struct lu_ctx {
+	const struct replay *r;
+	uint64_t regs[SNAP_NREGS];
+};
+
 static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
 			  int need_unwind_info, void *arg)
 {
-	const struct replay *r = arg;
+	const struct replay *r = ((const struct lu_ctx *)arg)->r;
 	const struct replay_object *o;
 	const struct cfi_section *h;
 	unw_dyn_info_t di;
@@ -65,7 +74,7 @@ static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *a
 
 static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
-	const struct replay *r = arg;
+	const struct replay *r = ((const struct lu_ctx *)arg)->r;
 	const struct snapshot *s = r->s;
 	uint32_t i;
 
@@ -85,13 +94,66 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
 
 static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write, void *arg)
 {
-	const struct replay *r = arg;
+	const struct lu_ctx *ctx = arg;
 
 	(void)as;
 	if (write || reg < 0 || reg >= SNAP_NREGS)
 		return -UNW_EBADREG;
-	*val = r->s->regs[reg];
+	*val = ctx->regs[reg];
 	return 0;
+}
+
+bool lu_sigreturn_code(const struct replay *r, uint64_t ip)
+{
+	static const uint8_t rax[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	static const uint8_t eax[7] = { 0xb8, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+	uint8_t buf[sizeof(rax)];
+	int obj = replay_object_at(r, ip);
+
+	if (!replay_read_object(r, obj, ip, buf, sizeof(eax)) && !memcmp(buf, eax, sizeof(eax)))
+		return true;
+	return !replay_read_object(r, obj, ip, buf, sizeof(rax)) && !memcmp(buf, rax, sizeof(rax));
+}
+
+/* libunwind 1.6 knows the rt_sigreturn trampoline by its code
+ * (unw_is_signal_frame, the mov $15, %rax form only) but steps through the kernel's signal frame only
+ * with CFI for the trampoline (glibc's S augmentation): without, it
+ * guesses by rbp.  For a trampoline without CFI the oracle takes that one
+ * step itself, from the ucontext at the trampoline's rsp (where the
+ * handler's return left it), and libunwind goes on from the interrupted
+ * registers as from a sample's.  Returns 1 if it did, 0 if the frame is
+ * not such a trampoline, or a negative libunwind error. */
+static int lu_sigreturn(struct lu_ctx *ctx, unw_addr_space_t as, unw_cursor_t *c)
+{
+	/* DWARF number -> glibc's gregs index (ucontext_t is the kernel's) */
+	static const int greg[SNAP_NREGS] = {
+		REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP,
+		REG_R8, REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
+	};
+	unw_proc_info_t pi;
+	unw_word_t sp, v;
+	int i, ret;
+
+	ret = unw_get_reg(c, UNW_REG_IP, &v);
+	if (ret)
+		return ret;
+	/* A return address's unwind info is looked up at ip - 1, as
+	 * libunwind's own step does (unw_get_proc_info cannot tell: it makes
+	 * one up where there is none). */
+	if (!lu_sigreturn_code(ctx->r, v) || find_proc_info(as, v - 1, &pi, 0, ctx) != -UNW_ENOINFO)
+		return 0;
+	ret = unw_get_reg(c, UNW_X86_64_RSP, &sp);
+	if (ret)
+		return ret;
+	for (i = 0; i < SNAP_NREGS; i++) {
+		ret = access_mem(as, sp + offsetof(ucontext_t, uc_mcontext.gregs) +
+				 greg[i] * sizeof(greg_t), &v, 0, ctx);
+		if (ret)
+			return ret;
+		ctx->regs[i] = v;
+	}
+	ret = unw_init_remote(c, as, ctx);
+	return ret ? ret : 1;
 }
 
 static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
@@ -138,6 +200,7 @@ int lu_oracle_walk(const struct replay *r, struct lu_frame *frames, uint32_t cap
 		.resume = resume,
 		.get_proc_name = get_proc_name,
 	};
+	struct lu_ctx ctx = { .r = r };
 	unw_addr_space_t as;
 	unw_cursor_t c;
 	int ret;
@@ -146,7 +209,8 @@ int lu_oracle_walk(const struct replay *r, struct lu_frame *frames, uint32_t cap
 	as = unw_create_addr_space(&acc, 0);
 	if (!as)
 		return -ENOMEM;
-	ret = unw_init_remote(&c, as, (void *)r);
+	memcpy(ctx.regs, r->s->regs, sizeof(ctx.regs));
+	ret = unw_init_remote(&c, as, &ctx);
 	if (ret) {
 		unw_destroy_addr_space(as);
 		snprintf(why, whysz, "unw_init_remote: %d", ret);
@@ -161,9 +225,11 @@ int lu_oracle_walk(const struct replay *r, struct lu_frame *frames, uint32_t cap
 			break;
 		}
 		frames[*n].ip = ip;
-		frames[*n].signal = unw_is_signal_frame(&c) > 0;
+		frames[*n].signal = unw_is_signal_frame(&c) > 0 || lu_sigreturn_code(r, ip);
 		(*n)++;
-		ret = unw_step(&c);
+		ret = lu_sigreturn(&ctx, as, &c);
+		if (ret == 0)
+			ret = unw_step(&c);
 		if (ret <= 0) {
 			snprintf(why, whysz, ret ? "unw_step: %s" : "outermost",
 				 ret ? unw_strerror(ret) : "");

@@ -24,6 +24,12 @@ struct lu_frame {
 	bool signal;         /* unw_is_signal_frame: a signal trampoline */
 };
 
+/* Whether `ip` is the x86-64 rt_sigreturn trampoline by its code: mov
+ * $15, %rax; syscall (48 c7 c0 0f 00 00 00 0f 05), as libgcc and libunwind
+ * know it, or movl $15, %eax; syscall (b8 0f 00 00 00 0f 05, older
+ * musl's), which they do not: the oracle knows it itself. */
+bool lu_sigreturn_code(const struct replay *r, uint64_t ip);
+
 /* Unwinds the snapshot into frames[0..*n).  Returns 0 (the walk ended
  * where libunwind's unw_step says so; `why` tells how) or a negative
  * errno if libunwind could not be set up. */

@@ -164,6 +164,15 @@ int replay_read_object(const struct replay *r, int obj, uint64_t addr, void *buf
 	return -EFAULT;
 }
 
+/* The walker's code reads: the objects' loaded bytes, as the task had
+ * them mapped. */
+static int replay_read_code(const void *arg, __u64 addr, void *dst, __u32 size)
+{
+	const struct replay *r = arg;
+
+	return replay_read_object(r, replay_object_at(r, addr), addr, dst, size);
+}
+
 void replay_walker_input(const struct replay *r, uint32_t max_depth, struct walker_user_input *in)
 {
 	memset(in, 0, sizeof(*in));
@@ -176,4 +185,6 @@ void replay_walker_input(const struct replay *r, uint32_t max_depth, struct walk
 	in->stack = r->s->stack;
 	in->stack_size = r->s->stack_size;
 	in->max_depth = max_depth;
+	in->read_code = replay_read_code;
+	in->read_code_arg = r;
 }

@@ -4,8 +4,9 @@
  * and compares them frame by frame.
  *
  * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
- *                       [--min-frames N] [--expect-end REASON] [--corrupt-rules]
- *                       [--min-through-index N] [--min-through-csr N] SNAPSHOT...
+ *                       [--min-frames N] [--expect-end REASON] [--min-signal N]
+ *                       [--corrupt-rules] [--min-through-index N] [--min-through-csr N]
+ *                       SNAPSHOT...
  *
  * Every address the walker gives must be libunwind's: the leaf, a signal
  * trampoline (known by its code) and the frame it interrupted as is,
@@ -22,6 +23,8 @@
  * --min-through-csr N unless at least N did through a caller frame whose
  * CFA is based on rbx or r12-r15 (ld.so's lazy-binding trampoline): the
  * proof that a case really exercised those rules.
+ * --min-signal N fails the run if fewer than N walks agreeing with
+ * libunwind went through a signal frame (the walker's count).
  * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
@@ -45,6 +48,7 @@
 struct totals {
 	unsigned long snapshots, agreed, walked, oracle, bad;
 	unsigned long through_index, through_csr;
+	unsigned long signal_walks;   /* agreeing walks through a signal frame */
 	unsigned long ends[WALK_END_NR];
 };
 
@@ -63,15 +67,10 @@ static void corrupt_rules(struct replay *r)
 }
 
 /* Whether `ip` is the x86-64 rt_sigreturn trampoline, by its code
- * (mov $15, %rax; syscall), as libgcc and libunwind recognise it: the
- * frame a signal handler returns to. */
+ * (lu_sigreturn_code): the frame a signal handler returns to. */
 static bool is_sigreturn(const struct replay *r, uint64_t ip)
 {
-	static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
-	uint8_t buf[sizeof(code)];
-
-	return !replay_read_object(r, replay_object_at(r, ip), ip, buf, sizeof(buf)) &&
-	       !memcmp(buf, code, sizeof(code));
+	return lu_sigreturn_code(r, ip);
 }
 
 /* "object+0xoff" for messages. */
@@ -89,6 +88,7 @@ static const char *where(const struct replay *r, uint64_t addr, char *buf, size_
 
 struct compare_opts {
 	uint32_t max_depth, min_frames;
+	uint32_t min_signal;  /* fewest agreeing walks through a signal frame */
 	int expect_end;       /* -1: any */
 	bool allow_short[WALK_END_NR];
 	bool corrupt;
@@ -131,6 +131,7 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	static struct sample_event ev;
 	static struct lu_frame lu[LU_MAX_FRAMES];
 	struct walker_user_input in;
+	struct walker_user_result res;
 	struct cfi_error err = { "" };
 	struct snapshot s;
 	struct replay r;
@@ -154,7 +155,7 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		corrupt_rules(&r);
 	replay_walker_input(&r, o->max_depth, &in);
 	memset(&ev, 0, sizeof(ev));
-	if (walker_user_walk(&in, &ev, NULL) ||
+	if (walker_user_walk(&in, &ev, &res) ||
 	    lu_oracle_walk(&r, lu, LU_MAX_FRAMES, &nl, why, sizeof(why))) {
 		fprintf(stderr, "walker_compare: %s: cannot walk (%s)\n", path, why);
 		replay_close(&r);
@@ -223,6 +224,7 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	tot->walked += ev.nuser;
 	tot->oracle += nl;
 	tot->bad += bad;
+	tot->signal_walks += !bad && res.signal_frames > 0;
 	tot->ends[ev.end_reason]++;
 	replay_close(&r);
 	snapshot_free(&s);
@@ -233,8 +235,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
 			"[--allow-short REASON]... [--min-frames N] [--expect-end REASON] "
-			"[--corrupt-rules] [--min-through-index N] [--min-through-csr N] "
-			"SNAPSHOT...\n");
+			"[--min-signal N] [--corrupt-rules] [--min-through-index N] "
+			"[--min-through-csr N] SNAPSHOT...\n");
 	exit(2);
 }
 
@@ -249,6 +251,7 @@ int main(int argc, char **argv)
 		{ "expect-end", required_argument, NULL, 'e' },
 		{ "min-through-index", required_argument, NULL, 'i' },
 		{ "min-through-csr", required_argument, NULL, 's' },
+		{ "min-signal", required_argument, NULL, 'g' },
 		{ 0 },
 	};
 	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT, .expect_end = -1 };
@@ -264,20 +267,23 @@ int main(int argc, char **argv)
 			name = optarg;
 			break;
 		case 'd':
-		case 'm': {
+		case 'm':
+		case 'g': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
 
 			if (*end || end == optarg || v < 1 || v > CFIPROF_MAX_DEPTH_LIMIT) {
 				fprintf(stderr, "walker_compare: --%s '%s': not in [1, %d]\n",
-					c == 'd' ? "max-depth" : "min-frames", optarg,
+					c == 'd' ? "max-depth" : c == 'm' ? "min-frames" : "min-signal", optarg,
 					CFIPROF_MAX_DEPTH_LIMIT);
 				return 2;
 			}
 			if (c == 'd')
 				o.max_depth = (uint32_t)v;
-			else
+			else if (c == 'm')
 				o.min_frames = (uint32_t)v;
+			else
+				o.min_signal = (uint32_t)v;
 			break;
 		}
 		case 'a':
@@ -334,5 +340,11 @@ int main(int argc, char **argv)
 	}
 	if (broken)
 		return 2;
+	/* A case about signal frames proves nothing if no snapshot had one. */
+	if (tot.signal_walks < o.min_signal) {
+		printf("%s: %lu agreeing walks through a signal frame, want at least %u\n", name,
+		       tot.signal_walks, o.min_signal);
+		return 1;
+	}
 	return tot.bad ? 1 : 0;
 }
