@@ -32,6 +32,10 @@ struct walk_state {
 	__u32 tbl_id;
 	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
 	__u64 tbl_base, tbl_end;
+	/* stack snapshots (bpf/abi.h) */
+	__u8 snap_want;       /* set by the caller: stop where a table or the mappings are
+			       * missing, rather than step by frame pointer */
+	__u8 snapshot;        /* the walk stopped so: its registers are that frame's */
 };
 
 #endif /* CFIPROF_WALK_STATE_H */
