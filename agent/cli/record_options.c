@@ -71,8 +71,9 @@ static void usage(FILE *f)
 		"                          otherwise (perf's -g means frame pointers)\n"
 		"      --call-graph MODE   perf's spelling of --unwind: dwarf (auto, or dwarf\n"
 		"                          with --unwind dwarf) or fp; dwarf,SIZE is taken, SIZE\n"
-		"                          ignored (no stack is copied: --max-depth bounds the\n"
-		"                          walk); lbr is not supported\n"
+		"                          ignored (stacks are walked in the kernel; the copy\n"
+		"                          taken where a table is missing is --snapshot-size);\n"
+		"                          lbr is not supported\n"
 		"      --max-table-memory SIZE\n"
 		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
 		"                          least recently used tables are evicted beyond it\n"
@@ -389,8 +390,8 @@ static int apply_call_graph(struct record_opts *o, const struct call_graph *cg)
 	/* Said, not silently dropped: a perf user sized it for a reason. */
 	if (cg->dump_size && !o->quiet)
 		fprintf(stderr, "cfiprof record: --call-graph: the stack dump size %u is ignored: stacks "
-			"are walked in the kernel, none is copied (--max-depth bounds the walk)\n",
-			cg->dump_size);
+			"are walked in the kernel (--max-depth bounds the walk; --snapshot-size the "
+			"stack copied where a table is missing)\n", cg->dump_size);
 	return 0;
 }
 
