@@ -164,9 +164,11 @@ struct cfi_table_header {
 enum cfiprof_walk_end {
 	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined / 0) */
 	WALK_END_NO_MAPPING  = 1, /* an address outside every known executable mapping */
-	WALK_END_NO_TABLE    = 2, /* unused: a frame without a table takes a frame-pointer
-	                           * step (WALK_END_FP_FAILED when that fails); the value
-	                           * stays reserved so that old and new agents agree */
+	WALK_END_NO_TABLE    = 2, /* the frame's table is not loaded: with stack snapshots
+	                           * (EVENT_SNAPSHOT) BPF stops there and the agent finishes
+	                           * the walk; a sample keeps it if that could not be done.
+	                           * Without snapshots the walker takes a frame-pointer step
+	                           * instead (WALK_END_FP_FAILED when that fails). */
 	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
 	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
 	WALK_END_DEPTH       = 5, /* --max-depth reached */
@@ -218,6 +220,9 @@ enum cfiprof_event_kind {
 	EVENT_FORK   = 5,   /* a profiled process forked a new process */
 	EVENT_MMAP   = 6,   /* a profiled process mapped executable memory */
 	EVENT_MUNMAP = 7,   /* a profiled process unmapped some of its code */
+	EVENT_SNAPSHOT = 8, /* a sample whose walk stopped where a table or the process's
+			     * mappings were missing: struct sample_event, then
+			     * struct stack_snapshot and its stack bytes */
 };
 
 /* EVENT_EXEC, EVENT_EXIT, EVENT_FORK, EVENT_MMAP and EVENT_MUNMAP records.
@@ -330,6 +335,9 @@ enum cfiprof_counter {
 	CNT_WAKER_CTX_UNKNOWN, /* interrupt or task context could not be told: taken as task */
 	CNT_OFFCPU_UNMATCHED,  /* a stashed thread ran again unseen: that period is lost */
 	CNT_WAKER_UNSEEN,      /* a blocked period ended with no sched_waking seen for it */
+	CNT_SNAPSHOTS,         /* EVENT_SNAPSHOT records sent */
+	CNT_SNAPSHOT_BYTES,    /* stack bytes they carried */
+	CNT_SNAPSHOT_DROPS,    /* snapshots lost: ring buffer full (the sample too) */
 	CNT_NR
 };
 
@@ -354,6 +362,37 @@ struct cfiprof_config {
 	 * the per-CPU area (vmlinux BTF), for telling interrupt context from
 	 * task context in sched_waking; 0: unknown. */
 	__u64 runqueues_off, preempt_count_off;
+	/* --snapshot-size: stack bytes copied where a walk meets a missing
+	 * table or mappings (0: none, a frame-pointer step there instead) */
+	__u32 snapshot_size;
+};
+
+/* ---- stack snapshots ------------------------------------------------------
+ *
+ * Where an on-CPU walk meets code whose table is not loaded yet, or a
+ * process whose mappings the agent has not read yet, BPF does not guess
+ * by frame pointer: it stops (WALK_END_NO_TABLE, WALK_END_NO_MAPPING) and
+ * sends an EVENT_SNAPSHOT record:
+ *     struct sample_event      kind EVENT_SNAPSHOT, addrs[nuser + nkernel]:
+ *                              the frames walked before that frame
+ *     struct stack_snapshot    the registers at that frame
+ *     __u8 stack[size]         user memory from regs[DWARF rsp] up
+ * The agent finishes the walk with the same walker (bpf/walker_user.h)
+ * once the table is loaded or the mappings read, and only then
+ * aggregates the sample. */
+#define CFIPROF_SNAPSHOT_DEFAULT (16u << 10)
+#define CFIPROF_SNAPSHOT_MAX     (64u << 10)
+#define CFIPROF_SNAPSHOT_PAGE    4096u
+
+#define STACK_SNAPSHOT_NREGS 17  /* DWARF registers 0-15, and 16: the frame's ip */
+#define STACK_SNAPSHOT_IP    16
+
+struct stack_snapshot {
+	__u64 regs[STACK_SNAPSHOT_NREGS]; /* DWARF-numbered, as the walk knew them */
+	__u32 known;      /* bit i: regs[i] is known (ip and rsp always are) */
+	__u32 size;       /* stack bytes that follow, copied from regs[7] up */
+	__u8  ret_addr;   /* regs[16] is a return address, not the interrupted instruction */
+	__u8  pad[7];
 };
 
 /* Threads switched out while blocked (and their wakers) are kept in hash

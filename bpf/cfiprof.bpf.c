@@ -12,6 +12,7 @@
 #include "events.h"
 #include "maps.h"
 #include "walker.h"
+#include "snapshot.h"
 #include "offcpu.h"
 #include "proc_track.h"
 
@@ -81,11 +82,16 @@ static __always_inline int sample_current(void *ctx, const struct pt_regs *at, _
 		} else {
 			__builtin_memcpy(&regs, at, sizeof(regs));
 		}
+		/* (off-CPU walks never: the stack is gone by the time their
+		 * record is sent) */
+		sc->st.snap_want = cfg.snapshot_size != 0;
 		walk_user(sc, &regs, tgid);
 	}
 
 	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE))
 		add_kernel_stack(ctx, ev);
+	if (sc->st.snapshot && !send_snapshot(sc))
+		return 0;
 	emit(ctx, sc);
 	return 0;
 }

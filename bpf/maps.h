@@ -178,6 +178,18 @@ struct {
 	__type(value, __u32);
 } cgroup_filter SEC(".maps");
 
+/* Stack snapshots (bpf/abi.h) are put together here, one buffer per CPU
+ * (index: the CPU): a struct stack_snapshot, then the stack.  Not a
+ * per-CPU array, whose values stop at 32 KiB.  The agent sizes it at load
+ * time: --snapshot-size bytes and one page (bpf/snapshot.h), one per
+ * possible CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct stack_snapshot) + CFIPROF_SNAPSHOT_PAGE);
+} snap_bufs SEC(".maps");
+
 /* Counters (enum cfiprof_counter), per CPU: summed by the agent. */
 static __always_inline void count(__u32 idx)
 {

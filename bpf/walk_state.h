@@ -38,6 +38,10 @@ struct walk_state {
 	 * do).  Every register is known in the first frame; after that only
 	 * the callee-saved rbx and r12-r15 can be (CFI_CSR_MASK). */
 	__u16 known, saved;
+	/* stack snapshots (bpf/abi.h) */
+	__u8 snap_want;       /* set by the caller: stop where a table or the mappings are
+			       * missing, rather than step by frame pointer */
+	__u8 snapshot;        /* the walk stopped so: its registers are that frame's */
 };
 
 #endif /* CFIPROF_WALK_STATE_H */

@@ -414,6 +414,60 @@ static __always_inline void report_miss(struct loop_ctx *lc, struct walk_state *
 	walker_miss_notify(lc, st, id, module_id);
 }
 
+/* Where a table or the mappings are missing, a walk that may take a
+ * snapshot (st->snap_want) stops at frame n -- not recorded: the agent's
+ * walk from the snapshot records it -- rather than guess by frame
+ * pointer.  Returns whether it stopped.  Not inlined: inlined, clang
+ * gives walk_one a return path through a register the verifier sees
+ * uninitialised ("R3 !read_ok"); a call costs nothing where tables
+ * are loaded. */
+static __attribute__((noinline)) int walk_stop_for_snapshot(struct walk_state *st, __u32 n)
+{
+	if (!st->snap_want)
+		return 0;
+	st->n = n;
+	st->snapshot = 1;
+	return 1;
+}
+
+/* The registers of the frame a walk stopped at for a snapshot, as
+ * struct stack_snapshot carries them: every register the walk knows
+ * there, by DWARF number.  Those a callee saved must have been read
+ * (walk_resolve_saved): their slots are below the copied stack.
+ * (walk_resume is the way back: a register the walker learns to track is
+ * added to both.) */
+static __always_inline void walk_snapshot_regs(const struct walk_state *st,
+					       struct stack_snapshot *s)
+{
+	__builtin_memcpy(s->regs, st->regs, sizeof(st->regs));
+	s->known = (st->known & ~st->saved) | (1u << DWARF_RSP);
+	if (st->bp_valid)
+		s->known |= 1u << DWARF_RBP;
+	else
+		s->known &= ~(1u << DWARF_RBP);
+	s->regs[DWARF_RBP] = st->bp;
+	s->regs[DWARF_RSP] = st->sp;
+	s->regs[STACK_SNAPSHOT_IP] = st->ip;
+	s->known |= 1u << STACK_SNAPSHOT_IP;
+	s->ret_addr = !st->exact;
+}
+
+/* Sets st's registers from a snapshot's (walk_snapshot_regs), to walk on
+ * from the frame where BPF stopped.  Call after walk_begin. */
+static __always_inline void walk_resume(struct walk_state *st, const __u64 *regs, __u32 known,
+					__u8 ret_addr)
+{
+	__builtin_memcpy(st->regs, regs, sizeof(st->regs));
+	st->ip = regs[STACK_SNAPSHOT_IP];
+	st->sp = regs[DWARF_RSP];
+	st->bp = regs[DWARF_RBP];
+	st->bp_valid = (known >> DWARF_RBP) & 1;
+	st->first = (known & 0xffff) == 0xffff;
+	st->known = (__u16)known;
+	st->saved = 0;
+	st->exact = !ret_addr;
+}
+
 static long walk_one(__u32 i, void *ctx)
 {
 	struct loop_ctx *lc = ctx;
@@ -450,8 +504,14 @@ static long walk_one(__u32 i, void *ctx)
 			st->end = WALK_END_FP_FAILED;
 			return 1;
 		}
-		/* A trampoline in code no mapping tells of yet (the agent
-		 * has not read the mappings) is still known by its code. */
+		/* Code the agent has not read the mappings of: none of the
+		 * process's yet (or not since its exec), or a library mapped
+		 * since.  A snapshot lets it walk from this frame once it has;
+		 * without one, a trampoline there is still known by its code. */
+		if (walk_stop_for_snapshot(st, n)) {
+			st->end = WALK_END_NO_MAPPING;
+			return 1;
+		}
 		ret = step_no_cfi(lc, st, ev, n, 1);
 		goto stepped;
 	}
@@ -461,7 +521,7 @@ static long walk_one(__u32 i, void *ctx)
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
-			ret = step_fp(lc, st);
+			ret = walk_stop_for_snapshot(st, n) ? WALK_END_NO_TABLE : step_fp(lc, st);
 			/* A part of fp_steps: only the steps step_fp took. */
 			if (ret < 0)
 				st->miss_steps++;
@@ -499,6 +559,7 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->end = WALK_END_OUTERMOST;
 	st->tbl_id = 0;
 	st->via_fp = 0;
+	st->snapshot = 0;
 }
 
 static __always_inline void walk_init_done(struct walk_state *st)
@@ -510,6 +571,22 @@ static __always_inline void walk_init_done(struct walk_state *st)
 	st->exact = 1;
 }
 
+/* A walk stopped for a snapshot hands its registers over by value: what
+ * callees saved, noted by address (below the stack the snapshot copies),
+ * is read now. */
+static __always_inline void walk_resolve_saved(struct loop_ctx *lc, struct walk_state *st)
+{
+	int ok;
+
+	if (!st->saved)
+		return;
+	reg_value(lc, st, CFI_CSR_DWARF(0), &ok);
+	reg_value(lc, st, CFI_CSR_DWARF(1), &ok);
+	reg_value(lc, st, CFI_CSR_DWARF(2), &ok);
+	reg_value(lc, st, CFI_CSR_DWARF(3), &ok);
+	reg_value(lc, st, CFI_CSR_DWARF(4), &ok);
+}
+
 /* Walks every frame of lc->st into lc->ev, then sets ev->nuser and
  * ev->end_reason.  st and ev are lc's, passed for BPF's sake: lc is on
  * the stack, and reading them from it again costs instructions. */
@@ -517,10 +594,13 @@ static __always_inline void walk_run(struct loop_ctx *lc, struct walk_state *st,
 				     struct sample_event *ev)
 {
 	walker_loop(CFIPROF_MAX_DEPTH_LIMIT + 1, walk_one, lc);
+	if (st->snapshot)
+		walk_resolve_saved(lc, st);
 	ev->nuser = st->n;
 	ev->end_reason = st->end;
-	/* A miss whose frame-pointer step failed still cut the stack short. */
-	if (st->missed_id)
+	/* A miss whose frame-pointer step failed still cut the stack short.
+	 * (A snapshot took no such step: the agent walks on.) */
+	if (st->missed_id && !st->snapshot)
 		ev->flags |= SAMPLE_FLAG_MISSED;
 }
 

@@ -27,14 +27,23 @@ int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev
 			return -EINVAL;
 	memset(&st, 0, sizeof(st));
 	walk_begin(&st, 0);
-	st.ip = in->regs[WALKER_USER_RIP];
-	st.sp = in->regs[DWARF_RSP];
-	st.bp = in->regs[DWARF_RBP];
-	for (i = 0; i < 16; i++)
-		st.regs[i] = in->regs[i];
-	walk_init_done(&st);
+	if (in->regs_known) {
+		walk_resume(&st, in->regs, in->regs_known, in->ret_addr);
+	} else {
+		st.ip = in->regs[WALKER_USER_RIP];
+		st.sp = in->regs[DWARF_RSP];
+		st.bp = in->regs[DWARF_RBP];
+		for (i = 0; i < 16; i++)
+			st.regs[i] = in->regs[i];
+		walk_init_done(&st);
+	}
+	st.snap_want = in->stop_at_miss;
 	st.nmappings = in->nmappings;
 	walk_run(&lc, &st, ev);
+	if (st.snapshot) {
+		env.res.stopped = 1;
+		walk_snapshot_regs(&st, &env.res.stop);
+	}
 	if (res) {
 		*res = env.res;
 		res->fp_steps = st.fp_steps;

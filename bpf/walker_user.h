@@ -42,6 +42,15 @@ struct walker_user_input {
 	 * only where no CFI covers it, to know a sigreturn trampoline. */
 	int (*read_code)(const void *arg, __u64 addr, void *dst, __u32 size);
 	const void *read_code_arg;
+	/* Walking on from a snapshot (bpf/abi.h struct stack_snapshot):
+	 * which of regs[] are known (bit i: regs[i]; 0: all of them, as at
+	 * a sample), whether regs[16] is a return address, and whether to
+	 * stop where a table is missing, as BPF did (ev->end_reason
+	 * WALK_END_NO_TABLE, the frame's registers in res->stop), rather
+	 * than step by frame pointer. */
+	__u32 regs_known;
+	__u8 ret_addr;
+	__u8 stop_at_miss;
 };
 
 /* What the walk did besides the frames it put in ev. */
@@ -49,6 +58,10 @@ struct walker_user_result {
 	__u32 fp_steps, cfi_steps, signal_frames, miss_steps;
 	__u32 misses;        /* tables looked for and not given (walker_miss_notify) */
 	__u32 last_missed;   /* the last such id, or 0 */
+	/* stop_at_miss: where the walk stopped, to walk on from once the
+	 * table is there (stopped: it did) */
+	__u8 stopped;
+	struct stack_snapshot stop;
 };
 
 /* Walks from in->regs into ev->addrs[0..ev->nuser), setting ev->nuser,

@@ -48,6 +48,10 @@ static void usage(FILE *f)
 		"      --max-table-memory SIZE\n"
 		"                          kernel memory for CFI tables (default %lluM); least\n"
 		"                          recently used tables are evicted beyond it\n"
+		"      --snapshot-size SIZE\n"
+		"                          stack copied with a sample whose walk meets code\n"
+		"                          whose table is not loaded yet (default 16K, at most\n"
+		"                          64K; 0: none, a frame-pointer guess there instead)\n"
 		"\n"
 		"profiles:\n"
 		"      --interval TIME     cut a profile this often: 10s (default), 1m, ... (1s..24h)\n"
@@ -88,6 +92,7 @@ static const struct option long_options[] = {
 	{ "no-cache", no_argument, NULL, OPT_NOCACHE },
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG },
 	{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
+	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "listen", required_argument, NULL, OPT_LISTEN },

@@ -72,11 +72,17 @@ static void usage(FILE *f)
 		"                          otherwise (perf's -g means frame pointers)\n"
 		"      --call-graph MODE   perf's spelling of --unwind: dwarf (auto, or dwarf\n"
 		"                          with --unwind dwarf) or fp; dwarf,SIZE is taken, SIZE\n"
-		"                          ignored (no stack is copied: --max-depth bounds the\n"
-		"                          walk); lbr is not supported\n"
+		"                          ignored (stacks are walked in the kernel; the copy\n"
+		"                          taken where a table is missing is --snapshot-size);\n"
+		"                          lbr is not supported\n"
 		"      --max-table-memory SIZE\n"
 		"                          kernel memory for CFI tables, e.g. 64M, 1G (default %lluM);\n"
 		"                          least recently used tables are evicted beyond it\n"
+		"      --snapshot-size SIZE\n"
+		"                          stack copied with a sample whose walk meets code\n"
+		"                          whose table is not loaded yet, for the agent to\n"
+		"                          finish the walk (default 16K, at most 64K; 0: none,\n"
+		"                          a frame-pointer guess there instead)\n"
 		"  -q, --quiet             print no summary\n"
 		"\n"
 		"off-CPU (where threads block, weighted by the time blocked):\n"
@@ -112,6 +118,7 @@ static const struct option long_options[] = {
 	{ "debug-dir", required_argument, NULL, OPT_DEBUG },
 	{ "unwind", required_argument, NULL, OPT_UNWIND },
 	{ "max-table-memory", required_argument, NULL, OPT_TABLE_MEM },
+	{ "snapshot-size", required_argument, NULL, OPT_SNAPSHOT_SIZE },
 	{ "cgroup", required_argument, NULL, OPT_CGROUP },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "off-cpu", no_argument, NULL, OPT_OFF_CPU },
@@ -294,6 +301,16 @@ int record_opts_handle(int key, char *arg, struct record_opts_parse *st)
 			return arg_invalid(st->prog, "--max-table-memory",
 					   "'%s' is not a size of at least 4K, such as 64M or 1G", arg);
 		break;
+	case OPT_SNAPSHOT_SIZE: {
+		uint64_t size = 0;
+
+		/* (arg_size takes no 0: here it turns snapshots off) */
+		if (strcmp(arg, "0") && (arg_size(arg, &size) || size > CFIPROF_SNAPSHOT_MAX))
+			return arg_invalid(st->prog, "--snapshot-size",
+					   "'%s' is not a size of at most 64K, such as 16K (0: none)", arg);
+		o->snapshot_size = (uint32_t)size;
+		break;
+	}
 	case OPT_OFF_CPU_MIN:
 		if (offcpu_parse_duration(arg, &o->off.min_ns))
 			return arg_invalid(st->prog, "--off-cpu-min",
@@ -375,8 +392,8 @@ static int apply_call_graph(struct record_opts *o, const struct call_graph *cg)
 	/* Said, not silently dropped: a perf user sized it for a reason. */
 	if (cg->dump_size && !o->quiet)
 		fprintf(stderr, "cfiprof record: --call-graph: the stack dump size %u is ignored: stacks "
-			"are walked in the kernel, none is copied (--max-depth bounds the walk)\n",
-			cg->dump_size);
+			"are walked in the kernel (--max-depth bounds the walk; --snapshot-size the "
+			"stack copied where a table is missing)\n", cg->dump_size);
 	return 0;
 }
 
@@ -387,6 +404,7 @@ void record_opts_defaults(struct record_opts *o)
 		.events = EVENT_LIST_INIT,
 		.max_depth = CFIPROF_MAX_DEPTH_DEFAULT,
 		.max_table_memory = MAX_TABLE_MEMORY_DEFAULT,
+		.snapshot_size = CFIPROF_SNAPSHOT_DEFAULT,
 		.off.min_ns = OFFCPU_MIN_DEFAULT_NS,
 		.cache_dir = arg_default_cache_dir(),
 	};

@@ -60,6 +60,7 @@ struct record_opts {
 	bool unwind_given;        /* --unwind was given */
 	const char *call_graph;   /* --call-graph as given, or NULL (perf_spellings.h) */
 	uint64_t max_table_memory;   /* bytes */
+	uint32_t snapshot_size;      /* --snapshot-size, bytes (0: none) */
 	const char *cgroup;
 	struct offcpu_opts off;   /* --off-cpu* and --wakers (agent/offcpu/offcpu.h) */
 	/* How long a table no process maps stays loaded (struct
@@ -75,7 +76,7 @@ struct record_opts {
 enum {
 	OPT_FORMAT = 256, OPT_DEPTH, OPT_KERNEL, OPT_STATS, OPT_TAG, OPT_CACHE, OPT_NOCACHE,
 	OPT_DEBUG, OPT_UNWIND, OPT_TABLE_MEM, OPT_CGROUP, OPT_OFF_CPU, OPT_OFF_CPU_ONLY,
-	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS, OPT_CALL_GRAPH,
+	OPT_OFF_CPU_MIN, OPT_OFF_CPU_PREEMPTED, OPT_WAKERS, OPT_CALL_GRAPH, OPT_SNAPSHOT_SIZE,
 	OPT_RECORD_LAST
 };
 

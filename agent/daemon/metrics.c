@@ -116,6 +116,18 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 		{ "cfiprof_walk_fp_steps_table_missing_total", "counter",
 		  "Frame-pointer steps taken because a table was missing.",
 		  fg->counters[CNT_MISS_FP_STEPS] },
+		{ "cfiprof_snapshots_total", "counter",
+		  "Samples sent with a stack snapshot: their walk met a missing table or mappings.",
+		  fg->snaps.received },
+		{ "cfiprof_snapshot_bytes_total", "counter", "Stack bytes the snapshots carried.",
+		  fg->snaps.bytes },
+		{ "cfiprof_snapshots_finished_total", "counter",
+		  "Snapshots whose walk the agent finished.", fg->snaps.finished },
+		{ "cfiprof_snapshots_pending", "gauge", "Snapshots waiting for a table now.",
+		  fg->snaps_pending },
+	};
+	static const char *const unfinished_reasons[SNAP_UNFINISHED_NR] = {
+		"no_mappings", "no_table", "queue_full", "process_gone",
 	};
 	static const char *const methods[] = { "cfi", "frame_pointer" };
 	const uint64_t steps[] = { fg->counters[CNT_CFI_STEPS], fg->counters[CNT_FP_STEPS] };
@@ -145,6 +157,9 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 		 "reason", reasons, fg->end_reasons, WALK_END_NR + 1);
 	by_label(f, "cfiprof_walk_steps_total", "counter", "Frames the walker stepped, by method.",
 		 "method", methods, steps, 2);
+	by_label(f, "cfiprof_snapshots_unfinished_total", "counter",
+		 "Snapshots aggregated with the frames BPF walked only, by why.", "reason",
+		 unfinished_reasons, fg->snaps.unfinished, SNAP_UNFINISHED_NR);
 	simple(f, m, sizeof(m) / sizeof(m[0]));
 }
 

@@ -99,6 +99,11 @@ static int load_bpf(struct record_engine *e)
 	e->skel->rodata->cfg.target_uid = o->uid;
 	e->skel->rodata->cfg.self_pid = (__u32)getpid();
 	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
+	err = snapshots_configure(e->skel, o->snapshot_size);
+	if (err) {
+		fprintf(stderr, "cfiprof: sizing the snapshot buffers: %s\n", strerror(-err));
+		return err;
+	}
 	/* Preallocated: room for -t's threads only, not CFIPROF_MAX_TIDS. */
 	err = bpf_map__set_max_entries(e->skel->maps.target_tids, o->ntids ? (__u32)o->ntids : 1);
 	if (err) {
@@ -186,6 +191,7 @@ static int start_unwinding(struct record_engine *e)
 	e->events.tables = &e->tables;
 	e->events.agg = &e->agg;
 	e->events.off = &e->off;
+	e->events.snaps.max_depth = (uint32_t)o->max_depth;
 	return 0;
 }
 
@@ -381,8 +387,12 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 		uint64_t now = mono_ns(), next = procs_run_due(&e->procs, now);
 		int n;
 
+		if (next > snapshots_next_ns(&e->events.snaps))
+			next = snapshots_next_ns(&e->events.snaps);
 		if (next > now + POLL_MAX_NS)
 			next = now + POLL_MAX_NS;
+		if (next < now)
+			next = now;
 		n = ring_buffer__poll(e->rb, (int)((next - now + 999999) / 1000000));
 		now = mono_ns();
 		if (now - e->last_sweep_ns > SWEEP_NS) {
@@ -395,6 +405,7 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 		}
 		if (n >= 0)
 			n = ring_buffer__consume(e->rb);
+		snapshots_run(&e->events, mono_ns(), false);
 		if (n < 0 && n != -EINTR) {
 			fprintf(stderr, "cfiprof: reading the ring buffer: %s after %" PRIu64
 				" records; recording stopped there\n", strerror(-n), e->events.records);
@@ -419,6 +430,8 @@ void engine_stop(struct record_engine *e)
 	ring_buffer__consume(e->rb);
 	if (e->o->off.enabled)
 		offcpu_flush(&e->off, e->skel, events_handle, &e->events);
+	/* Samples waiting for tables: finished, or counted as not. */
+	snapshots_flush(&e->events, 2000);
 	/* Let queued loads and unloads finish, so --stats tells the state
 	 * the last events left. */
 	tables_wait(&e->tables, 2000);

@@ -18,6 +18,7 @@ int events_init(struct record_events *ev)
 
 void events_free(struct record_events *ev)
 {
+	snapshots_free(&ev->snaps);
 	free(ev->first_complete_ns);
 	free(ev->frames);
 	ev->first_complete_ns = NULL;
@@ -138,13 +139,14 @@ int events_handle(void *ctx, void *data, size_t size)
 	struct record_events *ev = ctx;
 	const struct sample_event *s = data;
 	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
-	char comm[CFIPROF_COMM_LEN + 1];
 	struct proc *p;
-	uint32_t k;
 	uint64_t now;
-	int ret;
 
 	ev->records++;
+	if (size >= sizeof(uint32_t) && s->kind == EVENT_SNAPSHOT) {
+		snapshots_add(ev, data, size, mono_ns());
+		return 0;
+	}
 	if (size >= sizeof(uint32_t) && s->kind != EVENT_SAMPLE) {
 		on_other_record(ev, data, size);
 		return 0;
@@ -155,22 +157,32 @@ int events_handle(void *ctx, void *data, size_t size)
 		ev->bad_records++;
 		return 0;
 	}
-	if (!(s->flags & SAMPLE_FLAG_MISS_PROBE))
-		ev->end_reasons[s->end_reason < WALK_END_NR ? s->end_reason : WALK_END_NR]++;
-
 	now = mono_ns();
 	p = procs_on_sample(ev->procs, (int)s->pid, s->end_reason, s->nuser,
 			    s->nuser ? s->addrs[s->nuser - 1] : 0, now);
+	events_sample_done(ev, p, s, now);
+	return 0;
+}
+
+void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
+			uint64_t now)
+{
+	char comm[CFIPROF_COMM_LEN + 1];
+	uint32_t k;
+	int ret;
+
+	if (!(s->flags & SAMPLE_FLAG_MISS_PROBE))
+		ev->end_reasons[s->end_reason < WALK_END_NR ? s->end_reason : WALK_END_NR]++;
 	if (s->flags & SAMPLE_FLAG_MISSED)
 		ev->missed_samples++;
 	note_first_complete(ev, p, s);
 	/* A probe only made the mappings be read: it is no sample. */
 	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
-		return 0;
+		return;
 	if (ev->cmd_pid && s->pid == ev->cmd_pid && s->time_ns < ev->cmd_exec_ns &&
 	    !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))) {
 		ev->before_exec++;
-		return 0;
+		return;
 	}
 
 	k = resolve_frames(ev, p, s, now);
@@ -194,5 +206,4 @@ int events_handle(void *ctx, void *data, size_t size)
 		ev->agg_errors++;
 	else if (!(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER)))
 		ev->event_samples[s->event]++;
-	return 0;
 }

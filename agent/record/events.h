@@ -15,6 +15,7 @@
 #include "agent/offcpu/offcpu.h"
 #include "agent/procs/procs.h"
 #include "agent/profile/stacks.h"
+#include "agent/record/snapshots.h"
 #include "agent/unwind/modules.h"
 #include "agent/unwind/tables.h"
 
@@ -54,6 +55,8 @@ struct record_events {
 	uint32_t nfirst, cap_first;  /* the last EVENTS_FIRST_WINDOW processes' */
 	uint64_t first_total;
 	struct frame_ref *frames;      /* scratch for one sample */
+	/* samples whose walk waits for a table or mappings (set max_depth) */
+	struct snapshot_queue snaps;
 };
 
 /* Allocates the scratch; the caller sets the pointers.  0 or -ENOMEM. */
@@ -63,6 +66,12 @@ int events_init(struct record_events *ev);
  * record_events).  Always returns 0: a bad record is counted, and the
  * ring buffer goes on. */
 int events_handle(void *ctx, void *data, size_t size);
+
+/* A sample walked to its end (events_handle's, or a stack snapshot's
+ * once the agent finished its walk): counted, resolved with `p` (NULL:
+ * unknown process) and aggregated. */
+void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
+			uint64_t now);
 
 void events_free(struct record_events *ev);
 

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 
 #include "bpf/abi.h"
+#include "agent/record/snapshots.h"
 #include "agent/unwind/debug_cache.h"
 #include "agent/unwind/tables.h"
 #include "agent/util/memstat.h"
@@ -58,6 +59,8 @@ struct engine_figures {
 	uint64_t end_reasons[WALK_END_NR + 1]; /* [WALK_END_NR]: unknown */
 	uint64_t bad_records, agg_errors;
 	uint64_t missed_samples;     /* walked partly by frame pointer: a table was missing */
+	struct snapshot_stats snaps; /* stack snapshots the agent finished walking */
+	uint32_t snaps_pending;      /* waiting now */
 	uint64_t proc_events[EVENT_MUNMAP + 1];
 	struct latency_figures first_complete; /* exec to first complete stack */
 	/* BPF programs */

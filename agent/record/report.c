@@ -176,6 +176,31 @@ static const char *preloaded_for(const struct record_opts *o)
 	return o->cmd && !o->cmd_times ? "CMD" : o->npids ? "-p" : o->ntids ? "-t" : NULL;
 }
 
+/* Samples whose walk met a missing table or mappings, and that the
+ * agent finished from their stack snapshot (bpf/abi.h). */
+static void print_snapshot_stats(const struct engine_figures *f)
+{
+	const struct snapshot_stats *s = &f->snaps;
+	uint64_t unfinished = 0;
+	int i;
+
+	for (i = 0; i < SNAP_UNFINISHED_NR; i++)
+		unfinished += s->unfinished[i];
+	fprintf(stderr, "snapshots: %llu (%llu stack bytes, %llu finished, %llu unfinished, "
+		"%llu pending)\n", (unsigned long long)s->received, (unsigned long long)s->bytes,
+		(unsigned long long)s->finished, (unsigned long long)unfinished,
+		(unsigned long long)f->snaps_pending);
+	fprintf(stderr, "snapshots_unfinished: no_mappings %llu, no_table %llu, queue_full %llu, "
+		"process_gone %llu\n", (unsigned long long)s->unfinished[SNAP_NO_MAPPINGS],
+		(unsigned long long)s->unfinished[SNAP_NO_TABLE],
+		(unsigned long long)s->unfinished[SNAP_QUEUE_FULL],
+		(unsigned long long)s->unfinished[SNAP_PROCESS_GONE]);
+	fprintf(stderr, "snapshots_lost: %llu (ring buffer full)\n",
+		(unsigned long long)f->counters[CNT_SNAPSHOT_DROPS]);
+	fprintf(stderr, "snapshot_frames_added: %llu (pending peak %llu)\n",
+		(unsigned long long)s->frames_added, (unsigned long long)s->pending_peak);
+}
+
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */
 static void print_table_stats(struct record_engine *e, const struct engine_figures *f)
 {
@@ -190,6 +215,7 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 		(unsigned long long)f->counters[CNT_MISS_DROPS]);
 	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
 		(unsigned long long)f->missed_samples);
+	print_snapshot_stats(f);
 	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts->loads,
 		(unsigned long long)ts->loaded);
 	if (preloaded)

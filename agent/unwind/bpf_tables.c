@@ -52,3 +52,47 @@ int bpf_table_unload(int outer_fd, uint32_t id)
 {
 	return bpf_map_delete_elem(outer_fd, &id) ? -errno : 0;
 }
+
+int bpf_table_read(int outer_fd, uint32_t id, struct cfi_table *t)
+{
+	struct bpf_map_info info = { 0 };
+	__u32 len = sizeof(info), inner_id, i;
+	struct cfi_error err = { { 0 } };
+	const struct cfi_table_header *h;
+	uint8_t *buf = NULL;
+	int fd, ret;
+
+	/* From userspace, an outer map's value is the inner map's id. */
+	if (bpf_map_lookup_elem(outer_fd, &id, &inner_id))
+		return -errno;
+	fd = bpf_map_get_fd_by_id(inner_id);
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		ret = -errno;
+		goto out;
+	}
+	buf = malloc((size_t)info.max_entries * CFI_CHUNK_SIZE);
+	if (!buf || !info.max_entries) {
+		ret = buf ? -EINVAL : -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < info.max_entries; i++) {
+		if (bpf_map_lookup_elem(fd, &i, buf + (size_t)i * CFI_CHUNK_SIZE)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	h = (const void *)buf;
+	if (h->blob_size > (uint64_t)info.max_entries * CFI_CHUNK_SIZE) {
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = cfi_table_open(t, buf, h->blob_size, &err);
+	if (!ret)
+		buf = NULL;
+out:
+	free(buf);
+	close(fd);
+	return ret;
+}

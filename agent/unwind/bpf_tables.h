@@ -17,4 +17,9 @@
 int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes);
 int bpf_table_unload(int outer_fd, uint32_t id);
 
+/* Reads table `id` back from the kernel into `t` (cfi_table_open'd: free
+ * it with cfi_table_free), for the agent's own walks of stack snapshots.
+ * Returns 0, -ENOENT if it is not loaded, or another negative errno. */
+int bpf_table_read(int outer_fd, uint32_t id, struct cfi_table *t);
+
 #endif

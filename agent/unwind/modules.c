@@ -164,6 +164,7 @@ static void free_module(struct module_registry *r, struct module *m)
 {
 	if (m->fd >= 0)
 		close(m->fd);
+	tables_drop_user_table(m);
 	if (r->sym && m->sym >= 0)
 		symbolizer_remove(r->sym, m->sym);
 	free(m->path);
@@ -340,6 +341,7 @@ void modules_free(struct module_registry *r)
 	for (i = 0; i < r->n; i++) {
 		if (r->mods[i]->fd >= 0)
 			close(r->mods[i]->fd);
+		tables_drop_user_table(r->mods[i]);
 		free(r->mods[i]->path);
 		free(r->mods[i]->error);
 		free(r->mods[i]);

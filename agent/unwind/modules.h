@@ -37,6 +37,12 @@ struct module {
 	char *error;               /* why it has no table, or NULL */
 	uint32_t table_jobs;       /* in the workers' queue or unload list, or on a worker */
 	uint64_t last_used_ns;     /* atomic: last sample through it, or load */
+	/* The agent's own copy of the table, for walks of stack snapshots
+	 * (tables_user_table), and when it was last used; wanted: the next
+	 * build keeps one. */
+	struct cfi_table *user_table;
+	uint64_t user_table_used_ns;
+	bool user_table_wanted;
 	struct { uint64_t vaddr, offset, filesz; bool exec; } load[MODULE_MAX_LOADS];
 	int nload;
 	dev_t dev;

@@ -122,6 +122,36 @@ static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_
 	tm->latency_total++;
 }
 
+/* A copy of `t` that owns its blob, or NULL. */
+static struct cfi_table *table_dup(const struct cfi_table *t)
+{
+	struct cfi_table *c = malloc(sizeof(*c));
+	const uint8_t *b = t->blob;
+
+	if (!c)
+		return NULL;
+	c->blob = malloc(t->size ? t->size : 1);
+	if (!c->blob) {
+		free(c);
+		return NULL;
+	}
+	memcpy(c->blob, t->blob, t->size);
+	c->size = t->size;
+	c->hdr = c->blob;
+	c->pages = (const void *)((uint8_t *)c->blob + ((const uint8_t *)t->pages - b));
+	c->rules = (const void *)((uint8_t *)c->blob + ((const uint8_t *)t->rules - b));
+	return c;
+}
+
+void tables_drop_user_table(struct module *m)
+{
+	if (m->user_table) {
+		cfi_table_free(m->user_table);
+		free(m->user_table);
+		m->user_table = NULL;
+	}
+}
+
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
  * without the lock: compiling takes milliseconds, and the main thread
  * keeps draining samples meanwhile.  The module's fd and path never
@@ -145,6 +175,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	}
 	pthread_mutex_lock(&tm->lock);
 	if (ret) {
+		m->user_table_wanted = false;
 		set_error(m, "%s", err.msg[0] ? reason_only(m, err.msg) : strerror(-ret));
 		m->table_state = TABLE_FAILED;
 		tm->stats.failed++;
@@ -160,6 +191,13 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	}
 	kbytes = kernel_size(t.size);
 	m->table_bytes = t.size;
+	/* A stack snapshot waits for it: the agent's walk takes this copy,
+	 * whether or not the kernel gets the table (its process may be gone). */
+	if (m->user_table_wanted && !m->user_table) {
+		m->user_table = table_dup(&t);
+		m->user_table_used_ns = mono_ns();
+	}
+	m->user_table_wanted = false;
 	/* Nobody maps it any more: loading it would only waste memory. */
 	if (m->refs == 0) {
 		m->table_state = TABLE_IDLE;
@@ -420,6 +458,59 @@ void tables_unref(struct table_manager *tm, struct module *m)
 	pthread_mutex_unlock(&tm->lock);
 }
 
+const struct cfi_table *tables_user_table(struct table_manager *tm, struct module *m,
+					  uint64_t now_ns, bool *wait)
+{
+	struct cfi_table t, *copy = NULL;
+	const struct cfi_table *ret;
+	enum table_state state;
+
+	*wait = false;
+	pthread_mutex_lock(&tm->lock);
+	if (m->user_table) {
+		m->user_table_used_ns = now_ns;
+		pthread_mutex_unlock(&tm->lock);
+		return m->user_table;
+	}
+	state = m->table_state;
+	pthread_mutex_unlock(&tm->lock);
+	if (state == TABLE_NONE || state == TABLE_FAILED || !m->table_id)
+		return NULL;
+	/* (Read without the lock: a map-of-maps lookup does not wait, and an
+	 * eviction meanwhile makes it fail, which is waited out below.) */
+	if ((state == TABLE_LOADED || state == TABLE_UNLOADING) &&
+	    !bpf_table_read(tm->tables_fd, m->table_id, &t)) {
+		copy = malloc(sizeof(*copy));
+		if (copy)
+			*copy = t;
+		else
+			cfi_table_free(&t);
+	}
+	pthread_mutex_lock(&tm->lock);
+	if (copy && !m->user_table) {
+		m->user_table = copy;
+		copy = NULL;
+	}
+	if (m->user_table) {
+		m->user_table_used_ns = now_ns;
+	} else if (m->table_state != TABLE_FAILED && m->table_state != TABLE_NONE) {
+		m->user_table_wanted = true;
+		*wait = true;
+		if (m->table_state == TABLE_IDLE && tm->worker_running && !enqueue_locked(tm, m)) {
+			m->table_state = TABLE_QUEUED;
+			if (!m->miss_ns)
+				m->miss_ns = now_ns;
+		}
+	}
+	ret = m->user_table;
+	pthread_mutex_unlock(&tm->lock);
+	if (copy) {
+		cfi_table_free(copy);
+		free(copy);
+	}
+	return ret;
+}
+
 void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 {
 	uint32_t i;
@@ -429,6 +520,9 @@ void tables_sweep(struct table_manager *tm, uint64_t now_ns)
 	pthread_mutex_lock(&tm->lock);
 	for (i = 0; i < tm->reg->n; i++) {
 		struct module *m = tm->reg->mods[i];
+
+		if (m->user_table && now_ns - m->user_table_used_ns >= TABLES_USER_TABLE_KEEP_NS)
+			tables_drop_user_table(m);
 
 		/* The worker unloads it: a map-of-maps delete waits for an RCU
 		 * grace period, which the main thread must not. */

@@ -146,6 +146,22 @@ uint64_t percentile_u64(uint64_t *v, uint32_t n, double p);
 uint32_t tables_for_each_failure(struct table_manager *tm,
 				 void (*fn)(const struct module *m, void *arg), void *arg);
 
+/* The table of `m` as the agent's own walks use it (stack snapshots:
+ * agent/record/snapshots.h), or NULL.  A table loaded in the kernel is
+ * read back from it; one that is not is queued for building -- even when
+ * no process maps `m` any more (the process the snapshot is of exited) --
+ * and kept once built: *wait then says to ask again later.  NULL with
+ * *wait false: `m` has no table (the walker steps by frame pointer).
+ * The copy stays for TABLES_USER_TABLE_KEEP_NS after its last use
+ * (tables_sweep). */
+const struct cfi_table *tables_user_table(struct table_manager *tm, struct module *m,
+					  uint64_t now_ns, bool *wait);
+
+#define TABLES_USER_TABLE_KEEP_NS (2000ull * 1000 * 1000)
+
+/* Frees `m`'s copy, if any (the module is going). */
+void tables_drop_user_table(struct module *m);
+
 void tables_free(struct table_manager *tm);
 
 #endif

@@ -58,6 +58,7 @@ RECORD_BAD = {
     b"--unwind": [b"", b"DWARF", b"fp,dwarf", b"x", b"auto "],
     b"--max-table-memory": [b"", b"0", b"0M", b"-1", b" -1", b"+1M", b"1T", b"1MiBx", b"16E",
                             b"99999999999999999999", b"1.5M", b"M", b"1 M", b"17179869184G"],
+    b"--snapshot-size": [b"", b"-1", b"+4K", b"65537", b"1M", b"00", b"4K ", b"0K", b"x"],
     b"-C": BAD_CPUS,
     b"--tag": [b"", b"=v", b"k", b"pid=1", b"comm=x", b"tid=1", b"cgroup=x", b"container_id=x",
                b"walk_end=x", b"k="],

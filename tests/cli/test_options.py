@@ -60,6 +60,13 @@ USAGE_ERRORS = [
      ["--max-table-memory"]),
     ("record-table-memory-tiny", ["record", "--max-table-memory", "1", "-p", NOPID],
      ["--max-table-memory", "at least 4K"]),
+    # --snapshot-size: 0 (none) or a size up to 64K
+    ("record-snapshot-size-big", ["record", "--snapshot-size", "65537", "-p", NOPID],
+     ["--snapshot-size", "'65537'", "at most 64K"]),
+    ("record-snapshot-size-negative", ["record", "--snapshot-size", "-1", "-p", NOPID],
+     ["--snapshot-size", "'-1'"]),
+    ("record-snapshot-size-00", ["record", "--snapshot-size", "00", "-p", NOPID],
+     ["--snapshot-size", "'00'"]),
     # --off-cpu-only samples no on-CPU stack: -F and -C would do nothing
     ("record-off-cpu-only-F", ["record", "--off-cpu-only", "-F", "999", "-p", NOPID],
      ["-F", "--off-cpu-only"]),

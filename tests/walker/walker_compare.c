@@ -29,6 +29,13 @@
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
  *
+ * Every walk is also split where the agent's walks of stack snapshots
+ * split it: walked again with each table in turn missing, stopping there
+ * (stop_at_miss, as BPF does when it takes a snapshot), then resumed from
+ * the registers it stopped with (walk_snapshot_regs, walk_resume) with
+ * every table.  The two parts together must be the whole walk, frame for
+ * frame, with its end.
+ *
  * Prints one line per snapshot, details of any disagreement, and a summary
  * line: NAME snapshots agreed/walked/libunwind frames.  Exits 1 if any
  * snapshot disagrees, 2 on bad usage or input.
@@ -126,6 +133,53 @@ static void count_through(const struct replay *r, const struct sample_event *ev,
 	tot->through_csr += csr;
 }
 
+/* The walk `whole` (from `in`) split at each table's frames: see above.
+ * Returns 0 if every split agrees, else 1 (printed). */
+static int compare_resumed(const struct walker_user_input *in, const struct sample_event *whole)
+{
+	static struct sample_event part1, part2;
+	struct walker_user_table tables[64];
+	struct walker_user_input in1, in2;
+	struct walker_user_result res;
+	uint32_t skip, i, n;
+
+	for (skip = 0; skip < in->ntables; skip++) {
+		in1 = *in;
+		for (i = n = 0; i < in->ntables && n < 64; i++)
+			if (i != skip)
+				tables[n++] = in->tables[i];
+		in1.tables = tables;
+		in1.ntables = n;
+		in1.stop_at_miss = 1;
+		memset(&part1, 0, sizeof(part1));
+		if (walker_user_walk(&in1, &part1, &res))
+			return 1;
+		if (!res.stopped)
+			continue;
+		in2 = *in;
+		memcpy(in2.regs, res.stop.regs, sizeof(in2.regs));
+		in2.regs_known = res.stop.known;
+		in2.ret_addr = res.stop.ret_addr;
+		in2.max_depth = in->max_depth - part1.nuser;
+		memset(&part2, 0, sizeof(part2));
+		if (walker_user_walk(&in2, &part2, NULL))
+			return 1;
+		if (part1.end_reason != WALK_END_NO_TABLE ||
+		    part1.nuser + part2.nuser != whole->nuser ||
+		    part2.end_reason != whole->end_reason ||
+		    memcmp(part1.addrs, whole->addrs, part1.nuser * sizeof(__u64)) ||
+		    memcmp(part2.addrs, whole->addrs + part1.nuser, part2.nuser * sizeof(__u64))) {
+			printf("  without table %u the walk stopped after %u frames (%s); resumed, "
+			       "%u more (%s); whole: %u (%s)\n", in->tables[skip].id, part1.nuser,
+			       walk_end_name(part1.end_reason), part2.nuser,
+			       walk_end_name(part2.end_reason), whole->nuser,
+			       walk_end_name(whole->end_reason));
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int compare(const char *path, const struct compare_opts *o, struct totals *tot)
 {
 	static struct sample_event ev;
@@ -185,6 +239,8 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		}
 		agreed++;
 	}
+	if (!bad && compare_resumed(&in, &ev))
+		bad = 1;
 	if (!bad && ev.nuser < o->min_frames) {
 		printf("  walker gave %u frames, the chain has at least %u\n", ev.nuser,
 		       o->min_frames);
