@@ -1976,8 +1976,9 @@ def t_go(tmp):
     # NOP in) its function's return address, no call before it.
     goexit = syms.get("runtime.goexit.abi0", syms.get("runtime.goexit"))
     # The signal trampoline: the kernel "returns" to runtime.sigreturn's
-    # first byte (issue 13: Go's trampoline is another item), and the frame
-    # after it is the interrupted instruction.
+    # first byte, which the walker knows by its code (mov $15,%rax;
+    # syscall) and records as is; the frame after it is the interrupted
+    # instruction.
     sigreturn = syms.get("runtime.sigreturn.abi0", syms.get("runtime.sigreturn"))
     if goexit is None or sigreturn is None:
         raise Fail(f"{binary}: no runtime.goexit or runtime.sigreturn symbol")
@@ -2004,7 +2005,7 @@ def t_go(tmp):
             continue
         ok = True
         for i, a in enumerate(s.addrs[1:], 1):
-            if a == goexit or a == sigreturn - 1 or s.addrs[i - 1] == sigreturn - 1:
+            if a == goexit or a == sigreturn or s.addrs[i - 1] == sigreturn:
                 continue
             if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
                 preempted += n
