@@ -105,8 +105,11 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 		p->keep_maps_fd = true;
 		/* The labels the read below takes: this program's comm. */
 		if (comm) {
-			memcpy(p->exec_comm, comm, sizeof(p->exec_comm) - 1);
-			p->exec_comm[sizeof(p->exec_comm) - 1] = 0;
+			/* (The record's is 16 bytes, maybe without a NUL.) */
+			size_t len = strnlen(comm, sizeof(p->exec_comm) - 1);
+
+			memcpy(p->exec_comm, comm, len);
+			p->exec_comm[len] = 0;
 		}
 	}
 	rescan(r, pid);

@@ -57,8 +57,8 @@
  * and exit records do not wake the agent: they may come in late. */
 void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   uint64_t now);
-/* `comm`: the new program's comm, as the record gives it (NULL: read from
- * /proc/PID/comm). */
+/* `comm`: the new program's comm, as the record gives it (at most 16
+ * bytes, NUL-terminated if shorter; NULL: read from /proc/PID/comm). */
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   const char *comm, uint64_t now);
 void procs_on_exit(struct proc_registry *r, int pid, uint64_t now);
