@@ -164,7 +164,10 @@ static int compare_resumed(const struct walker_user_input *in, const struct samp
 		memset(&part2, 0, sizeof(part2));
 		if (walker_user_walk(&in2, &part2, NULL))
 			return 1;
-		if (part1.end_reason != WALK_END_NO_TABLE ||
+		/* (A walk whose whole ends meeting no mapping stops there for
+		 * a snapshot too, whichever table is missing: BPF does.) */
+		if ((part1.end_reason != WALK_END_NO_TABLE &&
+		     part1.end_reason != WALK_END_NO_MAPPING) ||
 		    part1.nuser + part2.nuser != whole->nuser ||
 		    part2.end_reason != whole->end_reason ||
 		    memcmp(part1.addrs, whole->addrs, part1.nuser * sizeof(__u64)) ||
