@@ -109,6 +109,27 @@ class Code:
     def __init__(self):
         self.files = {}
         self.mems = {}
+        self.maps = {}
+
+    def executable(self, pid, addr):
+        """Whether addr is in an executable mapping of pid (None: unknown,
+        the process is gone)."""
+        if pid not in self.maps:
+            spans = []
+            try:
+                with open(f"/proc/{pid}/maps") as f:
+                    for line in f:
+                        parts = line.split()
+                        if "x" in parts[1]:
+                            lo, hi = parts[0].split("-")
+                            spans.append((int(lo, 16), int(hi, 16)))
+                self.maps[pid] = spans
+            except OSError:
+                self.maps[pid] = None
+        spans = self.maps[pid]
+        if spans is None:
+            return None
+        return any(lo <= addr < hi for lo, hi in spans)
 
     def _fd(self, path):
         if path not in self.files:
@@ -228,6 +249,11 @@ class Stats:
                root_name(frames[i - 1].sym) == "runtime.asyncPreempt":
                 self.planted += weight
                 continue
+            if f.off is None and f.ra is not None and code.executable(f.pid, f.ra + 1) is False:
+                # no code at all there: heap, data or a small number
+                self.checked += weight
+                self.invalid[(f.where(), "(not executable memory)", frames[i - 1].where())] += weight
+                continue
             before = f.read(code, 1 - 8, 8)
             if before is None:
                 self.unreadable += weight
@@ -317,9 +343,10 @@ def read_cfiprof(path, st, code):
             m = maps.get(loc["mapping"])
             sym = strings[funcs.get(loc["func"], 0)]
             if m is None:
-                if loc["mapping"] == 0 and loc["address"] < 1 << 20:
-                    continue        # a synthetic mark frame (mapping 0)
-                frames.append(Frame(loc["address"], None, None, sym, pid))
+                # mapping 0: an address outside every mapping cfiprof knew
+                # ("[unknown]+0x..."), or a synthetic mark frame (a name)
+                if sym.startswith("[unknown]"):
+                    frames.append(Frame(loc["address"], None, None, "", pid))
                 continue
             path = strings[m.get(5, 0)]
             if path == "[kernel.kallsyms]":
