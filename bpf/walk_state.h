@@ -42,6 +42,7 @@ struct walk_state {
 	__u8 snap_want;       /* set by the caller: stop where a table or the mappings are
 			       * missing, rather than step by frame pointer */
 	__u8 snapshot;        /* the walk stopped so: its registers are that frame's */
+	__u32 go_switches;    /* Go: walks gone on through runtime.systemstack (step_go_switch) */
 };
 
 #endif /* CFIPROF_WALK_STATE_H */
