@@ -14,10 +14,10 @@
 #include <linux/types.h>
 #endif
 
-/* ---- CFI table (format version 3) ----------------------------------- */
+/* ---- CFI table (format version 4) ----------------------------------- */
 
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
-#define CFI_TABLE_VERSION 3u
+#define CFI_TABLE_VERSION 4u
 
 /* A table is read by BPF in chunks: the agent loads the blob into an
  * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
