@@ -1986,6 +1986,47 @@ def go_base(name):
     return name[:-5] if name.endswith(".abi0") else name
 
 
+def go_systemstack_call(binary):
+    """runtime.systemstack's call of its argument on g0, as cfiprof reports
+    callers (return address - 1), from the Go record `cfi stats` shows;
+    None if the table has none."""
+    stats = subprocess.run([CFIPROF, "cfi", "stats", "--no-cache", binary], stdout=subprocess.PIPE,
+                           text=True, check=True).stdout
+    m = re.search(r"^go_systemstack: .* return (0x[0-9a-f]+)$", stats, re.M)
+    return int(m.group(1), 16) - 1 if m else None
+
+
+@case("go-no-debug-info")
+def t_go_no_debug_info(tmp):
+    """The Go fixture without .debug_info (its .debug_frame kept): the
+    offsets of g's fields are unknown, so the table has no Go record and
+    walks that reach runtime.systemstack's call on g0 end there as
+    stack_switch, never going on with guessed offsets."""
+    sys_call = go_systemstack_call(fx("go"))
+    binary = os.path.join(tmp, "rec-go")
+    subprocess.run([os.environ.get("OBJCOPY", "objcopy"), "--remove-section=.debug_info",
+                    fx("go"), binary], check=True)
+    if sys_call is None or go_systemstack_call(binary) is not None:
+        raise Fail("cfi stats: a Go record without .debug_info, or none with it")
+    out = os.path.join(tmp, "go.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", binary, "3", "2"], timeout=90)
+    samples, _ = read_pprof(out)
+    stopped = through = 0
+    for s in samples:
+        if s.labels.get("comm") != "rec-go" or sys_call not in s.addrs[1:]:
+            continue
+        if s.labels.get("walk_end") == "stack_switch" and s.addrs[-1] == sys_call:
+            stopped += s.values[0]
+        else:
+            through += s.values[0]
+            log(f"  through systemstack, ended {s.labels.get('walk_end')}: {fmt_chain(s.frames)}")
+    log(f"go-no-debug-info: {stopped} samples stopped at systemstack's call, {through} went on")
+    if through:
+        raise Fail(f"{through} samples went on through runtime.systemstack without the offsets")
+    if stopped < 10:
+        raise Fail(f"only {stopped} samples reached runtime.systemstack's call on g0")
+
+
 @case("go")
 def t_go(tmp):
     """A Go program (no .eh_frame, only .debug_frame).  Samples in the
@@ -2024,14 +2065,9 @@ def t_go(tmp):
     def func_at(a):
         i = bisect.bisect_right(fstarts, a) - 1
         return funcs[i][1] if i >= 0 else ""
-    # runtime.systemstack's call of its argument on g0, as cfiprof reports
-    # callers (return address - 1), from the record the table carries.
-    stats = subprocess.run([CFIPROF, "cfi", "stats", "--no-cache", binary], stdout=subprocess.PIPE,
-                           text=True, check=True).stdout
-    m = re.search(r"^go_systemstack: .* return (0x[0-9a-f]+)$", stats, re.M)
-    if not m:
+    sys_call = go_systemstack_call(binary)
+    if sys_call is None:
         raise Fail(f"cfi stats {binary}: no go_systemstack line (its DWARF has runtime.g)")
-    sys_call = int(m.group(1), 16) - 1
     total = exact = switched = 0
     ends, wrong, bad_ends, in_sigreturn, preempted = {}, {}, {}, 0, 0
     through, stopped, through_alloc, bad_through = 0, {}, 0, {}

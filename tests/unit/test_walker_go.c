@@ -7,6 +7,7 @@
  * systemstack, with no frame from either stack beyond it.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -251,4 +252,41 @@ Test(walker_go, wrong_offsets_stop)
 	/* the TLS slot wrong */
 	w->gi.tls_g = -16;
 	STOPS(w);
+}
+
+/* cfi_table_open refuses a record a walker would read wrongly. */
+Test(walker_go, record_is_validated)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	const struct cfi_rule r = { CFA(7, 8), RA_AT8 };
+	struct cfi_error err = { "" };
+	struct cfi_table t, bad;
+	struct cfi_table_header *h;
+	uint8_t *blob;
+
+	cr_assert_eq(cfi_builder_add(b, FN(0), &r), 0);
+	cr_assert_eq(cfi_builder_finish(b, FN(1), &t, &err), 0, "%s", err.msg);
+	cfi_builder_free(b);
+	cr_assert_null(cfi_table_go(&t));
+	cr_assert_eq(cfi_table_add_go(&t, &go_info, &err), 0, "%s", err.msg);
+	cr_assert_not_null(cfi_table_go(&t));
+	cr_assert_eq(cfi_table_go(&t)->systemstack_ret, SYS_RET);
+	cr_assert_eq(t.hdr->go_off % 8, 0);
+	/* A second record has no place. */
+	cr_assert_lt(cfi_table_add_go(&t, &go_info, &err), 0);
+
+	blob = malloc(t.size);
+	cr_assert_not_null(blob);
+	h = (struct cfi_table_header *)blob;
+	memcpy(blob, t.blob, t.size);
+	h->go_off += 4;       /* misaligned */
+	cr_assert_eq(cfi_table_open(&bad, blob, t.size, &err), -EBADMSG);
+	memcpy(blob, t.blob, t.size);
+	h->go_off = (uint32_t)t.size - 8;   /* past the end */
+	cr_assert_eq(cfi_table_open(&bad, blob, t.size, &err), -EBADMSG);
+	memcpy(blob, t.blob, t.size);
+	((struct cfi_go_info *)(blob + h->go_off))->magic ^= 1;
+	cr_assert_eq(cfi_table_open(&bad, blob, t.size, &err), -EBADMSG);
+	free(blob);
+	cfi_table_free(&t);
 }
