@@ -54,6 +54,7 @@ struct walk {
 	struct walker_user_input in;
 	struct sample_event ev;
 	bool other_frames;  /* the frames are not FN(0), systemstack's call, ... */
+	const char *what;   /* the case, for messages */
 };
 
 static void put(struct walk *w, uint64_t addr, uint64_t v)
@@ -68,6 +69,7 @@ static struct walk *setup(void)
 	struct walk *w = calloc(1, sizeof(*w));
 
 	cr_assert_not_null(w);
+	w->what = "";
 	w->gi = go_info;
 	/* FN(0): CFA = rsp + 16; its RA, at AT(11), returns into systemstack. */
 	w->in.regs[WALKER_USER_RIP] = FN(0) + 4;
@@ -133,8 +135,10 @@ static void walk(struct walk *w, bool no_record, unsigned want_frames, unsigned 
 	w->in.max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
 
 	cr_assert_eq(walker_user_walk(&w->in, &w->ev, &res), 0);
-	cr_assert_eq(w->ev.end_reason, want_end, "end %u, want %u", w->ev.end_reason, want_end);
-	cr_assert_eq(w->ev.nuser, want_frames, "%u frames, want %u", w->ev.nuser, want_frames);
+	cr_assert_eq(w->ev.end_reason, want_end, "%s: end %u, want %u", w->what, w->ev.end_reason,
+		     want_end);
+	cr_assert_eq(w->ev.nuser, want_frames, "%s: %u frames, want %u", w->what, w->ev.nuser,
+		     want_frames);
 	for (i = 0; i < want_frames && i < 4 && !w->other_frames; i++)
 		cr_assert_eq(w->ev.addrs[i], want[i], "frame %u: %#llx, want %#llx", i,
 			     (unsigned long long)w->ev.addrs[i], (unsigned long long)want[i]);
@@ -194,47 +198,31 @@ Test(walker_go, sample_inside_systemstack_stops)
 	walk(w, false, 1, WALK_END_STACK_SWITCH);
 }
 
-Test(walker_go, not_on_g0s_stack_stops)
+/* States where g.m.curg.sched or the stacks cannot be trusted, one word
+ * of memory changed each. */
+static const struct {
+	uint64_t addr, value;
+	const char *what;
+} stale_states[] = {
+	{ G0 + 0, AT(20), "the frame is not on g0's stack" },
+	{ M + 0xc0, 0, "no curg (dropg: the goroutine left the m)" },
+	{ CURG + 0x38 + 8, FN(2) + 9, "sched saved by mcall or gogo, not gosave_systemstack_switch" },
+	{ CURG + 0x38, 0, "sched.sp cleared by systemstack on its way back" },
+	{ CURG + 0x38, AT(200), "sched.sp off the goroutine's stack" },
+	{ FS_BASE - 8, 0, "no g in TLS" },
+};
+
+Test(walker_go, stale_states_stop)
 {
-	struct walk *w = setup();
+	size_t i;
 
-	put(w, G0 + 0, AT(20));
-	STOPS(w);
-}
+	for (i = 0; i < sizeof(stale_states) / sizeof(stale_states[0]); i++) {
+		struct walk *w = setup();
 
-Test(walker_go, no_curg_stops)
-{
-	struct walk *w = setup();
-
-	/* dropg: the goroutine left the m. */
-	put(w, M + 0xc0, 0);
-	STOPS(w);
-}
-
-Test(walker_go, sched_saved_by_another_switch_stops)
-{
-	struct walk *w = setup();
-
-	/* mcall or gogo's sched, not gosave_systemstack_switch's. */
-	put(w, CURG + 0x38 + 8, FN(2) + 9);
-	STOPS(w);
-}
-
-Test(walker_go, cleared_sched_sp_stops)
-{
-	struct walk *w = setup();
-
-	/* systemstack clears sched.sp on its way back. */
-	put(w, CURG + 0x38, 0);
-	STOPS(w);
-}
-
-Test(walker_go, sched_sp_off_the_goroutines_stack_stops)
-{
-	struct walk *w = setup();
-
-	put(w, CURG + 0x38, AT(200));
-	STOPS(w);
+		w->what = stale_states[i].what;
+		put(w, stale_states[i].addr, stale_states[i].value);
+		STOPS(w);
+	}
 }
 
 Test(walker_go, wrong_offsets_stop)
