@@ -17,6 +17,10 @@
 #                      workload and the same receiver: each agent's figures
 #                      are printed, and the ratio of their CPU (a change's
 #                      effect, free of the workload's variation between runs)
+#   env CGROUP=1       the workload runs in a cgroup (v2) of its own and the
+#                      agents profile only it (--cgroup): for comparisons
+#                      (BASE=) on a machine doing other work, which a
+#                      system-wide agent would profile too
 #   env PUSH=1         push every interval to tests/agent/pyroscope_receiver.py
 #                      on loopback, as a deployed agent feeds its backend
 #                      (0: no consumer: the agent then cuts without building
@@ -50,12 +54,26 @@ command -v curl >/dev/null || { echo "agent_cost.sh: needs curl" >&2; exit 1; }
 tmp=$(mktemp -d)
 agents=()
 receiver=
+cg=
+if [ "${CGROUP:-0}" = 1 ]; then
+  cg_root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+  [ -n "$cg_root" ] || { echo "agent_cost.sh: CGROUP=1: no cgroup v2 mounted" >&2; exit 1; }
+  cg=$cg_root/cfiprof-agent-cost.$$
+  mkdir "$cg"
+  AGENT_ARGS="${AGENT_ARGS:-} --cgroup $cg"
+fi
 cleanup() {
   local a
   for a in "${agents[@]}"; do kill -TERM "$a" 2>/dev/null || true; done
   for a in "${agents[@]}"; do wait "$a" 2>/dev/null || true; done
   [ -z "$receiver" ] || kill "$receiver" 2>/dev/null || true
   busy_idle_stop
+  if [ -n "$cg" ]; then
+    # (its last programs are gone with their slots: back to the parent)
+    while read -r p; do echo "$p" > "$(dirname "$cg")/cgroup.procs" 2>/dev/null || true; done \
+      < "$cg/cgroup.procs"
+    rmdir "$cg" 2>/dev/null || true
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -83,6 +101,11 @@ for k in "${!bins[@]}"; do
     ${AGENT_ARGS:-} 2> "$tmp/agent$k.log" &
   agents[k]=$!
 done
+if [ -n "$cg" ]; then
+  # The slots started below and the idle programs: the agents are outside.
+  echo $$ > "$cg/cgroup.procs"
+  for p in "${busy_idle[@]}"; do echo "$p" > "$cg/cgroup.procs" 2>/dev/null || true; done
+fi
 until=$(( $(date +%s) + WARMUP + SECS + 2 ))
 slots=()
 for k in $(seq 1 "${SLOTS:-2}"); do

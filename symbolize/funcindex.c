@@ -15,6 +15,7 @@ struct collect {
 	struct sym_fn *v;
 	size_t n, cap;
 	int imports;     /* imported units followed, against import cycles */
+	bool c_unit;     /* walking a C unit's DIEs (is_c_unit) */
 	bool oom;
 };
 
@@ -37,21 +38,44 @@ static void add_fn(struct collect *c, Dwarf_Addr lo, Dwarf_Addr hi, Dwarf_Die *d
 	c->n++;
 }
 
-/* Whether DIEs with this tag can hold function definitions. */
-static bool may_hold_functions(int tag)
+/* Whether DIEs with this tag can hold function definitions.  An inlined
+ * subroutine's subtree is the inlined body (blocks, variables, call
+ * sites, more inlining): a nested function called from it is defined in
+ * its out-of-line parent or that parent's abstract instance, both
+ * DW_TAG_subprogram.  Its subtree is most of an optimized unit's DIEs
+ * (ceval.c's), and walking it was half of what symbolizing cost. */
+static bool may_hold_functions(int tag, bool c_unit)
 {
 	switch (tag) {
-	case DW_TAG_namespace:
-	case DW_TAG_module:
 	case DW_TAG_class_type:
 	case DW_TAG_structure_type:
 	case DW_TAG_union_type:
 	case DW_TAG_interface_type:
+		/* (C has no member functions: only members live there) */
+		return !c_unit;
+	case DW_TAG_namespace:
+	case DW_TAG_module:
 	case DW_TAG_subprogram:       /* nested functions (GNU C) */
 	case DW_TAG_lexical_block:
-	case DW_TAG_inlined_subroutine:
 	case DW_TAG_compile_unit:
 	case DW_TAG_partial_unit:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Whether the unit is C, whose types hold no functions. */
+static bool is_c_unit(Dwarf_Die *cu)
+{
+	switch (dwarf_srclang(cu)) {
+	case DW_LANG_C89:
+	case DW_LANG_C:
+	case DW_LANG_C99:
+	case DW_LANG_C11:
+#ifdef DW_LANG_C17
+	case DW_LANG_C17:
+#endif
 		return true;
 	default:
 		return false;
@@ -61,6 +85,7 @@ static bool may_hold_functions(int tag)
 static void walk(struct collect *c, Dwarf_Die *parent, int depth)
 {
 	Dwarf_Die child;
+	bool c_unit = c->c_unit;
 
 	if (depth > MAX_DEPTH || dwarf_child(parent, &child) != 0)
 		return;
@@ -84,9 +109,13 @@ static void walk(struct collect *c, Dwarf_Die *parent, int depth)
 			if (c->imports < 4096 &&
 			    dwarf_formref_die(dwarf_attr(&child, DW_AT_import, &a), &unit)) {
 				c->imports++;
+				/* (a partial unit of a C unit's: dwz's language
+				 * may differ, so it is judged on its own) */
+				c->c_unit = is_c_unit(&unit) && c_unit;
 				walk(c, &unit, depth + 1);
+				c->c_unit = c_unit;
 			}
-		} else if (may_hold_functions(tag) && dwarf_haschildren(&child) > 0) {
+		} else if (may_hold_functions(tag, c_unit) && dwarf_haschildren(&child) > 0) {
 			walk(c, &child, depth + 1);
 		}
 	} while (dwarf_siblingof(&child, &child) == 0);
@@ -134,6 +163,7 @@ static struct sym_cu_fns *get_cu(struct sym_fnindex *x, Dwarf_Die *cudie)
 		x->cus = v;
 		x->cap = cap;
 	}
+	c.c_unit = is_c_unit(cudie);
 	walk(&c, cudie, 0);
 	if (c.oom) {
 		free(c.v);

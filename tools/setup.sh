@@ -19,6 +19,8 @@ PKGS=(
   python3 curl openssl
   libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev prometheus gnuplot-nox
   chromium
+  # bench/stack_quality.sh: the workloads of issue 13's closing table and their load clients
+  nodejs nginx redis-server redis-tools apache2-utils postgresql postgresql-contrib
 )
 
 missing=()

@@ -104,8 +104,10 @@ static int query_fd(int fd, struct maps_set *set)
 		q.query_addr = addr;
 		q.vma_name_addr = (uintptr_t)name;
 		q.vma_name_size = sizeof(name);
-		q.build_id_addr = (uintptr_t)m.build_id;
-		q.build_id_size = sizeof(m.build_id);
+		if (!set->skip_build_ids) {
+			q.build_id_addr = (uintptr_t)m.build_id;
+			q.build_id_size = sizeof(m.build_id);
+		}
 		if (ioctl(fd, PROCMAP_QUERY, &q))
 			return errno == ENOENT ? 0 : -errno;
 		m.start = q.vma_start;
@@ -283,4 +285,28 @@ void procmaps_free(struct maps_set *set)
 	free(set->v);
 	free(set->names);
 	memset(set, 0, sizeof(*set));
+}
+
+int procmaps_build_id(int fd, const struct maps_entry *m, uint8_t id[MAPS_BUILD_ID_MAX],
+		      uint32_t *len)
+{
+	struct procmap_query q;
+
+	*len = 0;
+	if (__atomic_load_n(&query_works, __ATOMIC_RELAXED) < 0)
+		return -ENOTTY;
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_flags = PROCMAP_QUERY_VMA_EXECUTABLE;
+	q.query_addr = m->start;
+	q.build_id_addr = (uintptr_t)id;
+	q.build_id_size = MAPS_BUILD_ID_MAX;
+	if (ioctl(fd, PROCMAP_QUERY, &q))
+		return -errno;
+	/* (unmapped and mapped again since the list was read) */
+	if (q.vma_start != m->start || q.inode != m->inode || q.dev_major != m->dev_major ||
+	    q.dev_minor != m->dev_minor)
+		return -ESTALE;
+	*len = q.build_id_size;
+	return 0;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -372,6 +373,7 @@ int procs_scan(struct proc_registry *r, int pid)
 		keep_fd = p->keep_maps_fd;
 		p->keep_maps_fd = false;
 	}
+	set->skip_build_ids = true;
 	ret = procmaps_read_kept(pid, &fd, set);
 	/* An fd of a process gone whose pid is back, its records lost: of
 	 * another address space. */
@@ -402,9 +404,21 @@ int procs_scan(struct proc_registry *r, int pid)
 			o->mod = vdso_module(r, pid, m);
 			o->offset = 0;
 		} else if (m->path[0] == '/' || m->inode) {
-			/* An object known by its build-id needs no open: most
-			 * mappings are of libraries every process maps. */
-			o->mod = modules_find_build_id(r->mods, m->build_id, m->build_id_size);
+			/* A known object needs no open: most mappings are of
+			 * libraries every process maps.  Known by its inode
+			 * (no read at all), else by its build-id. */
+			o->mod = modules_find_inode(r->mods, makedev(m->dev_major, m->dev_minor),
+						    (ino_t)m->inode);
+			if (!o->mod) {
+				uint8_t id[MAPS_BUILD_ID_MAX];
+				uint32_t len = m->build_id_size;
+
+				if (set->skip_build_ids && fd >= 0 &&
+				    procmaps_build_id(fd, m, id, &len))
+					len = 0;
+				o->mod = modules_find_build_id(r->mods, set->skip_build_ids ? id : m->build_id,
+							       len);
+			}
 			if (!o->mod) {
 				int fd = open_mapping(pid, m);
 

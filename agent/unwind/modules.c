@@ -26,6 +26,11 @@ static uint64_t module_file_hash(const struct module *m)
 	return file_hash(m->dev, m->ino, m->size, m->mtime_ns);
 }
 
+static uint64_t inode_hash(dev_t dev, ino_t ino)
+{
+	return sym_hash_u64(sym_hash_u64((uint64_t)dev) ^ (uint64_t)ino);
+}
+
 static uint64_t bid_hash(const char *bid)
 {
 	return sym_hash_bytes(bid, strlen(bid));
@@ -71,6 +76,31 @@ static struct module *find_by_file(struct module_registry *r, const struct stat 
 	return slot < 0 ? NULL : r->mods[slot];
 }
 
+struct inode_key {
+	const struct module_registry *r;
+	dev_t dev;
+	ino_t ino;
+};
+
+static bool inode_eq(void *ctx, int32_t slot)
+{
+	const struct inode_key *k = ctx;
+	const struct module *m = k->r->mods[slot];
+	struct stat st;
+
+	return m->dev == k->dev && m->ino == k->ino && m->fd >= 0 && !fstat(m->fd, &st) &&
+	       st.st_dev == m->dev && st.st_ino == m->ino && st.st_size == m->size &&
+	       (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec == m->mtime_ns;
+}
+
+struct module *modules_find_inode(struct module_registry *r, dev_t dev, ino_t ino)
+{
+	struct inode_key k = { r, dev, ino };
+	int32_t slot = sym_table_find(&r->by_inode, inode_hash(dev, ino), inode_eq, &k);
+
+	return slot < 0 ? NULL : r->mods[slot];
+}
+
 static struct module *find_by_build_id(struct module_registry *r, const char *bid)
 {
 	struct find_key k = { r, NULL, bid, 0 };
@@ -99,6 +129,7 @@ static void index_slot(struct module_registry *r, uint32_t slot, bool insert)
 
 	op(&r->by_id, sym_hash_u64(m->id), (int32_t)slot);
 	op(&r->by_file, module_file_hash(m), (int32_t)slot);
+	op(&r->by_inode, inode_hash(m->dev, m->ino), (int32_t)slot);
 	if (m->build_id[0])
 		op(&r->by_build_id, bid_hash(m->build_id), (int32_t)slot);
 }
@@ -125,7 +156,8 @@ static int add(struct module_registry *r, struct module *m)
 	int ret;
 
 	if (r->n >= INT32_MAX || r->last_id == UINT32_MAX || sym_table_reserve(&r->by_id, r->n + 1) ||
-	    sym_table_reserve(&r->by_file, r->n + 1) || sym_table_reserve(&r->by_build_id, r->n + 1))
+	    sym_table_reserve(&r->by_file, r->n + 1) || sym_table_reserve(&r->by_build_id, r->n + 1) ||
+	    sym_table_reserve(&r->by_inode, r->n + 1))
 		return -ENOMEM;
 	/* The table workers walk the array to pick eviction victims. */
 	if (r->tables)
@@ -349,6 +381,7 @@ void modules_free(struct module_registry *r)
 	free(r->mods);
 	sym_table_free(&r->by_id);
 	sym_table_free(&r->by_file);
+	sym_table_free(&r->by_inode);
 	sym_table_free(&r->by_build_id);
 	r->mods = NULL;
 	r->n = r->cap = 0;

@@ -69,7 +69,7 @@ enum unwind_mode {
 struct module_registry {
 	struct module **mods;
 	uint32_t n, cap;
-	struct sym_table by_id, by_file, by_build_id; /* -> slot */
+	struct sym_table by_id, by_file, by_build_id, by_inode; /* -> slot */
 	uint32_t last_id;
 	uint64_t cuts;             /* modules_release_unused calls */
 	uint64_t released;         /* modules freed, ever */
@@ -91,6 +91,14 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path);
  * `id`, or NULL: what modules_get would find for a file with that
  * build-id, without the file. */
 struct module *modules_find_build_id(struct module_registry *r, const uint8_t *id, size_t len);
+
+/* The known module whose file is the inode `ino` of device `dev`, found
+ * without reading the file or its build-id: only a module that holds its
+ * file open answers (while it does, no other file of that filesystem can
+ * have that inode number), and only while the file has the size and
+ * modification time it was registered with (rewritten in place, it is
+ * another object).  NULL: not known so. */
+struct module *modules_find_inode(struct module_registry *r, dev_t dev, ino_t ino);
 
 /* ELF virtual address = runtime address - bias, for a mapping of `m` at
  * `start` with file offset `offset`.  Returns false if no loadable

@@ -1,6 +1,9 @@
 /* Symbolizer fixture: two levels of always_inline functions inlined into a
  * noinline caller, so that addresses in outer_work have an inline chain
- * leaf_add <- mid_step <- outer_work.  Built with -O2 -g. */
+ * leaf_add <- mid_step <- outer_work; and a GNU C nested function defined
+ * in an always_inline function, out of line (its address is taken): the
+ * symbol table calls it nested_scale.0, DWARF nested_scale.  Built with
+ * -O2 -g. */
 volatile int sink;
 
 static inline __attribute__((always_inline)) int leaf_add(int x)
@@ -31,8 +34,28 @@ __attribute__((noinline, noipa)) int other(int n)
 	return outer_work(n) + 1;
 }
 
+__attribute__((noinline, noipa)) int apply(int (*f)(int), int x)
+{
+	return f(x) + 1;
+}
+
+static inline __attribute__((always_inline)) int with_nested(int x)
+{
+	int nested_scale(int y)
+	{
+		return y * 7 + (y >> 3);
+	}
+
+	return apply(nested_scale, x);
+}
+
+__attribute__((noinline, noipa)) int nested_caller(int x)
+{
+	return with_nested(x) * 2;
+}
+
 int main(int argc, char **argv)
 {
 	(void)argv;
-	return other(argc) & 1;
+	return (other(argc) + nested_caller(argc)) & 1;
 }

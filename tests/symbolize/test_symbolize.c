@@ -341,6 +341,31 @@ Test(symbolize, c_inline_chain_matches_addr2line)
 	symbolizer_free(s);
 }
 
+/* A GNU C nested function defined inside an inlined function: its
+ * out-of-line DIE is found in the unit (the function index does not walk
+ * inlined bodies), so DWARF names it, not the symbol table's
+ * "nested_scale.0". */
+Test(symbolize, nested_function_in_inlined_parent)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t size = 0, start = nm_symbol(fx, "nested_scale.0", false, &size);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct a2l *a;
+	struct sym_frame f;
+
+	cr_assert_gt(size, 0);
+	a = addr2line(fx, &start, 1);
+	cr_assert(a2l_has_line(&a[0]));
+	expect_like_addr2line(s, mod, &a[0]);
+	cr_assert_eq(symbolizer_lookup(s, mod, start, &f, 1), 1);
+	cr_assert_str_eq(f.function, "nested_scale");
+	cr_assert_str_eq(base_of(f.file), "fixture_inline.c");
+	cr_assert_gt(f.line, 0);
+	free(a);
+	symbolizer_free(s);
+}
+
 /* The first address of outer_work whose chain addr2line says is 3 deep. */
 static uint64_t inlined_addr(const char *fx)
 {

@@ -4,6 +4,7 @@
  * CFI or a build-id get; references from several processes; the load bias
  * of a mapping.
  */
+#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "unwind_fixture.h"
@@ -92,6 +93,38 @@ Test(modules, without_build_id_files_are_told_apart)
 	cr_expect_eq(a->table_id, 1);
 	cr_expect_eq(b->table_id, 2);
 	cr_expect_eq(uf_module(path), a);
+}
+
+/* procs_scan's way to a mapping's module with no read of the file nor of
+ * its build-id: by inode, only while the module holds the file open and
+ * the file is unchanged. */
+Test(modules, known_by_inode_while_unchanged)
+{
+	const char *path = copy_of(uf_env("UNWIND_OBJ1"));
+	struct module *m = uf_module(path);
+	struct timespec later[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = 1 } };
+	struct stat st;
+
+	cr_assert_not_null(m);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_expect_eq(modules_find_inode(&reg, st.st_dev, st.st_ino), m);
+	cr_expect_null(modules_find_inode(&reg, st.st_dev, st.st_ino + 1));
+	cr_expect_null(modules_find_inode(&reg, st.st_dev + 1, st.st_ino));
+	/* Rewritten in place (its mtime set back to the epoch): maybe
+	 * another object under the same inode, to be read again. */
+	cr_assert_eq(utimensat(AT_FDCWD, path, later, 0), 0, "%s", strerror(errno));
+	cr_expect_null(modules_find_inode(&reg, st.st_dev, st.st_ino));
+}
+
+Test(modules, not_known_by_inode_without_its_file_open)
+{
+	struct module *m = uf_module(uf_env("UNWIND_OBJ_NOCFI"));
+	struct stat st;
+
+	cr_assert_not_null(m);
+	cr_assert_lt(m->fd, 0, "an object without CFI keeps no fd");
+	cr_assert_eq(stat(uf_env("UNWIND_OBJ_NOCFI"), &st), 0);
+	cr_expect_null(modules_find_inode(&reg, st.st_dev, st.st_ino));
 }
 
 Test(modules, distinct_objects_are_distinct_modules)

@@ -32,6 +32,8 @@ expect 2 "missing.snap: No such file" "$compare" "$dir/missing.snap"
 cp "$fixture" "$dir/prog"
 FX_WARMUP=0 "$take" --after-ms 100 "$dir/s" -- "$dir/prog" 5 1000 || exit 1
 "$compare" "$dir/s.0.snap" >/dev/null || { echo "FAIL: the intact snapshot does not compare" >&2; exit 1; }
+"$compare" --oracle libdw "$dir/s.0.snap" >/dev/null ||
+  { echo "FAIL: the intact snapshot does not compare with libdw" >&2; exit 1; }
 head -c 3000 "$dir/s.0.snap" >"$dir/cut.snap"
 expect 2 "cut.snap: .*truncated" "$compare" "$dir/cut.snap"
 cp "$other" "$dir/prog"
@@ -41,4 +43,5 @@ expect 1 "nonexistent/prog: No such file or directory" "$take" "$dir/x" -- /none
 expect 1 "true exited before its first snapshot" "$take" --after-ms 300 "$dir/x" -- true
 expect 2 "--count 'abc': not a number" "$take" --count abc "$dir/x" -- true
 expect 2 "--allow-short 'nope': no such walk end" "$compare" --allow-short nope "$dir/s.0.snap"
+expect 2 "--oracle 'nope': not libunwind or libdw" "$compare" --oracle nope "$dir/s.0.snap"
 exit $fail

@@ -6,7 +6,7 @@
  * usage: walker_compare [--name NAME] [--max-depth N] [--allow-short REASON]...
  *                       [--min-frames N] [--expect-end REASON] [--min-signal N]
  *                       [--corrupt-rules] [--min-through-index N] [--min-through-csr N]
- *                       SNAPSHOT...
+ *                       [--oracle libunwind|libdw] [--past-switch] SNAPSHOT...
  *
  * Every address the walker gives must be libunwind's: the leaf, a signal
  * trampoline (known by its code) and the frame it interrupted as is,
@@ -28,6 +28,14 @@
  * --corrupt-rules adds 8 to the CFA offset of every rule of the walker's
  * tables (not libunwind's): the comparison must then fail, which shows
  * that it can.
+ * --oracle libdw compares with elfutils' unwinder (dw_oracle.h) instead of
+ * libunwind: for Go, whose CFI is only in .debug_frame.
+ * --past-switch: frames beyond one of Go's stack switches (a frame whose
+ * rule has CFI_RULE_STACK_SWITCH) are not compared.  There the walker ends
+ * (stack_switch) or goes on to the goroutine's stack, while the oracle
+ * follows the CFI, which describes the stack the code came from, into the
+ * other stack's words.  Such walks are counted and their frames past the
+ * switch printed in the summary (walker's, oracle's), not failed.
  *
  * Every walk is also split where the agent's walks of stack snapshots
  * split it: walked again with each table in turn missing, stopping there
@@ -47,6 +55,7 @@
 #include <string.h>
 
 #include "agent/profile/profile_build.h"
+#include "tests/walker/dw_oracle.h"
 #include "tests/walker/lu_oracle.h"
 #include "tests/walker/replay.h"
 
@@ -57,6 +66,9 @@ struct totals {
 	unsigned long through_index, through_csr;
 	unsigned long signal_walks;   /* agreeing walks through a signal frame */
 	unsigned long ends[WALK_END_NR];
+	/* --past-switch: walks with frames past a stack switch, and those
+	 * frames: the walker's, the oracle's, and how many of them agree */
+	unsigned long past_switch, past_walker, past_oracle, past_agreed;
 };
 
 static void corrupt_rules(struct replay *r)
@@ -99,6 +111,8 @@ struct compare_opts {
 	int expect_end;       /* -1: any */
 	bool allow_short[WALK_END_NR];
 	bool corrupt;
+	bool libdw;           /* --oracle libdw */
+	bool past_switch;
 	unsigned long min_index, min_csr;
 };
 
@@ -111,6 +125,21 @@ static const struct cfi_rule *rule_at(const struct replay *r, uint64_t pc)
 		return NULL;
 	idx = cfi_table_lookup(&r->objs[obj].table, pc - r->objs[obj].bias, NULL);
 	return idx < 0 ? NULL : &r->objs[obj].table.rules[idx];
+}
+
+/* The index of the first of the walker's frames whose rule switches
+ * stacks (the last frame compared under --past-switch), or UINT32_MAX. */
+static uint32_t switch_frame(const struct replay *r, const struct sample_event *ev)
+{
+	uint32_t k;
+
+	for (k = 0; k < ev->nuser; k++) {
+		const struct cfi_rule *q = rule_at(r, ev->addrs[k]);
+
+		if (q && (q->flags & CFI_RULE_STACK_SWITCH))
+			return k;
+	}
+	return UINT32_MAX;
 }
 
 /* Counts the walks that agreed through the rules --min-through-* name. */
@@ -193,8 +222,9 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	struct snapshot s;
 	struct replay r;
 	char why[128], a[600], b[600];
-	uint32_t nl, k, agreed = 0;
+	uint32_t nl, k, agreed = 0, sw = UINT32_MAX, nw;
 	bool garbage = false;
+	const char *oracle = o->libdw ? "libdw" : "libunwind";
 	int ret, bad = 0;
 
 	ret = snapshot_read(&s, path, &err);
@@ -213,19 +243,24 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	replay_walker_input(&r, o->max_depth, &in);
 	memset(&ev, 0, sizeof(ev));
 	if (walker_user_walk(&in, &ev, &res) ||
-	    lu_oracle_walk(&r, lu, LU_MAX_FRAMES, &nl, why, sizeof(why))) {
+	    (o->libdw ? dw_oracle_walk : lu_oracle_walk)(&r, lu, LU_MAX_FRAMES, &nl, why,
+							 sizeof(why))) {
 		fprintf(stderr, "walker_compare: %s: cannot walk (%s)\n", path, why);
 		replay_close(&r);
 		snapshot_free(&s);
 		return -1;
 	}
-	for (k = 0; k < ev.nuser; k++) {
+	if (o->past_switch)
+		sw = switch_frame(&r, &ev);
+	/* the walker's frames compared: up to the switch under --past-switch */
+	nw = sw != UINT32_MAX && sw + 1 < ev.nuser ? sw + 1 : ev.nuser;
+	for (k = 0; k < nw; k++) {
 		uint64_t want;
 		bool exact;
 
 		if (k >= nl) {
-			printf("  frame %u: walker %s, libunwind has no such frame\n", k,
-			       where(&r, ev.addrs[k], a, sizeof(a)));
+			printf("  frame %u: walker %s, %s has no such frame\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)), oracle);
 			bad = 1;
 			break;
 		}
@@ -235,8 +270,8 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		exact = k == 0 || is_sigreturn(&r, lu[k].ip) || is_sigreturn(&r, lu[k - 1].ip);
 		want = exact ? lu[k].ip : lu[k].ip - 1;
 		if (ev.addrs[k] != want) {
-			printf("  frame %u: walker %s, libunwind %s\n", k,
-			       where(&r, ev.addrs[k], a, sizeof(a)), where(&r, want, b, sizeof(b)));
+			printf("  frame %u: walker %s, %s %s\n", k,
+			       where(&r, ev.addrs[k], a, sizeof(a)), oracle, where(&r, want, b, sizeof(b)));
 			bad = 1;
 			break;
 		}
@@ -260,18 +295,29 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	if (!bad && ev.nuser < nl && ev.end_reason == WALK_END_NO_MAPPING &&
 	    replay_object_at(&r, lu[ev.nuser].ip) < 0)
 		garbage = true;
-	if (!bad && ev.nuser < nl && !garbage && !o->allow_short[ev.end_reason]) {
-		printf("  walker stopped after %u frames (%s), libunwind went on to %u, at %s\n",
-		       ev.nuser, walk_end_name(ev.end_reason), nl,
+	if (!bad && sw != UINT32_MAX && (ev.nuser > nw || nl > nw)) {
+		/* Past the switch: counted, and the agreeing frames too */
+		uint32_t same = 0;
+
+		for (k = nw; k < ev.nuser && k < nl && ev.addrs[k] == lu[k].ip - 1; k++)
+			same++;
+		tot->past_switch++;
+		tot->past_walker += ev.nuser - nw;
+		tot->past_oracle += nl > nw ? nl - nw : 0;
+		tot->past_agreed += same;
+	} else if (!bad && ev.nuser < nl && !garbage && !o->allow_short[ev.end_reason]) {
+		printf("  walker stopped after %u frames (%s), %s went on to %u, at %s\n",
+		       ev.nuser, walk_end_name(ev.end_reason), oracle, nl,
 		       where(&r, lu[ev.nuser].ip, a, sizeof(a)));
 		bad = 1;
 	}
-	printf("%s %s: %u agreed, walker %u (%s), libunwind %u (%s)%s\n", bad ? "FAIL" : "ok",
-	       path, agreed, ev.nuser, walk_end_name(ev.end_reason), nl, why,
-	       garbage ? ", on from an unmapped address" : "");
-	if (bad) {
+	printf("%s %s: %u agreed, walker %u (%s), %s %u (%s)%s%s\n", bad ? "FAIL" : "ok",
+	       path, agreed, ev.nuser, walk_end_name(ev.end_reason), oracle, nl, why,
+	       garbage ? ", on from an unmapped address" : "",
+	       sw != UINT32_MAX ? ", past a stack switch not compared" : "");
+	if (bad || (sw != UINT32_MAX && (ev.nuser > nw || nl > nw))) {
 		for (k = 0; k < nl && k < 64; k++)
-			printf("    libunwind %2u %s%s\n", k, where(&r, lu[k].ip, a, sizeof(a)),
+			printf("    %-9s %2u %s%s\n", oracle, k, where(&r, lu[k].ip, a, sizeof(a)),
 			       lu[k].signal ? " (signal frame)" : "");
 		for (k = 0; k < ev.nuser && k < 64; k++)
 			printf("    walker    %2u %s\n", k, where(&r, ev.addrs[k], a, sizeof(a)));
@@ -295,7 +341,8 @@ static void usage(void)
 	fprintf(stderr, "usage: walker_compare [--name NAME] [--max-depth N] "
 			"[--allow-short REASON]... [--min-frames N] [--expect-end REASON] "
 			"[--min-signal N] [--corrupt-rules] [--min-through-index N] "
-			"[--min-through-csr N] SNAPSHOT...\n");
+			"[--min-through-csr N] [--oracle libunwind|libdw] [--past-switch] "
+			"SNAPSHOT...\n");
 	exit(2);
 }
 
@@ -311,6 +358,8 @@ int main(int argc, char **argv)
 		{ "min-through-index", required_argument, NULL, 'i' },
 		{ "min-through-csr", required_argument, NULL, 's' },
 		{ "min-signal", required_argument, NULL, 'g' },
+		{ "oracle", required_argument, NULL, 'o' },
+		{ "past-switch", no_argument, NULL, 'p' },
 		{ 0 },
 	};
 	struct compare_opts o = { .max_depth = CFIPROF_MAX_DEPTH_DEFAULT, .expect_end = -1 };
@@ -363,6 +412,17 @@ int main(int argc, char **argv)
 		case 'c':
 			o.corrupt = true;
 			break;
+		case 'o':
+			if (strcmp(optarg, "libunwind") && strcmp(optarg, "libdw")) {
+				fprintf(stderr, "walker_compare: --oracle '%s': not libunwind or libdw\n",
+					optarg);
+				return 2;
+			}
+			o.libdw = !strcmp(optarg, "libdw");
+			break;
+		case 'p':
+			o.past_switch = true;
+			break;
 		case 'i':
 		case 's': {
 			char *end;
@@ -385,13 +445,18 @@ int main(int argc, char **argv)
 	for (; optind < argc; optind++)
 		if (compare(argv[optind], &o, &tot) < 0)
 			broken = true;
-	printf("%s: %lu snapshots, %lu disagree; frames: %lu agreed, %lu walked, %lu libunwind's; "
-	       "ends:", name, tot.snapshots, tot.bad, tot.agreed, tot.walked, tot.oracle);
+	printf("%s: %lu snapshots, %lu disagree; frames: %lu agreed, %lu walked, %lu %s's; "
+	       "ends:", name, tot.snapshots, tot.bad, tot.agreed, tot.walked, tot.oracle,
+	       o.libdw ? "libdw" : "libunwind");
 	for (i = 0; i < WALK_END_NR; i++)
 		if (tot.ends[i])
 			printf(" %s %lu", walk_end_name(i), tot.ends[i]);
 	printf("; through an indexed CFA %lu, through a CFA on rbx/r12-r15 %lu\n",
 	       tot.through_index, tot.through_csr);
+	if (o.past_switch)
+		printf("%s: %lu walks past a stack switch, not compared there: walker %lu frames, "
+		       "%s %lu, %lu of them the same\n", name, tot.past_switch, tot.past_walker,
+		       o.libdw ? "libdw" : "libunwind", tot.past_oracle, tot.past_agreed);
 	if (tot.through_index < o.min_index || tot.through_csr < o.min_csr) {
 		printf("%s: fewer walks through the rules asked for than --min-through-index %lu / "
 		       "--min-through-csr %lu\n", name, o.min_index, o.min_csr);
