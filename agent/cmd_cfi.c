@@ -30,6 +30,17 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	 * trampoline's registers come from the kernel's signal frame. */
 	printf("reg_expr_rows: %llu\n", (unsigned long long)s->reg_expr_rows);
 	printf("reg_expr_signal_rows: %llu\n", (unsigned long long)s->reg_expr_signal_rows);
+	/* Go binaries only: what walks continue through runtime.systemstack with. */
+	if (cfi_table_go(t)) {
+		const struct cfi_go_info *g = cfi_table_go(t);
+
+		printf("go_systemstack: g at fs%+d, g.m +%u, g.sched +%u, g.stack +%u, m.g0 +%u, "
+		       "m.curg +%u, gobuf.sp +%u, gobuf.pc +%u, gobuf.bp +%u, switch pc 0x%llx, "
+		       "return 0x%llx\n", g->tls_g, g->g_m, g->g_sched, g->g_stack, g->m_g0,
+		       g->m_curg, g->gobuf_sp, g->gobuf_pc, g->gobuf_bp,
+		       (unsigned long long)g->systemstack_switch,
+		       (unsigned long long)g->systemstack_ret);
+	}
 	printf("rules: %llu\n", (unsigned long long)s->rules);
 	printf("pages: %llu\n", (unsigned long long)s->pages);
 	printf("page_size: %u\n", 1u << s->page_shift);
@@ -38,7 +49,6 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	printf("table_bytes: %llu\n", (unsigned long long)s->table_bytes);
 	printf("bytes_per_row: %.3f\n", s->rows ? (double)s->table_bytes / (double)s->rows : 0.0);
 	printf("compile_ms: %.3f\n", s->compile_ms);
-	(void)t;
 	return 0;
 }
 

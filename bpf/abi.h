@@ -14,10 +14,10 @@
 #include <linux/types.h>
 #endif
 
-/* ---- CFI table (format version 3) ----------------------------------- */
+/* ---- CFI table (format version 4) ----------------------------------- */
 
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
-#define CFI_TABLE_VERSION 3u
+#define CFI_TABLE_VERSION 4u
 
 /* A table is read by BPF in chunks: the agent loads the blob into an
  * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
@@ -126,7 +126,8 @@ struct cfi_table_header {
 	__u32 rules_off;  /* 32-aligned: no rule straddles a chunk */
 	__u32 nrows;      /* rows stored, page-start repeats included */
 	__u32 blob_size;  /* bytes; BPF sees it padded to whole chunks */
-	__u32 pad[3];     /* zero; the header is 64 bytes */
+	__u32 go_off;     /* byte offset of a struct cfi_go_info (Go's stack switches), 0: none */
+	__u32 pad[2];     /* zero; the header is 64 bytes */
 };
 
 /* Byte size of a page block with n rows and p palette entries. */
@@ -406,5 +407,32 @@ struct stack_snapshot {
 #define CFIPROF_STASH_ENTRIES 8192
 #define CFIPROF_STASH_VALUE_SIZE(frames) \
 	(__builtin_offsetof(struct sample_event, addrs) + (frames) * sizeof(__u64))
+
+/* ---- Go's stack switches ----------------------------------------------
+ * runtime.systemstack runs its argument on the thread's g0 stack; the
+ * goroutine that called it is suspended where gosave_systemstack_switch
+ * left it, in g.m.curg.sched.  A walk that reaches systemstack's call on
+ * g0 continues from there, as Go's own traceback does.  Everything the
+ * walker needs is read from the binary when its table is compiled: the
+ * offsets from the types runtime.g, m, gobuf and stack of its DWARF, the
+ * TLS slot of g and the call's return address from systemstack's code,
+ * so that no table of runtime versions is kept.  Without them (a stripped
+ * binary), or where a check fails, the walk ends as stack_switch. */
+#define CFI_GO_INFO_MAGIC 0x57534f47u /* "GOSW" */
+
+struct cfi_go_info {
+	__u32 magic;
+	__s32 tls_g;              /* the current g is at fs_base + tls_g */
+	__u64 systemstack_ret;    /* file address: the return address of systemstack's call
+				   * of its argument, on g0 */
+	__u64 systemstack_switch; /* file address: the pc gosave_systemstack_switch saves in
+				   * g.sched */
+	/* byte offsets of the fields in their structs */
+	__u16 g_m, g_sched, g_stack;
+	__u16 m_g0, m_curg;
+	__u16 gobuf_sp, gobuf_pc, gobuf_bp;
+	__u16 stack_lo, stack_hi;
+	__u32 pad;
+};
 
 #endif /* CFIPROF_BPF_ABI_H */

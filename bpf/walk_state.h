@@ -42,6 +42,11 @@ struct walk_state {
 	__u8 snap_want;       /* set by the caller: stop where a table or the mappings are
 			       * missing, rather than step by frame pointer */
 	__u8 snapshot;        /* the walk stopped so: its registers are that frame's */
+	/* Go: steps through runtime.systemstack onto a goroutine's stack
+	 * (step_go_switch), for the userspace walker's result, which starts
+	 * from a zeroed state; BPF neither resets nor reads it, to keep
+	 * walk_begin as it was. */
+	__u32 go_switches;
 };
 
 #endif /* CFIPROF_WALK_STATE_H */

@@ -299,7 +299,8 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 		return step_signal(lc, st);
 	if (r->flags & CFI_RULE_TOO_BIG)
 		return WALK_END_UNSUPPORTED;
-	/* The callers are on the stack Go's runtime switched from. */
+	/* The callers are on the stack Go's runtime switched from
+	 * (step_go_switch may go on there). */
 	if (r->flags & CFI_RULE_STACK_SWITCH)
 		return WALK_END_STACK_SWITCH;
 
@@ -398,6 +399,67 @@ step:
 	if (cfa <= old_sp)
 		return WALK_END_BAD_FRAME;
 	return -1;
+}
+
+/* Where step_cfi stopped at a row of Go's runtime that switched stacks
+ * (CFI_RULE_STACK_SWITCH `r`), with st at that function's frame: if it is
+ * runtime.systemstack's call of its argument on g0, moves st onto the
+ * goroutine's stack, where gosave_systemstack_switch left it in
+ * g.m.curg.sched, as Go's traceback does, and steps to systemstack's
+ * caller there by systemstack's own CFI.  Returns step_cfi's result if it
+ * did, else WALK_END_STACK_SWITCH: anywhere else (mcall, morestack: the
+ * g0 code under them may reschedule, and m.curg be another goroutine
+ * already), without the binary's record (bpf/abi.h struct cfi_go_info), or
+ * where a check fails -- never a frame from a stale stack.  A function of
+ * its own, called once the step ended: walks that never meet a switch
+ * keep walk_one's code as it was. */
+static __noinline int step_go_switch(struct loop_ctx *lc, struct walk_state *st,
+				     const struct cfi_rule *r)
+{
+	struct cfi_rule on_goroutine = *r;
+	const struct cfi_table_header *h;
+	const struct cfi_go_info *gi;
+	__u64 g, m, g0, curg, lo, hi, sp, pc, bp, fs;
+	__u32 off;
+
+	/* Interrupted inside systemstack itself: which stack rsp is on
+	 * depends on the instruction. */
+	if (st->exact)
+		return WALK_END_STACK_SWITCH;
+	h = (const void *)table_at(lc->table, 0, sizeof(*h));
+	if (!h || !h->go_off)
+		return WALK_END_STACK_SWITCH;
+	off = h->go_off;
+	gi = (const void *)table_at(lc->table, off, sizeof(*gi));
+	if (!gi || gi->magic != CFI_GO_INFO_MAGIC || st->ip - st->cur.bias != gi->systemstack_ret)
+		return WALK_END_STACK_SWITCH;
+	/* st must be on the g0 stack of the current g's m (g is g0 itself,
+	 * or gsignal where a signal handler interrupted g0). */
+	fs = walker_fs_base(lc);
+	if (!fs || read_user_u64(lc, fs + (__s64)gi->tls_g, &g) || !g ||
+	    read_user_u64(lc, g + gi->g_m, &m) || !m || read_user_u64(lc, m + gi->m_g0, &g0) ||
+	    !g0 || read_user_u64(lc, g0 + gi->g_stack + gi->stack_lo, &lo) ||
+	    read_user_u64(lc, g0 + gi->g_stack + gi->stack_hi, &hi) || st->sp < lo || st->sp > hi)
+		return WALK_END_STACK_SWITCH;
+	/* The goroutine: its sched as systemstack saved it (pc is the one
+	 * gosave_systemstack_switch stores, and systemstack clears sp on its
+	 * way back), its sp on its own stack. */
+	if (read_user_u64(lc, m + gi->m_curg, &curg) || !curg || curg == g0 ||
+	    read_user_u64(lc, curg + gi->g_sched + gi->gobuf_pc, &pc) ||
+	    pc != gi->systemstack_switch + st->cur.bias ||
+	    read_user_u64(lc, curg + gi->g_sched + gi->gobuf_sp, &sp) ||
+	    read_user_u64(lc, curg + gi->g_sched + gi->gobuf_bp, &bp) ||
+	    read_user_u64(lc, curg + gi->g_stack + gi->stack_lo, &lo) ||
+	    read_user_u64(lc, curg + gi->g_stack + gi->stack_hi, &hi) || sp < lo || sp >= hi)
+		return WALK_END_STACK_SWITCH;
+	st->sp = sp;
+	st->bp = bp;
+	st->bp_valid = 1;
+	/* Go's ABI keeps no other register across calls. */
+	st->known = st->saved = 0;
+	st->go_switches++;
+	on_goroutine.flags &= ~CFI_RULE_STACK_SWITCH;
+	return step_cfi(lc, st, &on_goroutine);
 }
 
 /* Tells the agent that table `id` is needed, once per walk (the shim
@@ -541,8 +603,13 @@ static long walk_one(__u32 i, void *ctx)
 	}
 stepped:
 	if (ret >= 0) {
-		st->end = ret;
-		return 1;
+		/* (only step_cfi ends so, with `rule` its rule) */
+		if (ret == WALK_END_STACK_SWITCH)
+			ret = step_go_switch(lc, st, &rule);
+		if (ret >= 0) {
+			st->end = ret;
+			return 1;
+		}
 	}
 	return 0;
 }

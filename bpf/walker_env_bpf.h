@@ -105,4 +105,10 @@ static __always_inline void walker_miss_send(struct walk_state *st, __u32 id, __
 
 #define walker_loop(nr, fn, ctx) bpf_loop((nr), (fn), (ctx), 0)
 
+/* The sampled task's fs base (x86-64 TLS: Go's g is there), read only
+ * where a walk meets a Go stack switch.  The walked task is the current
+ * one, on-CPU and off-CPU; Go sets fs by arch_prctl, which keeps
+ * thread.fsbase right. */
+#define walker_fs_base(lc) (bpf_get_current_task_btf()->thread.fsbase)
+
 #endif /* CFIPROF_WALKER_ENV_BPF_H */

@@ -140,6 +140,9 @@ static inline int mapping_start_at(const void *arr, __u32 idx, __u64 *start)
 	(void)(module_id);				\
 } while (0)
 
+/* fs base as captured with the registers (0: not known). */
+#define walker_fs_base(lc) ((lc)->env->in->fs_base)
+
 #define walker_loop(nr, fn, ctx) do {			\
 	__u32 walker_i_;				\
 							\

@@ -50,6 +50,7 @@ int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev
 		res->cfi_steps = st.cfi_steps;
 		res->signal_frames = st.signal_frames;
 		res->miss_steps = st.miss_steps;
+		res->go_switches = st.go_switches;
 	}
 	return 0;
 }

@@ -51,12 +51,18 @@ struct walker_user_input {
 	__u32 regs_known;
 	__u8 ret_addr;
 	__u8 stop_at_miss;
+	/* The task's fs base (ptrace's user_regs_struct fs_base): where Go's
+	 * runtime keeps the current g.  0: unknown, walks end at Go's stack
+	 * switches.  Reads of g go through the captured memory as stack
+	 * reads do. */
+	__u64 fs_base;
 };
 
 /* What the walk did besides the frames it put in ev. */
 struct walker_user_result {
 	__u32 fp_steps, cfi_steps, signal_frames, miss_steps;
 	__u32 misses;        /* tables looked for and not given (walker_miss_notify) */
+	__u32 go_switches;   /* steps through runtime.systemstack onto a goroutine's stack */
 	__u32 last_missed;   /* the last such id, or 0 */
 	/* stop_at_miss: where the walk stopped, to walk on from once the
 	 * table is there (stopped: it did) */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "go_info.h"
 #include "interp.h"
 
 /* What the compiler does to the rows of a function it knows by name. */
@@ -533,6 +534,22 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		if (ret == -ENODATA)
 			ret = cfi_fail(err, -ENODATA, "%s: no call frame information", e->name);
 		goto fail_named;
+	}
+
+	/* Go: what the walker needs to go on through runtime.systemstack.
+	 * A binary without it (stripped of DWARF) still gets its table: its
+	 * walks end there as stack_switch. */
+	if (go.n) {
+		struct cfi_go_info gi;
+
+		if (!cfi_go_info_find(e, &gi)) {
+			ret = cfi_table_add_go(out, &gi, err);
+			if (ret) {
+				cfi_table_free(out);
+				goto fail_named;
+			}
+			st->go_systemstack = true;
+		}
 	}
 
 	cfi_builder_counts(b, &st->rows, &st->unsupported_rows);

@@ -37,6 +37,8 @@ struct cfi_compile_stats {
 	double compile_ms;          /* wall time */
 	double compile_cpu_ms;      /* the compiling thread's CPU time: the work itself */
 	char debug_file[512];       /* separate debug file used, or "" */
+	bool go_systemstack;        /* Go: the table carries what walks need to continue
+					* through runtime.systemstack (struct cfi_go_info) */
 };
 
 /* Compiles `e` into `out`.  Returns 0, or a negative errno with the reason

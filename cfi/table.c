@@ -65,6 +65,18 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 	    (uint64_t)h->rules_off + (uint64_t)h->nrules * sizeof(struct cfi_rule) > size)
 		return BAD("rule array out of bounds");
 
+	/* The Go record is read only at a stack switch, from its own chunk. */
+	if (h->go_off) {
+		const struct cfi_go_info *gi = (const void *)((const uint8_t *)blob + h->go_off);
+
+		if (h->go_off % 8 || h->go_off < sizeof(*h) ||
+		    (uint64_t)h->go_off + sizeof(*gi) > size ||
+		    h->go_off / CFI_CHUNK_SIZE != (h->go_off + sizeof(*gi) - 1) / CFI_CHUNK_SIZE)
+			return BAD("Go record out of bounds or across a chunk");
+		if (gi->magic != CFI_GO_INFO_MAGIC)
+			return BAD("Go record with a bad magic");
+	}
+
 	tmp.blob = blob;
 	tmp.size = size;
 	tmp.hdr = h;
@@ -679,4 +691,37 @@ out:
 	free(local);
 	free(remap);
 	return ret;
+}
+
+int cfi_table_add_go(struct cfi_table *t, const struct cfi_go_info *gi, struct cfi_error *err)
+{
+	uint64_t off = ((uint64_t)t->size + 7) & ~(uint64_t)7, size;
+	struct cfi_table_header *h;
+	uint8_t *blob;
+	int ret;
+
+	/* Wholly inside one chunk, as BPF reads it. */
+	if (off / CFI_CHUNK_SIZE != (off + sizeof(*gi) - 1) / CFI_CHUNK_SIZE)
+		off = (off / CFI_CHUNK_SIZE + 1) * CFI_CHUNK_SIZE;
+	size = (off + sizeof(*gi) + 15) & ~(uint64_t)15;
+	if (t->hdr->go_off || size > UINT32_MAX)
+		return cfi_fail(err, -EINVAL, "table already has a Go record, or is too large");
+	blob = realloc(t->blob, size);
+	if (!blob)
+		return cfi_fail(err, -ENOMEM, "out of memory");
+	memset(blob + t->size, 0, size - t->size);
+	memcpy(blob + off, gi, sizeof(*gi));
+	h = (struct cfi_table_header *)blob;
+	h->go_off = (uint32_t)off;
+	h->blob_size = (uint32_t)size;
+	t->blob = NULL;
+	ret = cfi_table_open(t, blob, size, err);
+	if (ret)
+		free(blob);
+	return ret;
+}
+
+const struct cfi_go_info *cfi_table_go(const struct cfi_table *t)
+{
+	return t->hdr->go_off ? (const void *)((const uint8_t *)t->blob + t->hdr->go_off) : NULL;
 }

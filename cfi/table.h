@@ -47,6 +47,14 @@ struct cfi_row_iter {
 void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t);
 bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule);
 
+/* Appends Go's stack-switch record (bpf/abi.h) to a finished table and
+ * points its header at it.  Returns 0 or a negative errno (the table is
+ * then as it was, or freed if the new blob did not validate). */
+int cfi_table_add_go(struct cfi_table *t, const struct cfi_go_info *gi, struct cfi_error *err);
+
+/* The table's Go record, or NULL. */
+const struct cfi_go_info *cfi_table_go(const struct cfi_table *t);
+
 /* Builds a table from rows given in increasing address order. */
 struct cfi_builder;
 

@@ -486,12 +486,12 @@ def ehframe_seeds():
 # ---- hand-made tables ----------------------------------------------------
 
 # bpf/abi.h: the 64-byte header, 8-byte pages, 16-byte rules.
-HDR = struct.Struct("<IIQQIIIIIII12x")
+HDR = struct.Struct("<IIQQIIIIIII12x")  # go_off (0: no Go record) and padding
 PAGE = struct.Struct("<IHH")
 # struct cfi_rule (format 3): the version 1 fields, then the callee-saved
 # registers' types, cfa_reg2 and their offsets.
 RULE = struct.Struct("<BBBBihhhBB5sB5h")
-TABLE_VERSION = 3  # CFI_TABLE_VERSION
+TABLE_VERSION = 4  # CFI_TABLE_VERSION
 MAGIC = 0x54494643
 CHUNK = 16384
 HDR_FIELDS = ["magic", "version", "base", "end", "page_shift", "npages", "pages_off", "nrules",

@@ -1986,20 +1986,71 @@ def go_base(name):
     return name[:-5] if name.endswith(".abi0") else name
 
 
+def go_systemstack_call(binary):
+    """runtime.systemstack's call of its argument on g0, as cfiprof reports
+    callers (return address - 1), from the Go record `cfi stats` shows;
+    None if the table has none."""
+    stats = subprocess.run([CFIPROF, "cfi", "stats", "--no-cache", binary], stdout=subprocess.PIPE,
+                           text=True, check=True).stdout
+    m = re.search(r"^go_systemstack: .* return (0x[0-9a-f]+)$", stats, re.M)
+    return int(m.group(1), 16) - 1 if m else None
+
+
+@case("go-no-debug-info")
+def t_go_no_debug_info(tmp):
+    """The Go fixture without .debug_info (its .debug_frame kept): the
+    offsets of g's fields are unknown, so the table has no Go record and
+    walks that reach runtime.systemstack's call on g0 end there as
+    stack_switch, never going on with guessed offsets."""
+    sys_call = go_systemstack_call(fx("go"))
+    binary = os.path.join(tmp, "rec-go")
+    subprocess.run([os.environ.get("OBJCOPY", "objcopy"), "--remove-section=.debug_info",
+                    fx("go"), binary], check=True)
+    if sys_call is None or go_systemstack_call(binary) is not None:
+        raise Fail("cfi stats: a Go record without .debug_info, or none with it")
+    out = os.path.join(tmp, "go.pb.gz")
+    run_record(["-F", "499", "-o", out, "--", binary, "3", "2"], timeout=90)
+    samples, _ = read_pprof(out)
+    stopped = through = 0
+    for s in samples:
+        if s.labels.get("comm") != "rec-go" or sys_call not in s.addrs[1:]:
+            continue
+        if s.labels.get("walk_end") == "stack_switch" and s.addrs[-1] == sys_call:
+            stopped += s.values[0]
+        else:
+            through += s.values[0]
+            log(f"  through systemstack, ended {s.labels.get('walk_end')}: {fmt_chain(s.frames)}")
+    log(f"go-no-debug-info: {stopped} samples stopped at systemstack's call, {through} went on")
+    if through:
+        raise Fail(f"{through} samples went on through runtime.systemstack without the offsets")
+    if stopped < 10:
+        raise Fail(f"only {stopped} samples reached runtime.systemstack's call on g0")
+
+
 @case("go")
 def t_go(tmp):
     """A Go program (no .eh_frame, only .debug_frame).  Samples in the
     known chain are exact up to runtime.goexit; every caller a walk
     reports is a return address right after a call instruction (no stale
-    words of the g0 stack); a walk reaching a function where the runtime
-    switched stacks (runtime.systemstack, mcall, morestack, ...) ends
-    there as stack_switch, never as outermost; only the runtime's TOPFRAME
-    functions end walks as outermost."""
+    words of the g0 stack); a walk that reaches runtime.systemstack's call
+    on g0 goes on on the goroutine's stack from its g.sched (the offsets
+    from the binary's DWARF) to runtime.goexit, main.allocLoop's chain
+    exact; a walk reaching another function where the runtime switched
+    stacks (mcall, morestack, ...) ends there as stack_switch, never as
+    outermost; only the runtime's TOPFRAME functions end walks as
+    outermost."""
     binary = fx("go")
     out = os.path.join(tmp, "go.pb.gz")
-    _, err = run_record(["-F", "499", "-o", out, "--", binary, "4", "2"], timeout=90)
+    _, err = run_record(["--stats", "-F", "499", "-o", out, "--", binary, "4", "2"], timeout=90)
     samples, _ = read_pprof(out)
     mine = [s for s in samples if s.labels.get("comm") == "rec-go"]
+    # Samples of the program's first milliseconds, before its table was
+    # loaded, are finished in userspace from stack snapshots, which hold
+    # no g: those may stop at systemstack (never more than there were).
+    m = re.search(r"^snapshots: \d+ \(\d+ stack bytes, (\d+) finished", err, re.M)
+    if not m:
+        raise Fail("--stats shows no snapshots line")
+    snap_finished = int(m.group(1))
     insns, syms = disassembly(binary)
     starts = [a for a, _ in insns]
     # The goroutine's root frame: newproc makes runtime.goexit + 1 (one
@@ -2021,13 +2072,35 @@ def t_go(tmp):
     def func_at(a):
         i = bisect.bisect_right(fstarts, a) - 1
         return funcs[i][1] if i >= 0 else ""
+    sys_call = go_systemstack_call(binary)
+    if sys_call is None:
+        raise Fail(f"cfi stats {binary}: no go_systemstack line (its DWARF has runtime.g)")
     total = exact = switched = 0
     ends, wrong, bad_ends, in_sigreturn, preempted = {}, {}, {}, 0, 0
+    through, stopped, through_alloc, bad_through = 0, {}, 0, {}
     for s in mine:
         n = s.values[0]
         end = s.labels.get("walk_end")
         total += n
         ends[end] = ends.get(end, 0) + n
+        if sys_call in s.addrs[1:]:
+            # A frame on g0 returned into systemstack: the walk goes on
+            # from the goroutine's g.sched, up to the goroutine's root.
+            if end == "stack_switch" and s.addrs[-1] == sys_call:
+                stopped[fmt_chain(s.frames)] = stopped.get(fmt_chain(s.frames), 0) + n
+            elif end != "outermost" or not s.frames or s.frames[0] != "runtime.goexit":
+                key = (end, fmt_chain(s.frames))
+                bad_through[key] = bad_through.get(key, 0) + n
+            else:
+                through += n
+                # go allocLoop(i) starts in a wrapper (main.main.func1 in
+                # Go 1.19) or in allocLoop itself.
+                at = s.frames.index("main.allocLoop") if "main.allocLoop" in s.frames[1:3] else 0
+                if at and s.frames[at + 1:at + 3] == ["runtime.makeslice", "runtime.mallocgc"]:
+                    through_alloc += n
+                elif at:
+                    key = (end, fmt_chain(s.frames))
+                    bad_through[key] = bad_through.get(key, 0) + n
         if s.addrs and 0 <= s.addrs[0] - sigreturn < 16:
             # Interrupted inside the trampoline itself: its CFI does not
             # describe the signal frame (the trampoline item of issue 13).
@@ -2059,6 +2132,13 @@ def t_go(tmp):
         f"({100.0 * exact / max(total, 1):.1f}%), {switched} ended stack_switch "
         f"({100.0 * switched / max(total, 1):.1f}%), walk ends {ends}, "
         f"{in_sigreturn} inside runtime.sigreturn, {preempted} in runtime.asyncPreempt")
+    log(f"rec-go: {through} samples went on through runtime.systemstack to runtime.goexit "
+        f"({through_alloc} from main.allocLoop), {sum(stopped.values())} stopped there, "
+        f"{snap_finished} finished from snapshots")
+    for chain, n in sorted(stopped.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  stopped at systemstack: {n} x {chain}")
+    for (end, chain), n in sorted(bad_through.items(), key=lambda kv: -kv[1])[:5]:
+        log(f"  through systemstack, ended {end}: {n} x {chain}")
     check_chain(pprof_stacks(mine), "main.chainC", GO_CHAIN, "go", min_samples=MIN_WALL)
     for (a, f, chain), n in sorted(wrong.items(), key=lambda kv: -kv[1])[:5]:
         log(f"  not after a call: {n} x {a:#x} ({f}) in {chain}")
@@ -2070,10 +2150,17 @@ def t_go(tmp):
     if bad_ends:
         raise Fail(f"{sum(bad_ends.values())} samples end as outermost short of the runtime's "
                    "roots, or as stack_switch elsewhere than at a stack switch")
-    if switched < 20:
-        raise Fail(f"only {switched} samples ended at a stack switch: the fixture's allocators "
-                   "did not run on the system stack")
-    if "stack_switch" not in err:
+    if bad_through:
+        raise Fail(f"{sum(bad_through.values())} samples through runtime.systemstack do not end "
+                   "at runtime.goexit, or not with main.allocLoop's chain")
+    if sum(stopped.values()) > snap_finished:
+        raise Fail(f"{sum(stopped.values())} samples stopped at runtime.systemstack's call on g0 "
+                   f"instead of going on on the goroutine's stack ({snap_finished} finished from "
+                   "snapshots)")
+    if through < 20 or through_alloc < 1:
+        raise Fail(f"only {through} samples went on through runtime.systemstack ({through_alloc} "
+                   "from main.allocLoop): the fixture's allocators did not run on the system stack")
+    if switched and "stack_switch" not in err:
         raise Fail("the summary's walk end reasons do not name stack_switch")
 
 
