@@ -199,6 +199,10 @@ static void print_snapshot_stats(const struct engine_figures *f)
 		(unsigned long long)f->counters[CNT_SNAPSHOT_DROPS]);
 	fprintf(stderr, "snapshot_frames_added: %llu (pending peak %llu)\n",
 		(unsigned long long)s->frames_added, (unsigned long long)s->pending_peak);
+	fprintf(stderr, "exit_stacks: %llu (%llu samples after exit_mm walked from them)\n",
+		(unsigned long long)s->exit_stacks, (unsigned long long)s->exit_samples);
+	fprintf(stderr, "code_map_records: %llu (mappings of %llu exited processes completed from them)\n",
+		(unsigned long long)f->code_maps, (unsigned long long)f->maps_rebuilt);
 }
 
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */
