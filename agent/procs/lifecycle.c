@@ -83,6 +83,15 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	note_cgroup(r, pid, cgroup_id);
 }
 
+/* Its program's exec, at bpf time `event_ns`, `comm` its record's. */
+static void note_born(struct proc *p, uint64_t event_ns, const char *comm)
+{
+	p->born_ns = event_ns;
+	memset(p->born_comm, 0, sizeof(p->born_comm));
+	if (comm)
+		memcpy(p->born_comm, comm, strnlen(comm, sizeof(p->born_comm) - 1));
+}
+
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   const char *comm, uint64_t now)
 {
@@ -92,8 +101,10 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* (rescan forgets the entry again if the process is gone) */
 	if (!p)
 		p = procs_add(r, pid);
-	if (p)
+	if (p) {
 		procs_clear_recorded(p, event_ns);
+		note_born(p, event_ns, comm);
+	}
 	if (p && cgroup_id)
 		p->cgroup_id = cgroup_id;
 	/* Already read after the exec (record -- CMD reads the program
@@ -121,7 +132,7 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	rescan(r, pid);
 	p = procs_get(r, pid);
 	if (p)
-		p->born_ns = event_ns;
+		note_born(p, event_ns, comm);
 	/* The libraries follow as mmap records; read them once ld.so is
 	 * done. */
 	mark_due(r, pid, now);

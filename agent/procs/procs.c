@@ -172,6 +172,9 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	struct recorded_map *rec = p->rec;
 	uint32_t nrec = p->nrec, cap_rec = p->cap_rec;
 	uint64_t rec_exec_ns = p->rec_exec_ns;
+	char born_comm[sizeof(p->born_comm)];
+
+	memcpy(born_comm, p->born_comm, sizeof(born_comm));
 
 	if (!p->tables_dropped)
 		release_maps(r, p->maps, p->n);
@@ -195,6 +198,7 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	p->nrec = nrec;
 	p->cap_rec = cap_rec;
 	p->rec_exec_ns = rec_exec_ns;
+	memcpy(p->born_comm, born_comm, sizeof(born_comm));
 }
 
 void procs_end_walks(struct proc_registry *r, struct proc *p)

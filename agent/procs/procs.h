@@ -85,6 +85,7 @@ struct proc {
 	struct recorded_map *rec;
 	uint32_t nrec, cap_rec;
 	uint64_t rec_exec_ns;
+	char born_comm[16];        /* its exec record's comm (born_ns's; kept by procs_reset) */
 };
 
 /* A file mapped executable, as its EVENT_CODE_MAP record names it. */

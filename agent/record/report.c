@@ -191,10 +191,11 @@ static void print_snapshot_stats(const struct engine_figures *f)
 		(unsigned long long)s->finished, (unsigned long long)unfinished,
 		(unsigned long long)f->snaps_pending);
 	fprintf(stderr, "snapshots_unfinished: no_mappings %llu, no_table %llu, queue_full %llu, "
-		"process_gone %llu\n", (unsigned long long)s->unfinished[SNAP_NO_MAPPINGS],
+		"process_gone %llu, in_exec %llu\n", (unsigned long long)s->unfinished[SNAP_NO_MAPPINGS],
 		(unsigned long long)s->unfinished[SNAP_NO_TABLE],
 		(unsigned long long)s->unfinished[SNAP_QUEUE_FULL],
-		(unsigned long long)s->unfinished[SNAP_PROCESS_GONE]);
+		(unsigned long long)s->unfinished[SNAP_PROCESS_GONE],
+		(unsigned long long)s->unfinished[SNAP_IN_EXEC]);
 	fprintf(stderr, "snapshots_lost: %llu (ring buffer full)\n",
 		(unsigned long long)f->counters[CNT_SNAPSHOT_DROPS]);
 	fprintf(stderr, "snapshot_frames_added: %llu (pending peak %llu)\n",

@@ -103,6 +103,63 @@ static void give_up(struct record_events *ev, const struct sample_event *s, enum
 	events_sample_done(ev, resolving_proc(ev, s), m, now);
 }
 
+/* Whether s was taken inside the execve that started p's program, after
+ * the old address space was replaced: before the exec record (sent at
+ * the end of execve), with the new program's comm, which the kernel sets
+ * only after it switched address spaces (begin_new_exec). */
+static bool taken_in_exec(const struct proc *p, const struct sample_event *s)
+{
+	return p->born_ns && s->time_ns < p->born_ns && p->born_comm[0] &&
+	       !strncmp(s->comm, p->born_comm, sizeof(p->born_comm) - 1) &&
+	       strnlen(s->comm, CFIPROF_COMM_LEN) == strlen(p->born_comm);
+}
+
+/* Whether s may have been taken inside an execve whose record has not
+ * come yet (taken_in_exec will tell, once it has): from the kernel, by
+ * the thread an exec leaves.  A wait until the process's next record. */
+static bool exec_may_follow(const struct proc *p, const struct sample_event *s)
+{
+	if (!(s->flags & SAMPLE_FLAG_KERNEL_MODE) || s->tid != s->pid)
+		return false;
+	/* (A read of a process in execve may fail, and leave no entry.) */
+	if (!p)
+		return true;
+	if (p->state != PROC_READ || p->born_ns > s->time_ns)
+		return false;
+	/* Read after an exec whose record is still behind this sample in
+	 * the ring buffer (a new epoch), or under another comm. */
+	return p->epoch > s->time_ns || (p->comm && strncmp(s->comm, p->comm, CFIPROF_COMM_LEN));
+}
+
+/* Whether s, taken in execve, already has the new program's registers:
+ * p's mappings are the new program's (read after the exec, or rebuilt
+ * from its records alone), they hold s's frame, and its stack was there
+ * to copy (the old one's is not in the new address space). */
+static bool new_program_state(const struct proc *p, const struct sample_event *s)
+{
+	bool new_maps = p->last_scan_ns > p->born_ns || (p->state == PROC_EXITED && !p->epoch);
+
+	return new_maps && snapshot_of(s)->size && proc_find(p, stop_pc(s));
+}
+
+/* s, taken in execve: its user registers are the old program's, whose
+ * memory is gone, and it has no frame of the new one yet.  Aggregated
+ * without user frames (what BPF walked was read from the new program's
+ * memory at the old one's addresses), kernel frames kept. */
+static void give_up_in_exec(struct record_events *ev, struct proc *p, const struct sample_event *s,
+			    uint64_t now)
+{
+	struct sample_event *m = ev->snaps.merged;
+
+	ev->snaps.stats.unfinished[SNAP_IN_EXEC]++;
+	memcpy(m, s, SAMPLE_HEAD);
+	m->kind = EVENT_SAMPLE;
+	m->nuser = 0;
+	m->end_reason = WALK_END_IN_EXEC;
+	memcpy(m->addrs, s->addrs + s->nuser, s->nkernel * sizeof(uint64_t));
+	events_sample_done(ev, p, m, now);
+}
+
 /* The process's mappings, as BPF's walker would have them now. */
 static int walker_mappings(struct record_events *ev, const struct proc *p)
 {
@@ -138,16 +195,24 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	struct walker_user_input in = { 0 };
 	struct walker_user_result res;
 	struct proc *p = resolving_proc(ev, s);
+	struct proc *any = procs_get(ev->procs, (int)s->pid);
 	uint32_t ntables = 0, nu, i;
 
 	if (now - arrived_ns > SNAPSHOTS_WAIT_MAX_NS)
 		final = true;
-	/* Mappings read after the program was replaced (their epoch, the
-	 * time of the process's last fork, exec or exit, is later than the
-	 * sample) are another program's. */
-	if (!p || p->epoch > s->time_ns || (p->born_ns && p->born_ns > s->time_ns)) {
-		struct proc *any = procs_get(ev->procs, (int)s->pid);
-
+	if (!final && exec_may_follow(any, s))
+		return TRY_WAIT;
+	if (any && taken_in_exec(any, s)) {
+		/* The new program's registers already (its first instant,
+		 * in the exec's own tracepoint): walked with its mappings. */
+		if (!p || !new_program_state(p, s)) {
+			give_up_in_exec(ev, any, s, now);
+			return TRY_DONE;
+		}
+	} else if (!p || p->epoch > s->time_ns || (p->born_ns && p->born_ns > s->time_ns)) {
+		/* Mappings read after the program was replaced (their epoch,
+		 * the time of the process's last fork, exec or exit, is later
+		 * than the sample) are another program's. */
 		if (!final && any && any->state == PROC_UNREAD)
 			return TRY_WAIT;
 		give_up(ev, s, s->end_reason == WALK_END_NO_MAPPING || any ? SNAP_NO_MAPPINGS :

@@ -38,6 +38,7 @@ enum snapshot_unfinished {
 	SNAP_NO_TABLE,           /* a table it needed did not come in time */
 	SNAP_QUEUE_FULL,         /* too many samples were waiting */
 	SNAP_PROCESS_GONE,       /* the process was forgotten while it waited */
+	SNAP_IN_EXEC,            /* taken in execve, the old program's memory gone */
 	SNAP_UNFINISHED_NR
 };
 
