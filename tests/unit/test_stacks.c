@@ -692,11 +692,13 @@ Test(stacks, more_events_than_sample_types_is_refused)
  * no frame room yet and must still give it. */
 Test(stacks, sealed_stack_without_frames_listed_first)
 {
+	struct frame_ref none[1] = { { 0, 0 } };
 	uint32_t gone = 9;
 	const struct stack *s;
 	size_t pos = 0;
 
-	cr_assert_eq(stack_agg_add(&a, 9, 9, "exec", WALK_END_IN_EXEC, NULL, 0, 1), 0);
+	/* (the agent's frame array, holding none) */
+	cr_assert_eq(stack_agg_add(&a, 9, 9, "exec", WALK_END_IN_EXEC, none, 0, 1), 0);
 	cr_assert_eq(stack_agg_seal(&a, &gone, 1), 0);
 	s = stack_agg_next(&a, &pos);
 	cr_assert_not_null(s);
