@@ -178,6 +178,9 @@ enum cfiprof_walk_end {
 	WALK_END_FP_FAILED   = 8, /* frame-pointer fallback (no CFI here) found no frame */
 	WALK_END_STACK_SWITCH = 9, /* Go's runtime switched stacks here (CFI_RULE_STACK_SWITCH):
 				    * the callers are on another stack */
+	WALK_END_IN_EXEC     = 10, /* set by the agent: the sample came while execve replaced
+				    * the program, after the old address space was gone: its
+				    * user registers are the old program's; no user frames */
 	WALK_END_NR
 };
 
@@ -224,6 +227,12 @@ enum cfiprof_event_kind {
 	EVENT_SNAPSHOT = 8, /* a sample whose walk stopped where a table or the process's
 			     * mappings were missing: struct sample_event, then
 			     * struct stack_snapshot and its stack bytes */
+	EVENT_CODE_MAP = 9, /* an executable file mapping, as the kernel has it
+			     * (struct cfiprof_code_map_event) */
+	EVENT_EXIT_STACK = 10, /* the user stack of a process's last thread when it
+				* exits (EVENT_SNAPSHOT's layout, no frames): its
+				* samples after exit_mm, which has no user memory
+				* left to read, are finished from it */
 };
 
 /* EVENT_EXEC, EVENT_EXIT, EVENT_FORK, EVENT_MMAP and EVENT_MUNMAP records.
@@ -247,6 +256,26 @@ struct cfiprof_proc_event {
 	 * program's, which the agent labels it with rather than reading
 	 * /proc/PID/comm at every exec. */
 	char comm[CFIPROF_COMM_LEN];
+};
+
+/* EVENT_CODE_MAP: a file mapped executable, found by address (bpf_find_vma)
+ * at exec (the program and its interpreter) and after each mmap.  It
+ * names the file by identity, not by path: the agent rebuilds the
+ * mappings of a process that exited before it could read
+ * /proc/PID/maps from the modules it already holds open with that
+ * identity, and never opens anything for it. */
+struct cfiprof_code_map_event {
+	__u32 kind;
+	__u32 pid;        /* tgid */
+	__u64 time_ns;
+	__u64 start, end; /* the mapping */
+	__u64 offset;     /* its file offset, in bytes */
+	__u64 dev;        /* the file's device, the kernel's dev_t (major << 20 | minor) */
+	__u64 ino;
+	__s64 size;       /* i_size */
+	__s64 mtime_sec;  /* i_mtime; mtime_nsec ~0u: unknown (the match fails) */
+	__u32 mtime_nsec;
+	__u32 pad;
 };
 
 /* EVENT_MISS: sent at most once per CFIPROF_MISS_INTERVAL_NS for each

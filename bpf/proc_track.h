@@ -19,6 +19,7 @@
 #include "maps.h"
 #include "offcpu.h"
 #include "proc_mappings.h"
+#include "snapshot.h"
 
 /* `tgid` has a new address space, or none: the mappings the agent
  * published for it are dead to walks from this instant (maps.h: the
@@ -37,6 +38,58 @@ static __always_inline void end_mappings(__u32 tgid, __u32 kind, __u64 cgroup_id
 {
 	new_epoch(tgid);
 	send_proc_event(kind, tgid, 0, 0, 0, cgroup_id, wake);
+}
+
+#define VM_EXEC_FLAG 0x4
+
+/* bpf_find_vma callback: reports the vma if it maps a file executable
+ * (EVENT_CODE_MAP).  `data`: the tgid. */
+static long report_code_vma(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct cfiprof_code_map_event ev = { .kind = EVENT_CODE_MAP };
+	struct file *f = vma->vm_file;
+	struct inode *ino;
+
+	if (!(vma->vm_flags & VM_EXEC_FLAG) || !f)
+		return 0;
+	ino = BPF_CORE_READ(f, f_inode);
+	ev.pid = *(__u32 *)data;
+	ev.time_ns = bpf_ktime_get_ns();
+	ev.start = vma->vm_start;
+	ev.end = vma->vm_end;
+	ev.offset = vma->vm_pgoff << 12;
+	ev.dev = BPF_CORE_READ(ino, i_sb, s_dev);
+	ev.ino = BPF_CORE_READ(ino, i_ino);
+	ev.size = BPF_CORE_READ(ino, i_size);
+	/* (Kernels before 6.7 keep a timespec64: unknown, no match.) */
+	ev.mtime_nsec = ~0u;
+	if (bpf_core_field_exists(ino->i_mtime_sec)) {
+		ev.mtime_sec = BPF_CORE_READ(ino, i_mtime_sec);
+		ev.mtime_nsec = BPF_CORE_READ(ino, i_mtime_nsec);
+	}
+	if (bpf_ringbuf_output(&events, &ev, sizeof(ev), BPF_RB_NO_WAKEUP))
+		count(CNT_PROC_EVENT_DROPS);
+	return 0;
+}
+
+/* The code exec mapped: the program's text (from mm->start_code, its
+ * lowest executable segment) and, where the new program starts in
+ * another object, its interpreter's (ld.so), whose entry the user ip is. */
+static __always_inline void report_exec_code(struct task_struct *p, __u32 tgid)
+{
+	struct mm_struct *mm = p->mm;
+	struct pt_regs *regs;
+	__u64 lo, hi, ip;
+
+	if (!mm)
+		return;
+	lo = mm->start_code;
+	hi = mm->end_code;
+	bpf_find_vma(p, lo, report_code_vma, &tgid, 0);
+	regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	ip = regs ? BPF_CORE_READ(regs, ip) : 0;
+	if (ip && (ip < lo || ip >= hi))
+		bpf_find_vma(p, ip, report_code_vma, &tgid, 0);
 }
 
 /* Children of profiled processes are profiled too (perf's inherit).  The
@@ -78,10 +131,84 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 {
 	__u32 tgid = p->tgid;
 
-	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid)) {
 		/* (the exec'ing task is the current one) */
 		end_mappings(tgid, EVENT_EXEC, bpf_get_current_cgroup_id(), BPF_RB_FORCE_WAKEUP);
+		report_exec_code(p, tgid);
+	}
 	return 0;
+}
+
+/* The head of an EVENT_EXIT_STACK record: a sample_event without frames. */
+struct exit_stack_head {
+	__u32 kind, pid, tid, cpu;
+	__u64 time_ns, weight;
+	__u16 nuser, nkernel;
+	__u8 end_reason, flags;
+	__u16 event;
+	__u32 peer_tid;
+	char comm[CFIPROF_COMM_LEN];
+};
+_Static_assert(sizeof(struct exit_stack_head) == __builtin_offsetof(struct sample_event, addrs),
+	       "EVENT_EXIT_STACK's head is a sample_event's");
+
+/* The last thread of a process exits: its user registers and stack as
+ * they are now are those of every sample it still gets, and the address
+ * space goes with exit_mm, before most of those samples (the teardown is
+ * often most of a short process's time).  Sent for the agent to walk
+ * them (EVENT_EXIT_STACK). */
+static __always_inline void send_exit_stack(struct task_struct *p, __u32 tgid)
+{
+	struct exit_stack_head *h;
+	struct stack_snapshot *snap;
+	struct pt_regs *regs;
+
+	if (!cfg.snapshot_size || (p->flags & PF_KTHREAD))
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(p);
+	if (!regs)
+		return;
+	/* Copied straight into the record, no per-CPU buffer: this runs in
+	 * task context, where another exiting task may preempt it on the
+	 * same CPU.  cfg is frozen: the size is a constant the verifier
+	 * knows; it has room for the page more copy_user_stack wants. */
+	h = bpf_ringbuf_reserve(&events, sizeof(*h) + sizeof(*snap) + cfg.snapshot_size +
+				CFIPROF_SNAPSHOT_PAGE, 0);
+	if (!h) {
+		count(CNT_PROC_EVENT_DROPS);
+		return;
+	}
+	__builtin_memset(h, 0, sizeof(*h));
+	h->kind = EVENT_EXIT_STACK;
+	h->pid = tgid;
+	h->tid = p->pid;
+	h->end_reason = WALK_END_NO_MAPPING;
+	h->cpu = bpf_get_smp_processor_id();
+	h->time_ns = bpf_ktime_get_ns();
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+	snap = (struct stack_snapshot *)(h + 1);
+	snap->regs[0] = BPF_CORE_READ(regs, ax);
+	snap->regs[1] = BPF_CORE_READ(regs, dx);
+	snap->regs[2] = BPF_CORE_READ(regs, cx);
+	snap->regs[3] = BPF_CORE_READ(regs, bx);
+	snap->regs[4] = BPF_CORE_READ(regs, si);
+	snap->regs[5] = BPF_CORE_READ(regs, di);
+	snap->regs[6] = BPF_CORE_READ(regs, bp);
+	snap->regs[7] = BPF_CORE_READ(regs, sp);
+	snap->regs[8] = BPF_CORE_READ(regs, r8);
+	snap->regs[9] = BPF_CORE_READ(regs, r9);
+	snap->regs[10] = BPF_CORE_READ(regs, r10);
+	snap->regs[11] = BPF_CORE_READ(regs, r11);
+	snap->regs[12] = BPF_CORE_READ(regs, r12);
+	snap->regs[13] = BPF_CORE_READ(regs, r13);
+	snap->regs[14] = BPF_CORE_READ(regs, r14);
+	snap->regs[15] = BPF_CORE_READ(regs, r15);
+	snap->regs[STACK_SNAPSHOT_IP] = BPF_CORE_READ(regs, ip);
+	snap->known = 0xffff;
+	snap->ret_addr = 0;
+	__builtin_memset(snap->pad, 0, sizeof(snap->pad));
+	snap->size = copy_user_stack((__u8 *)(snap + 1), snap->regs[7]);
+	bpf_ringbuf_submit(h, BPF_RB_NO_WAKEUP);
 }
 
 /* When the last thread exits, the pid may be reused by another process. */
@@ -95,8 +222,10 @@ int BPF_PROG(on_exit, struct task_struct *p)
 		return 0;
 	/* Also when its mappings are not published (yet): the agent may be
 	 * reading them right now, and must learn that it has to forget them. */
-	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid))
+	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid)) {
 		end_mappings(tgid, EVENT_EXIT, 0, BPF_RB_NO_WAKEUP);
+		send_exit_stack(p, tgid);
+	}
 	return 0;
 }
 
@@ -141,6 +270,20 @@ SEC("tracepoint/syscalls/sys_enter_mmap")
 int on_mmap(struct trace_event_raw_sys_enter *ctx)
 {
 	return on_prot_exec(ctx->args[2]);
+}
+
+/* The mapping an mmap() made, now that it exists: if it is a file's code,
+ * its identity (EVENT_CODE_MAP). */
+SEC("tracepoint/syscalls/sys_exit_mmap")
+int on_mmap_done(struct trace_event_raw_sys_exit *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	long ret = ctx->ret;
+
+	if ((ret < 0 && ret > -4096) || !wanted(tgid))
+		return 0;
+	bpf_find_vma(bpf_get_current_task_btf(), (__u64)ret, report_code_vma, &tgid, 0);
+	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_enter_mprotect")

@@ -127,7 +127,7 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 		  fg->snaps_pending },
 	};
 	static const char *const unfinished_reasons[SNAP_UNFINISHED_NR] = {
-		"no_mappings", "no_table", "queue_full", "process_gone",
+		"no_mappings", "no_table", "queue_full", "process_gone", "in_exec",
 	};
 	static const char *const methods[] = { "cfi", "frame_pointer" };
 	const uint64_t steps[] = { fg->counters[CNT_CFI_STEPS], fg->counters[CNT_FP_STEPS] };

@@ -21,7 +21,9 @@ static void rescan(struct proc_registry *r, int pid)
 	/* Nothing was learnt of a process never read: no entry, as before
 	 * the event that made it (its next sample tries again). */
 	p = ret ? procs_get(r, pid) : NULL;
-	if (p && p->state == PROC_UNREAD)
+	/* (Unless its code records are kept: they rebuild its mappings at
+	 * its exit, and tell its program's samples from the one before.) */
+	if (p && p->state == PROC_UNREAD && !p->nrec && !p->rec_exec_ns)
 		procs_forget(r, pid);
 }
 
@@ -70,6 +72,8 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* What we hold of the pid from before the fork is another process's. */
 	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns)))
 		procs_reset(r, p);
+	if (p)
+		procs_clear_recorded(p, event_ns);
 	/* From now, even if the record (which does not wake us) came in
 	 * late: most children exec within ms, and their exec's read makes
 	 * this one needless; counted from the fork, it would come first.  A
@@ -77,6 +81,15 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	 * no mapping, it wakes us). */
 	mark_due(r, pid, now);
 	note_cgroup(r, pid, cgroup_id);
+}
+
+/* Its program's exec, at bpf time `event_ns`, `comm` its record's. */
+static void note_born(struct proc *p, uint64_t event_ns, const char *comm)
+{
+	p->born_ns = event_ns;
+	memset(p->born_comm, 0, sizeof(p->born_comm));
+	if (comm)
+		memcpy(p->born_comm, comm, strnlen(comm, sizeof(p->born_comm) - 1));
 }
 
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
@@ -88,6 +101,10 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* (rescan forgets the entry again if the process is gone) */
 	if (!p)
 		p = procs_add(r, pid);
+	if (p) {
+		procs_clear_recorded(p, event_ns);
+		note_born(p, event_ns, comm);
+	}
 	if (p && cgroup_id)
 		p->cgroup_id = cgroup_id;
 	/* Already read after the exec (record -- CMD reads the program
@@ -115,7 +132,7 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	rescan(r, pid);
 	p = procs_get(r, pid);
 	if (p)
-		p->born_ns = event_ns;
+		note_born(p, event_ns, comm);
 	/* The libraries follow as mmap records; read them once ld.so is
 	 * done. */
 	mark_due(r, pid, now);
@@ -154,6 +171,9 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 		return;
 	}
 	p->state = PROC_EXITED;
+	/* Its last samples are finished with its mappings as they were:
+	 * what it mapped and no read saw is known from its records. */
+	procs_add_recorded(r, p);
 	p->forget_ns = now + PROCS_EXITED_KEEP_NS;
 	r->exited[r->nexited].pid = pid;
 	r->exited[r->nexited].forget_ns = p->forget_ns;

@@ -54,6 +54,7 @@ struct proc *procs_get(const struct proc_registry *r, int pid)
 
 static void free_proc(struct proc *p)
 {
+	free(p->rec);
 	free(p->maps);
 	free(p->container_id);
 	free(p->cgroup);
@@ -168,6 +169,12 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 {
 	int pid = p->pid;
 	bool due_listed = p->due_listed;
+	struct recorded_map *rec = p->rec;
+	uint32_t nrec = p->nrec, cap_rec = p->cap_rec;
+	uint64_t rec_exec_ns = p->rec_exec_ns;
+	char born_comm[sizeof(p->born_comm)];
+
+	memcpy(born_comm, p->born_comm, sizeof(born_comm));
 
 	if (!p->tables_dropped)
 		release_maps(r, p->maps, p->n);
@@ -186,6 +193,12 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	p->pid = pid;
 	/* The due list still holds the pid: say so, or it would be added twice. */
 	p->due_listed = due_listed;
+	/* (An exit resets a process never read: they rebuild its mappings.) */
+	p->rec = rec;
+	p->nrec = nrec;
+	p->cap_rec = cap_rec;
+	p->rec_exec_ns = rec_exec_ns;
+	memcpy(p->born_comm, born_comm, sizeof(born_comm));
 }
 
 void procs_end_walks(struct proc_registry *r, struct proc *p)
@@ -207,6 +220,7 @@ void procs_forget(struct proc_registry *r, int pid)
 	if (id < 0)
 		return;
 	procs_reset(r, r->procs[id]);
+	free(r->procs[id]->rec);
 	free(r->procs[id]);
 	sym_table_remove(&r->index, pid_hash(pid), id);
 	/* The last process fills the hole.  Re-indexing it cannot fail: the
@@ -499,6 +513,99 @@ out:
 	free(pm);
 	free(bm);
 	return ret;
+}
+
+void procs_note_code_map(struct proc_registry *r, int pid, const struct recorded_map *m)
+{
+	struct proc *p = procs_get(r, pid);
+	uint32_t i, k = 0;
+
+	if (!p && !(p = procs_add(r, pid)))
+		return;
+	/* What it replaced (MAP_FIXED over older code) is gone. */
+	for (i = 0; i < p->nrec; i++)
+		if (p->rec[i].end <= m->start || p->rec[i].start >= m->end)
+			p->rec[k++] = p->rec[i];
+	p->nrec = k;
+	/* A process maps a few objects; one that maps code without end is
+	 * read anyway, while it lives. */
+	if (p->nrec >= PROCS_RECORDED_MAX ||
+	    array_reserve_first(&p->rec, &p->cap_rec, p->nrec + 1, 8))
+		return;
+	p->rec[p->nrec++] = *m;
+}
+
+void procs_clear_recorded(struct proc *p, uint64_t exec_ns)
+{
+	p->nrec = 0;
+	p->rec_exec_ns = exec_ns;
+}
+
+bool procs_recorded_holds(const struct proc *p, uint64_t addr)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nrec; i++)
+		if (addr >= p->rec[i].start && addr < p->rec[i].end)
+			return true;
+	return false;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct code_mapping *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p)
+{
+	/* Read after its exec (both clocks are CLOCK_MONOTONIC): this
+	 * program's; before, the program it replaced. */
+	bool keep = p->n && p->last_scan_ns > p->rec_exec_ns;
+	uint32_t nold = keep ? p->n : 0, n = nold, i, j;
+	struct code_mapping *v;
+
+	if (!p->nrec)
+		return 0;
+	v = calloc((size_t)nold + p->nrec, sizeof(*v));
+	if (!v)
+		return 0;
+	if (nold)
+		memcpy(v, p->maps, nold * sizeof(*v));
+	for (i = 0; i < p->nrec; i++) {
+		const struct recorded_map *m = &p->rec[i];
+		struct code_mapping c = { .start = m->start, .end = m->end, .offset = m->offset };
+		bool overlaps = false;
+
+		for (j = 0; j < n && !overlaps; j++)
+			overlaps = v[j].start < m->end && m->start < v[j].end;
+		if (overlaps)
+			continue;
+		c.mod = modules_find_file(r->mods, m->dev, m->ino, m->size, m->mtime_ns);
+		if (!c.mod || !module_bias(c.mod, c.start, c.offset, &c.bias))
+			continue;
+		v[n++] = c;
+	}
+	if (n == nold) {
+		free(v);
+		return 0;
+	}
+	qsort(v, n, sizeof(*v), by_start);
+	count_mapped(r, v, n, true);
+	count_mapped(r, p->maps, p->n, false);
+	/* An exited process's mappings hold no table reference (walks are
+	 * over): the old ones' went at its exit. */
+	free(p->maps);
+	p->maps = v;
+	if (!keep) {
+		p->epoch = 0;
+		p->born_ns = p->rec_exec_ns;
+	}
+	p->n = n;
+	p->tables_dropped = true;
+	r->rebuilt++;
+	return n - nold;
 }
 
 /* mapping_start_fn over p->maps (__u64: the BPF side's type, which is not

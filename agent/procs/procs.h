@@ -78,6 +78,23 @@ struct proc {
 	/* the events handler's, for --stats */
 	uint64_t born_ns;          /* bpf time of its exec, if seen while recording */
 	uint64_t first_complete_ns;/* bpf time of its first complete stack */
+	/* The file mappings of its code BPF reported (EVENT_CODE_MAP) since
+	 * its last exec (at rec_exec_ns, bpf time) or fork: what rebuilds its
+	 * mappings if it exits before they were read (procs_add_recorded).
+	 * They outlive procs_reset, which an exit does. */
+	struct recorded_map *rec;
+	uint32_t nrec, cap_rec;
+	uint64_t rec_exec_ns;
+	char born_comm[16];        /* its exec record's comm (born_ns's; kept by procs_reset) */
+};
+
+/* A file mapped executable, as its EVENT_CODE_MAP record names it. */
+struct recorded_map {
+	uint64_t start, end, offset;
+	dev_t dev;                 /* userspace's encoding, as stat gives it */
+	ino_t ino;
+	off_t size;
+	int64_t mtime_ns;          /* -1: unknown */
 };
 
 struct proc_registry {
@@ -107,8 +124,12 @@ struct proc_registry {
 	uint64_t publishes;        /* mapping arrays written to BPF */
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
+	uint64_t rebuilt;          /* exited processes whose mappings records completed */
 	uint64_t ever_read;        /* processes read at least once, exited ones too */
 };
+
+/* Code mappings recorded per process at most (procs_note_code_map). */
+#define PROCS_RECORDED_MAX 256
 
 /* The agent may run with 1024 files (a container's nofile): kept maps
  * fds are bounded, most are closed within milliseconds anyway. */
@@ -147,6 +168,24 @@ bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
 /* Processes whose mappings were read (PROC_READ) and that are still
  * there; r->ever_read counts the exited ones too. */
 uint32_t procs_count(const struct proc_registry *r);
+
+/* An EVENT_CODE_MAP record of `pid`'s: noted (the entry added if need be). */
+void procs_note_code_map(struct proc_registry *r, int pid, const struct recorded_map *m);
+
+/* `p` runs a new program (exec at bpf time `exec_ns`) or is a new
+ * process (fork): the code mappings it recorded are another program's. */
+void procs_clear_recorded(struct proc *p, uint64_t exec_ns);
+
+/* Whether a code mapping `p` recorded holds `addr`. */
+bool procs_recorded_holds(const struct proc *p, uint64_t addr);
+
+/* `p` exited: the code mappings it recorded that its mappings as read
+ * in this program lack (all of them if it was never read, or read before
+ * its exec) are added, each resolved to the module already open with the
+ * same file identity (device, inode, size, mtime); no file is opened for
+ * them (the process's root is gone).  A mapping of no known module is
+ * left out: walks end there (no_mapping).  Returns how many were added. */
+uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p);
 
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct code_mapping *proc_find(const struct proc *p, uint64_t addr);

@@ -27,6 +27,7 @@ const char *walk_end_name(unsigned reason)
 		[WALK_END_NO_USER] = "kernel_thread",
 		[WALK_END_FP_FAILED] = "fp_fallback_failed",
 		[WALK_END_STACK_SWITCH] = "stack_switch",
+		[WALK_END_IN_EXEC] = "in_exec",
 	};
 
 	return reason < WALK_END_NR && names[reason] ? names[reason] : "unknown";

@@ -652,7 +652,9 @@ static const struct stack *decode_stack(const struct stack_agg *a, const unsigne
 	    !decode_maps(a, r, end, &nmaps) ||
 	    !get_varint(r, end, &nframes) || nframes > (uint64_t)(end - *r))
 		return NULL;
-	if (nframes > c->cap_frames) {
+	/* (A stack of no frame still needs the struct: a sample taken in
+	 * execve, without --kernel, has none.) */
+	if (!c->s || nframes > c->cap_frames) {
 		s = realloc(c->s, sizeof(*s) + nframes * sizeof(s->frames[0]));
 		if (!s)
 			return NULL;

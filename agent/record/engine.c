@@ -203,7 +203,7 @@ static int attach_tracking(struct record_engine *e)
 	struct bpf_program *progs[ENGINE_TRACKING_PROGS] = {
 		e->skel->progs.on_fork, e->skel->progs.on_exec, e->skel->progs.on_exit,
 		e->skel->progs.on_mmap, e->skel->progs.on_mprotect, e->skel->progs.on_munmap,
-		e->skel->progs.on_free,
+		e->skel->progs.on_free, e->skel->progs.on_mmap_done,
 	};
 	char err[512];
 	unsigned i;

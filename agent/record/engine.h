@@ -59,7 +59,7 @@ struct ring_buffer;
 struct bpf_link;
 
 /* fork, exec, exit, mmap, mprotect, munmap (bpf/proc_track.h) */
-#define ENGINE_TRACKING_PROGS 7
+#define ENGINE_TRACKING_PROGS 8
 
 struct record_engine {
 	const struct record_opts *o;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/sysmacros.h>
 #include <string.h>
 
 #include "agent/procs/lifecycle.h"
@@ -56,9 +57,11 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 		procs_on_exit(ev->procs, pid, mono_ns());
 		break;
 	case EVENT_EXEC:
+		snapshots_forget_exit_stacks(ev, pid);
 		procs_on_exec(ev->procs, pid, pe->time_ns, pe->cgroup_id, pe->comm, mono_ns());
 		break;
 	case EVENT_FORK:
+		snapshots_forget_exit_stacks(ev, pid);
 		procs_on_fork(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());
 		break;
 	case EVENT_MMAP:
@@ -68,6 +71,22 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 	}
 }
 
+static void on_code_map(struct record_events *ev, const struct cfiprof_code_map_event *ce)
+{
+	/* The kernel's dev_t is major << 20 | minor. */
+	struct recorded_map m = {
+		.start = ce->start, .end = ce->end, .offset = ce->offset,
+		.dev = makedev((unsigned)(ce->dev >> 20), (unsigned)(ce->dev & 0xfffff)),
+		.ino = (ino_t)ce->ino, .size = (off_t)ce->size,
+		.mtime_ns = ce->mtime_nsec >= 1000000000u ? -1 :
+			    ce->mtime_sec * 1000000000 + (int64_t)ce->mtime_nsec,
+	};
+
+	ev->code_maps++;
+	if (ce->start < ce->end)
+		procs_note_code_map(ev->procs, (int)ce->pid, &m);
+}
+
 /* Everything but samples. */
 static void on_other_record(struct record_events *ev, const void *data, size_t size)
 {
@@ -75,7 +94,9 @@ static void on_other_record(struct record_events *ev, const void *data, size_t s
 	const struct cfiprof_miss_event *me = data;
 	uint32_t kind = *(const uint32_t *)data;
 
-	if (kind == EVENT_MISS && size >= sizeof(*me)) {
+	if (kind == EVENT_CODE_MAP && size >= sizeof(struct cfiprof_code_map_event)) {
+		on_code_map(ev, data);
+	} else if (kind == EVENT_MISS && size >= sizeof(*me)) {
 		/* Table ids are module ids, never reused: a miss for a module
 		 * released since (its walk was in flight) asks for nothing. */
 		struct module *m = modules_by_id(ev->mods, me->table_id);
@@ -145,6 +166,10 @@ int events_handle(void *ctx, void *data, size_t size)
 	ev->records++;
 	if (size >= sizeof(uint32_t) && s->kind == EVENT_SNAPSHOT) {
 		snapshots_add(ev, data, size, mono_ns());
+		return 0;
+	}
+	if (size >= sizeof(uint32_t) && s->kind == EVENT_EXIT_STACK) {
+		snapshots_add_exit_stack(ev, data, size);
 		return 0;
 	}
 	if (size >= sizeof(uint32_t) && s->kind != EVENT_SAMPLE) {

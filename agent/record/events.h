@@ -46,6 +46,7 @@ struct record_events {
 	uint64_t bad_records;          /* malformed: wrong size, kind or counts */
 	uint64_t misses_released;      /* misses for a module released since */
 	uint64_t agg_errors;           /* samples not aggregated: out of memory */
+	uint64_t code_maps;        /* EVENT_CODE_MAP records */
 	uint64_t proc_events[EVENT_MUNMAP + 1]; /* process records, by kind */
 	uint64_t event_samples[CFIPROF_MAX_EVENTS]; /* on-CPU samples aggregated, per event */
 	uint64_t before_exec;          /* on-CPU samples of -- CMD before its exec: dropped */

@@ -93,6 +93,7 @@ static void read_events(const struct record_engine *e, struct engine_figures *f)
 	f->missed_samples = e->events.missed_samples;
 	f->snaps = e->events.snaps.stats;
 	f->snaps_pending = e->events.snaps.n;
+	f->code_maps = e->events.code_maps;
 	memcpy(f->proc_events, e->events.proc_events, sizeof(f->proc_events));
 	f->first_complete.n = e->events.nfirst;
 	f->first_complete.p50 = percentile_u64(e->events.first_complete_ns, e->events.nfirst, 50);
@@ -170,6 +171,7 @@ static void read_procs(const struct record_engine *e, struct engine_figures *f)
 	f->mapping_scans = r->rescans;
 	f->mapping_publishes = r->publishes;
 	f->scan_lost = r->scan_lost;
+	f->maps_rebuilt = r->rebuilt;
 	f->cgroup_reads = r->cgroups.reads;
 	f->cgroup_hits = r->cgroups.hits;
 	f->cgroup_evicted = r->cgroups.evicted;

@@ -191,14 +191,19 @@ static void print_snapshot_stats(const struct engine_figures *f)
 		(unsigned long long)s->finished, (unsigned long long)unfinished,
 		(unsigned long long)f->snaps_pending);
 	fprintf(stderr, "snapshots_unfinished: no_mappings %llu, no_table %llu, queue_full %llu, "
-		"process_gone %llu\n", (unsigned long long)s->unfinished[SNAP_NO_MAPPINGS],
+		"process_gone %llu, in_exec %llu\n", (unsigned long long)s->unfinished[SNAP_NO_MAPPINGS],
 		(unsigned long long)s->unfinished[SNAP_NO_TABLE],
 		(unsigned long long)s->unfinished[SNAP_QUEUE_FULL],
-		(unsigned long long)s->unfinished[SNAP_PROCESS_GONE]);
+		(unsigned long long)s->unfinished[SNAP_PROCESS_GONE],
+		(unsigned long long)s->unfinished[SNAP_IN_EXEC]);
 	fprintf(stderr, "snapshots_lost: %llu (ring buffer full)\n",
 		(unsigned long long)f->counters[CNT_SNAPSHOT_DROPS]);
 	fprintf(stderr, "snapshot_frames_added: %llu (pending peak %llu)\n",
 		(unsigned long long)s->frames_added, (unsigned long long)s->pending_peak);
+	fprintf(stderr, "exit_stacks: %llu (%llu samples after exit_mm walked from them)\n",
+		(unsigned long long)s->exit_stacks, (unsigned long long)s->exit_samples);
+	fprintf(stderr, "code_map_records: %llu (mappings of %llu exited processes completed from them)\n",
+		(unsigned long long)f->code_maps, (unsigned long long)f->maps_rebuilt);
 }
 
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */

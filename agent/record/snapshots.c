@@ -103,6 +103,63 @@ static void give_up(struct record_events *ev, const struct sample_event *s, enum
 	events_sample_done(ev, resolving_proc(ev, s), m, now);
 }
 
+/* Whether s was taken inside the execve that started p's program, after
+ * the old address space was replaced: before the exec record (sent at
+ * the end of execve), with the new program's comm, which the kernel sets
+ * only after it switched address spaces (begin_new_exec). */
+static bool taken_in_exec(const struct proc *p, const struct sample_event *s)
+{
+	return p->born_ns && s->time_ns < p->born_ns && p->born_comm[0] &&
+	       !strncmp(s->comm, p->born_comm, sizeof(p->born_comm) - 1) &&
+	       strnlen(s->comm, CFIPROF_COMM_LEN) == strlen(p->born_comm);
+}
+
+/* Whether s may have been taken inside an execve whose record has not
+ * come yet (taken_in_exec will tell, once it has): from the kernel, by
+ * the thread an exec leaves.  A wait until the process's next record. */
+static bool exec_may_follow(const struct proc *p, const struct sample_event *s)
+{
+	if (!(s->flags & SAMPLE_FLAG_KERNEL_MODE) || s->tid != s->pid)
+		return false;
+	/* (A read of a process in execve may fail, and leave no entry.) */
+	if (!p)
+		return true;
+	if (p->state != PROC_READ || p->born_ns > s->time_ns)
+		return false;
+	/* Read after an exec whose record is still behind this sample in
+	 * the ring buffer (a new epoch), or under another comm. */
+	return p->epoch > s->time_ns || (p->comm && strncmp(s->comm, p->comm, CFIPROF_COMM_LEN));
+}
+
+/* Whether s, taken in execve, already has the new program's registers:
+ * p's mappings are the new program's (read after the exec, or rebuilt
+ * from its records alone), they hold s's frame, and its stack was there
+ * to copy (the old one's is not in the new address space). */
+static bool new_program_state(const struct proc *p, const struct sample_event *s)
+{
+	bool new_maps = p->last_scan_ns > p->born_ns || (p->state == PROC_EXITED && !p->epoch);
+
+	return new_maps && snapshot_of(s)->size && proc_find(p, stop_pc(s));
+}
+
+/* s, taken in execve: its user registers are the old program's, whose
+ * memory is gone, and it has no frame of the new one yet.  Aggregated
+ * without user frames (what BPF walked was read from the new program's
+ * memory at the old one's addresses), kernel frames kept. */
+static void give_up_in_exec(struct record_events *ev, struct proc *p, const struct sample_event *s,
+			    uint64_t now)
+{
+	struct sample_event *m = ev->snaps.merged;
+
+	ev->snaps.stats.unfinished[SNAP_IN_EXEC]++;
+	memcpy(m, s, SAMPLE_HEAD);
+	m->kind = EVENT_SAMPLE;
+	m->nuser = 0;
+	m->end_reason = WALK_END_IN_EXEC;
+	memcpy(m->addrs, s->addrs + s->nuser, s->nkernel * sizeof(uint64_t));
+	events_sample_done(ev, p, m, now);
+}
+
 /* The process's mappings, as BPF's walker would have them now. */
 static int walker_mappings(struct record_events *ev, const struct proc *p)
 {
@@ -138,16 +195,24 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	struct walker_user_input in = { 0 };
 	struct walker_user_result res;
 	struct proc *p = resolving_proc(ev, s);
+	struct proc *any = procs_get(ev->procs, (int)s->pid);
 	uint32_t ntables = 0, nu, i;
 
 	if (now - arrived_ns > SNAPSHOTS_WAIT_MAX_NS)
 		final = true;
-	/* Mappings read after the program was replaced (their epoch, the
-	 * time of the process's last fork, exec or exit, is later than the
-	 * sample) are another program's. */
-	if (!p || p->epoch > s->time_ns || (p->born_ns && p->born_ns > s->time_ns)) {
-		struct proc *any = procs_get(ev->procs, (int)s->pid);
-
+	if (!final && exec_may_follow(any, s))
+		return TRY_WAIT;
+	if (any && taken_in_exec(any, s)) {
+		/* The new program's registers already (its first instant,
+		 * in the exec's own tracepoint): walked with its mappings. */
+		if (!p || !new_program_state(p, s)) {
+			give_up_in_exec(ev, any, s, now);
+			return TRY_DONE;
+		}
+	} else if (!p || p->epoch > s->time_ns || (p->born_ns && p->born_ns > s->time_ns)) {
+		/* Mappings read after the program was replaced (their epoch,
+		 * the time of the process's last fork, exec or exit, is later
+		 * than the sample) are another program's. */
 		if (!final && any && any->state == PROC_UNREAD)
 			return TRY_WAIT;
 		give_up(ev, s, s->end_reason == WALK_END_NO_MAPPING || any ? SNAP_NO_MAPPINGS :
@@ -191,6 +256,10 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 		if (w->end_reason == WALK_END_NO_MAPPING) {
 			uint64_t ip = res.stop.regs[STACK_SNAPSHOT_IP];
 
+			/* Code it mapped that no read saw: its exit adds it. */
+			if (!final && p->state != PROC_EXITED && procs_recorded_holds(p, ip))
+				return TRY_WAIT;
+
 			if (w->nuser < CFIPROF_MAX_DEPTH_LIMIT && ip)
 				w->addrs[w->nuser++] = res.stop.ret_addr ? ip - 1 : ip;
 			break;
@@ -229,6 +298,42 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	return TRY_DONE;
 }
 
+/* The exit stack kept for s, a snapshot of no stack: of its thread,
+ * taken before it, at the same registers (its user state since), or NULL. */
+static const struct stack_snapshot *exit_stack_of(const struct snapshot_queue *q,
+						  const struct sample_event *s)
+{
+	const struct stack_snapshot *snap = snapshot_of(s);
+	uint32_t i;
+
+	for (i = 0; i < q->nexits; i++) {
+		const struct sample_event *e = (const void *)q->exits[i]->rec;
+		const struct stack_snapshot *x = (const void *)((const uint8_t *)e + SAMPLE_HEAD);
+
+		if (e->pid == s->pid && e->tid == s->tid && e->time_ns < s->time_ns && x->size &&
+		    x->regs[STACK_SNAPSHOT_IP] == snap->regs[STACK_SNAPSHOT_IP] &&
+		    x->regs[7] == snap->regs[7] && !snap->ret_addr)
+			return x;
+	}
+	return NULL;
+}
+
+/* s with the stack of x instead of its own (none), at the stack's place. */
+static struct sample_event *with_exit_stack(const struct sample_event *s,
+					    const struct stack_snapshot *x, size_t *size)
+{
+	size_t head = SAMPLE_HEAD + ((size_t)s->nuser + s->nkernel) * sizeof(uint64_t);
+	struct sample_event *rec;
+
+	*size = head + sizeof(*x) + x->size;
+	rec = malloc(*size);
+	if (!rec)
+		return NULL;
+	memcpy(rec, s, head);
+	memcpy((uint8_t *)rec + head, x, sizeof(*x) + x->size);
+	return rec;
+}
+
 void snapshots_add(struct record_events *ev, const void *data, size_t size, uint64_t now)
 {
 	struct snapshot_queue *q = &ev->snaps;
@@ -238,6 +343,20 @@ void snapshots_add(struct record_events *ev, const void *data, size_t size, uint
 	if (!parse(s, size)) {
 		ev->bad_records++;
 		return;
+	}
+	/* After exit_mm: no user memory to copy.  Its stack at the exit is
+	 * the one it left (it never ran user code since). */
+	if (!snapshot_of(s)->size && !s->nuser) {
+		const struct stack_snapshot *x = exit_stack_of(q, s);
+		struct sample_event *rec;
+		size_t rsize;
+
+		if (x && (rec = with_exit_stack(s, x, &rsize))) {
+			q->stats.exit_samples++;
+			snapshots_add(ev, rec, rsize, now);
+			free(rec);
+			return;
+		}
 	}
 	q->stats.received++;
 	q->stats.bytes += snapshot_of(s)->size;
@@ -265,6 +384,55 @@ void snapshots_add(struct record_events *ev, const void *data, size_t size, uint
 		q->stats.pending_peak = q->n;
 	if (!q->next_try_ns || q->next_try_ns > now + SNAPSHOTS_RETRY_NS)
 		q->next_try_ns = now + SNAPSHOTS_RETRY_NS;
+}
+
+void snapshots_add_exit_stack(struct record_events *ev, const void *data, size_t size)
+{
+	struct snapshot_queue *q = &ev->snaps;
+	const struct sample_event *s = data;
+	const struct stack_snapshot *snap = (const void *)((const uint8_t *)data + SAMPLE_HEAD);
+	struct pending_snapshot *ps;
+	size_t keep;
+
+	/* (BPF reserves the whole --snapshot-size: the record may be longer
+	 * than the stack it copied.) */
+	if (size < SAMPLE_HEAD + sizeof(*snap) || s->nuser || s->nkernel ||
+	    snap->size > size - SAMPLE_HEAD - sizeof(*snap)) {
+		ev->bad_records++;
+		return;
+	}
+	q->stats.exit_stacks++;
+	keep = SAMPLE_HEAD + sizeof(*snap) + snap->size;
+	if (!q->exits && !(q->exits = calloc(SNAPSHOTS_EXIT_STACKS_MAX, sizeof(*q->exits))))
+		return;
+	ps = malloc(sizeof(*ps) + keep);
+	if (!ps)
+		return;
+	ps->arrived_ns = 0;
+	ps->size = (uint32_t)keep;
+	memcpy(ps->rec, data, keep);
+	snapshots_forget_exit_stacks(ev, (int)s->pid);
+	if (q->nexits == SNAPSHOTS_EXIT_STACKS_MAX) {
+		free(q->exits[0]);
+		memmove(q->exits, q->exits + 1, --q->nexits * sizeof(*q->exits));
+	}
+	q->exits[q->nexits++] = ps;
+}
+
+void snapshots_forget_exit_stacks(struct record_events *ev, int pid)
+{
+	struct snapshot_queue *q = &ev->snaps;
+	uint32_t i, k = 0;
+
+	for (i = 0; i < q->nexits; i++) {
+		const struct sample_event *e = (const void *)q->exits[i]->rec;
+
+		if (e->pid == (uint32_t)pid)
+			free(q->exits[i]);
+		else
+			q->exits[k++] = q->exits[i];
+	}
+	q->nexits = k;
 }
 
 uint32_t snapshots_run(struct record_events *ev, uint64_t now, bool final)
@@ -317,6 +485,11 @@ void snapshots_free(struct snapshot_queue *q)
 
 	for (i = 0; i < q->n; i++)
 		free(q->v[i]);
+	for (i = 0; i < q->nexits; i++)
+		free(q->exits[i]);
+	free(q->exits);
+	q->exits = NULL;
+	q->nexits = 0;
 	free(q->v);
 	free(q->merged);
 	free(q->maps);

@@ -38,6 +38,7 @@ enum snapshot_unfinished {
 	SNAP_NO_TABLE,           /* a table it needed did not come in time */
 	SNAP_QUEUE_FULL,         /* too many samples were waiting */
 	SNAP_PROCESS_GONE,       /* the process was forgotten while it waited */
+	SNAP_IN_EXEC,            /* taken in execve, the old program's memory gone */
 	SNAP_UNFINISHED_NR
 };
 
@@ -48,6 +49,8 @@ struct snapshot_stats {
 	uint64_t unfinished[SNAP_UNFINISHED_NR];
 	uint64_t frames_added;   /* frames the agent's walks added */
 	uint64_t pending_peak;
+	uint64_t exit_stacks;    /* EVENT_EXIT_STACK records */
+	uint64_t exit_samples;   /* samples after exit_mm walked from one of them */
 };
 
 struct snapshot_queue {
@@ -60,7 +63,14 @@ struct snapshot_queue {
 	struct walker_mapping *maps; /* scratch: a process's mappings, for the walker */
 	uint32_t cap_maps;
 	uint32_t max_depth;      /* --max-depth: the walks' bound (set by the engine) */
+	/* The latest EVENT_EXIT_STACK records, oldest first: a process's
+	 * samples follow its exit by milliseconds. */
+	struct pending_snapshot **exits;
+	uint32_t nexits;
 };
+
+/* Exit stacks kept at most. */
+#define SNAPSHOTS_EXIT_STACKS_MAX 64u
 
 /* Sizes BPF's snapshot buffers for --snapshot-size `size` (0: no
  * snapshots): before the object is loaded.  0 or a negative errno. */
@@ -69,6 +79,14 @@ int snapshots_configure(struct cfiprof_bpf *skel, uint32_t size);
 /* An EVENT_SNAPSHOT record, `size` bytes at `data` (the ring buffer's:
  * copied).  Malformed records are counted in ev->bad_records. */
 void snapshots_add(struct record_events *ev, const void *data, size_t size, uint64_t now);
+
+/* An EVENT_EXIT_STACK record (copied): kept for the process's samples
+ * after its exit_mm, snapshots of no stack that snapshots_add finishes
+ * with it when their registers are those it has. */
+void snapshots_add_exit_stack(struct record_events *ev, const void *data, size_t size);
+
+/* `pid` is a new process or program: exit stacks kept for it are not its. */
+void snapshots_forget_exit_stacks(struct record_events *ev, int pid);
 
 /* Finishes what can be finished now; with `final`, every pending sample
  * (those that cannot be finished are aggregated as BPF left them, and

@@ -101,6 +101,18 @@ struct module *modules_find_inode(struct module_registry *r, dev_t dev, ino_t in
 	return slot < 0 ? NULL : r->mods[slot];
 }
 
+struct module *modules_find_file(struct module_registry *r, dev_t dev, ino_t ino, off_t size,
+				 int64_t mtime_ns)
+{
+	struct stat st = { .st_dev = dev, .st_ino = ino, .st_size = size };
+
+	if (mtime_ns < 0)
+		return NULL;
+	st.st_mtim.tv_sec = mtime_ns / 1000000000;
+	st.st_mtim.tv_nsec = mtime_ns % 1000000000;
+	return find_by_file(r, &st);
+}
+
 static struct module *find_by_build_id(struct module_registry *r, const char *bid)
 {
 	struct find_key k = { r, NULL, bid, 0 };

@@ -100,6 +100,12 @@ struct module *modules_find_build_id(struct module_registry *r, const uint8_t *i
  * another object).  NULL: not known so. */
 struct module *modules_find_inode(struct module_registry *r, dev_t dev, ino_t ino);
 
+/* The known module of the file with that identity (stat's st_dev,
+ * st_ino, st_size, st_mtim in ns), or NULL.  Its fd keeps the inode
+ * alive: no other file can have the identity meanwhile. */
+struct module *modules_find_file(struct module_registry *r, dev_t dev, ino_t ino, off_t size,
+				 int64_t mtime_ns);
+
 /* ELF virtual address = runtime address - bias, for a mapping of `m` at
  * `start` with file offset `offset`.  Returns false if no loadable
  * segment contains that offset. */

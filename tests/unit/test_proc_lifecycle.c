@@ -649,3 +649,91 @@ Test(lifecycle, a_kept_maps_fd_is_not_read_for_the_next_program)
 	cr_expect_eq(t.procs.maps_fds_kept, 0);
 	cr_expect_eq(open_fds(), fds, "the exit left the kept fd open");
 }
+
+/* The recorded_map BPF's EVENT_CODE_MAP gives of mapping `c` (its file's
+ * identity, as its module has it). */
+static struct recorded_map recorded(const struct code_mapping *c)
+{
+	return (struct recorded_map){
+		.start = c->start, .end = c->end, .offset = c->offset,
+		.dev = c->mod->dev, .ino = c->mod->ino, .size = c->mod->size,
+		.mtime_ns = c->mod->mtime_ns,
+	};
+}
+
+/* A process that exits before the agent could read its mappings (here a
+ * pid that does not exist: every read fails) gets them back from the
+ * code BPF saw it map, each resolved to the module already open with the
+ * same file identity.  A file that only looks like one (same device and
+ * inode, another mtime: rewritten in place) or that no module holds is
+ * left out: walks end there, nothing is opened. */
+Test(lifecycle, exit_rebuilds_unread_mappings_from_code_records)
+{
+	enum { GONE = 4000321 };
+	const uint64_t exec_ns = 1000;
+	struct proc *live = read_child(), *p;
+	struct recorded_map m;
+	uint32_t i, nmod = 0;
+
+	procs_on_exec(&t.procs, GONE, exec_ns, 0, "gone", mono_ns());
+	cr_assert_not_null(procs_get(&t.procs, GONE), "the exec of a process already gone left no entry");
+	for (i = 0; i < live->n; i++) {
+		if (!live->maps[i].mod)
+			continue;
+		m = recorded(&live->maps[i]);
+		procs_note_code_map(&t.procs, GONE, &m);
+		nmod++;
+	}
+	cr_assert_gt(nmod, 0);
+	/* Rewritten in place since its module was opened. */
+	m = recorded(&live->maps[0]);
+	m.start = 0x100000;
+	m.end = 0x101000;
+	m.mtime_ns++;
+	procs_note_code_map(&t.procs, GONE, &m);
+	/* No module has that file. */
+	m = recorded(&live->maps[0]);
+	m.start = 0x200000;
+	m.end = 0x201000;
+	m.ino += 7777777;
+	procs_note_code_map(&t.procs, GONE, &m);
+	procs_on_exit(&t.procs, GONE, mono_ns());
+	p = procs_get(&t.procs, GONE);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->state, PROC_EXITED);
+	cr_assert_eq(p->n, nmod, "%u mappings rebuilt, want %u", p->n, nmod);
+	for (i = 0; i < live->n; i++) {
+		const struct code_mapping *c = &live->maps[i];
+		const struct code_mapping *r = c->mod ? proc_find(p, c->start) : NULL;
+
+		if (!c->mod)
+			continue;
+		cr_assert_not_null(r, "mapping %#llx not rebuilt", (unsigned long long)c->start);
+		cr_expect_eq(r->mod, c->mod);
+		cr_expect_eq(r->bias, c->bias);
+		cr_expect_eq(r->end, c->end);
+	}
+	cr_expect_null(proc_find(p, 0x100000), "a file of another mtime was taken for the module");
+	cr_expect_null(proc_find(p, 0x200000), "a file no module holds was mapped");
+	/* Samples before its exec are another program's. */
+	cr_expect_eq(p->born_ns, exec_ns);
+	cr_expect_eq(p->epoch, 0);
+}
+
+/* Records of code mapped before an exec are the old program's. */
+Test(lifecycle, exec_drops_the_code_records_of_the_program_before)
+{
+	enum { GONE = 4000322 };
+	struct proc *live = read_child(), *p;
+	struct recorded_map m;
+
+	cr_assert_not_null(live->maps[0].mod);
+	m = recorded(&live->maps[0]);
+	procs_on_exec(&t.procs, GONE, 1000, 0, "old", mono_ns());
+	procs_note_code_map(&t.procs, GONE, &m);
+	procs_on_exec(&t.procs, GONE, 2000, 0, "new", mono_ns());
+	procs_on_exit(&t.procs, GONE, mono_ns());
+	p = procs_get(&t.procs, GONE);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->n, 0, "the old program's code was given to the new one");
+}

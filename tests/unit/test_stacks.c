@@ -686,3 +686,24 @@ Test(stacks, more_events_than_sample_types_is_refused)
 	cr_expect_eq(b.p.ntypes, 2 * PROF_MAX_EVENTS);
 	profile_built_free(&b);
 }
+
+/* A sealed stack with no frame at all (a sample taken in execve, no user
+ * frame and no --kernel: walk_end in_exec) listed first: the cursor has
+ * no frame room yet and must still give it. */
+Test(stacks, sealed_stack_without_frames_listed_first)
+{
+	struct frame_ref none[1] = { { 0, 0 } };
+	uint32_t gone = 9;
+	const struct stack *s;
+	size_t pos = 0;
+
+	/* (the agent's frame array, holding none) */
+	cr_assert_eq(stack_agg_add(&a, 9, 9, "exec", WALK_END_IN_EXEC, none, 0, 1), 0);
+	cr_assert_eq(stack_agg_seal(&a, &gone, 1), 0);
+	s = stack_agg_next(&a, &pos);
+	cr_assert_not_null(s);
+	cr_expect_eq(s->pid, 9);
+	cr_expect_eq(s->nframes, 0);
+	cr_expect_eq(s->end_reason, WALK_END_IN_EXEC);
+	cr_expect_null(stack_agg_next(&a, &pos));
+}
