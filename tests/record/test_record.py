@@ -2029,13 +2029,14 @@ def t_go(tmp):
         total += n
         ends[end] = ends.get(end, 0) + n
         if s.addrs and 0 <= s.addrs[0] - sigreturn < 16:
-            # Interrupted inside the trampoline itself: its CFI does not
-            # describe the signal frame (the trampoline item of issue 13).
+            # Interrupted on the trampoline itself (at its first byte, or
+            # after its syscall): the walker steps through the signal
+            # frame whatever its CFI says, so the next frame is the
+            # interrupted instruction, checked as such below (issue 13).
             in_sigreturn += n
-            continue
         ok = True
         for i, a in enumerate(s.addrs[1:], 1):
-            if a == goexit or a == sigreturn or s.addrs[i - 1] == sigreturn:
+            if a == goexit or a == sigreturn or 0 <= s.addrs[i - 1] - sigreturn < 16:
                 continue
             if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
                 preempted += n
