@@ -914,6 +914,41 @@ def t_signal_restorer_no_cfi(tmp):
         check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, f"interrupted chain, restorer {form}")
 
 
+@case("unmapped-return-address")
+def t_unmapped_return_address(tmp):
+    """issue 13: a walk whose CFI makes a heap address the caller's pc
+    (rec-badra) keeps no such frame: once the agent has read the
+    process's mappings, a last return address in none of them is
+    dropped (walk_end stays no_mapping, --stats counts it).  The leaf
+    stays."""
+    out = os.path.join(tmp, "badra.pb.gz")
+    _, err = run_record(["-F", "499", "--stats", "-o", out, "--", fx("badra"), "2"])
+    samples, prof = read_pprof(out)
+    ranges = [(m["start"], m["limit"]) for m in prof["mappings"].values()]
+    mine = [s for s in samples if s.frames and s.frames[-1] == "bad_ra_spin"]
+    total = sum(s.values[0] for s in mine)
+    outside, ends = {}, {}
+    for s in mine:
+        end = s.labels.get("walk_end")
+        ends[end] = ends.get(end, 0) + s.values[0]
+        for a in s.addrs[1:]:
+            if not any(lo <= a < hi for lo, hi in ranges):
+                outside[a] = outside.get(a, 0) + s.values[0]
+    m = re.search(r"^no_mapping_frames_dropped: (\d+)", err, re.M)
+    dropped = int(m.group(1)) if m else None
+    log(f"bad_ra_spin samples: {total}, walk ends {ends}; frames outside every mapping: "
+        f"{outside}; no_mapping_frames_dropped {dropped}")
+    if total < MIN_LEAF:
+        raise Fail(f"only {total} bad_ra_spin samples")
+    if outside:
+        raise Fail(f"{sum(outside.values())} samples keep a frame outside every mapping: "
+                   + ", ".join(f"{a:#x}" for a in sorted(outside)[:5]))
+    if ends.get("no_mapping", 0) < total // 2:
+        raise Fail(f"the walks from bad_ra_spin did not end no_mapping: {ends}")
+    if not dropped:
+        raise Fail("--stats: no no_mapping_frames_dropped, or 0")
+
+
 @case("signal-trampoline-name")
 def t_signal_trampoline_name(tmp):
     """The signal trampoline frame is named __restore_rt."""
