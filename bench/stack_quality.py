@@ -242,8 +242,14 @@ class Stats:
                 after_sigframe = leaf_on_sigreturn(f, code)
                 continue
             if after_sigframe:
-                # the interrupted pc above a signal frame: no return address
+                # the interrupted pc above a signal frame: no return address,
+                # but code all the same
                 after_sigframe = False
+                if f.off is None and f.ra is not None and code.executable(f.pid, f.ra) is False:
+                    self.checked += weight
+                    self.invalid[(f.where(), "(not executable memory)",
+                                  frames[i - 1].where())] += weight
+                    continue
                 self.signal += weight
                 continue
             # Both tools record a return address less one (the call's last
