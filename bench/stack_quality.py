@@ -203,6 +203,17 @@ def is_sigreturn(f, code):
     return False
 
 
+def leaf_on_sigreturn(f, code):
+    """Whether the leaf f, an interrupted pc, is on an rt_sigreturn
+    trampoline: at its first byte, or right after its syscall (a sample
+    in the kernel during rt_sigreturn).  Its caller is then the
+    interrupted pc of the signal frame, no return address."""
+    head = f.read(code, 0, 9)
+    if head and (head.startswith(SIGRETURN[0]) or head.startswith(SIGRETURN[1])):
+        return True
+    return any(f.read(code, -len(seq), len(seq)) == seq for seq in SIGRETURN)
+
+
 class Stats:
     def __init__(self, workload, tool):
         self.workload, self.tool = workload, tool
@@ -228,10 +239,17 @@ class Stats:
         after_sigframe = False
         for i, f in enumerate(frames):
             if i == 0:
+                after_sigframe = leaf_on_sigreturn(f, code)
                 continue
             if after_sigframe:
-                # the interrupted pc above a signal frame: no return address
+                # the interrupted pc above a signal frame: no return address,
+                # but code all the same
                 after_sigframe = False
+                if f.off is None and f.ra is not None and code.executable(f.pid, f.ra) is False:
+                    self.checked += weight
+                    self.invalid[(f.where(), "(not executable memory)",
+                                  frames[i - 1].where())] += weight
+                    continue
                 self.signal += weight
                 continue
             # Both tools record a return address less one (the call's last

@@ -270,6 +270,30 @@ static __always_inline int sigreturn_at(struct loop_ctx *lc, __u64 ip)
 	return w == 0x0f0000000fc0c748ull && !walker_read_code(lc, &last, 1, ip + 8) && last == 0x05;
 }
 
+/* Whether an interrupted ip (st->exact) is on a sigreturn trampoline: at
+ * its first instruction (the kernel's "return" into it taken, its code
+ * not yet run) or right after its syscall (a sample in the kernel during
+ * rt_sigreturn sees that ip).  Either way rsp is at the ucontext.  Go's
+ * runtime.sigreturn has CFI, the entry rule CFA = rsp + 8 that makes
+ * uc_flags a return address: walk_one asks here only at that rule. */
+static __noinline int sigreturn_on(struct loop_ctx *lc, __u64 ip)
+{
+	__u64 w[2];
+
+	if (sigreturn_at(lc, ip))
+		return 1;
+	/* ip - 9 .. ip + 6 holds either encoding ending at ip (see
+	 * sigreturn_at): the 9-byte one from its first byte, the 7-byte one
+	 * from its third.  Unreadable (ip - 9 before the mapping), only the
+	 * 7-byte one can end at ip. */
+	if (walker_read_code(lc, w, sizeof(w), ip - 9))
+		return !walker_read_code(lc, w, sizeof(w[0]), ip - 7) &&
+		       (w[0] & 0x00ffffffffffffffull) == 0x00050f0000000fb8ull;
+	if (w[0] == 0x0f0000000fc0c748ull && (w[1] & 0xff) == 0x05)
+		return 1;
+	return (((w[0] >> 16) | (w[1] << 48)) & 0x00ffffffffffffffull) == 0x00050f0000000fb8ull;
+}
+
 /* A step where no CFI describes the code at st->ip: through the kernel's
  * signal frame if ip is a sigreturn trampoline (the frame recorded is
  * the trampoline itself, as for a CFI_RULE_SIGNAL rule), else by frame
@@ -599,6 +623,11 @@ static long walk_one(__u32 i, void *ctx)
 		 * for that reason), but the frame is the trampoline itself. */
 		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
 			ev->addrs[n] = st->ip;
+		/* An interrupted ip on a trampoline whose CFI (Go's) is the
+		 * entry rule: the signal frame is at rsp whatever it says. */
+		if (ret > 0 && st->exact && rule.cfa_type == CFI_CFA_REG &&
+		    rule.cfa_reg == DWARF_RSP && rule.cfa_off == 8 && sigreturn_on(lc, st->ip))
+			rule.flags |= CFI_RULE_SIGNAL;
 		ret = ret ? step_cfi(lc, st, &rule) : step_no_cfi(lc, st, ev, n, 0);
 	}
 stepped:

@@ -14,7 +14,8 @@ int events_init(struct record_events *ev)
 {
 	/* and one for the event's mark */
 	ev->frames = calloc(CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK + 1, sizeof(*ev->frames));
-	return ev->frames ? 0 : -ENOMEM;
+	ev->trimmed = malloc(sizeof(*ev->trimmed));
+	return ev->frames && ev->trimmed ? 0 : -ENOMEM;
 }
 
 void events_free(struct record_events *ev)
@@ -22,8 +23,10 @@ void events_free(struct record_events *ev)
 	snapshots_free(&ev->snaps);
 	free(ev->first_complete_ns);
 	free(ev->frames);
+	free(ev->trimmed);
 	ev->first_complete_ns = NULL;
 	ev->frames = NULL;
+	ev->trimmed = NULL;
 }
 
 /* For --stats: how long a program exec()ed while recording took to get
@@ -189,6 +192,31 @@ int events_handle(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+/* s, or s without its last user frame where that frame is a return
+ * address BPF could not place (no_mapping) and no mapping of the process
+ * holds, now that the agent has read them (procs_on_sample re-reads them
+ * for such a sample; a snapshot's walk ran with them).  Such an address
+ * is no code: stack words a callee had already overwritten (libgcc's
+ * uw_install_context_1 does, installing a landing pad), read where the
+ * CFI said the return address was.  A short stack, not a wrong frame.
+ * The leaf stays: it is where the thread was, mapped or not. */
+static const struct sample_event *without_unmapped_tail(struct record_events *ev,
+							const struct proc *p,
+							const struct sample_event *s)
+{
+	struct sample_event *t = ev->trimmed;
+	const size_t hdr = __builtin_offsetof(struct sample_event, addrs);
+
+	if (s->end_reason != WALK_END_NO_MAPPING || s->nuser < 2 || !p || !p->n ||
+	    proc_find(p, s->addrs[s->nuser - 1]))
+		return s;
+	memcpy(t, s, hdr + (size_t)(s->nuser - 1) * sizeof(uint64_t));
+	memcpy(t->addrs + s->nuser - 1, s->addrs + s->nuser, s->nkernel * sizeof(uint64_t));
+	t->nuser = s->nuser - 1;
+	ev->unmapped_dropped++;
+	return t;
+}
+
 void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
 			uint64_t now)
 {
@@ -204,6 +232,7 @@ void events_sample_done(struct record_events *ev, struct proc *p, const struct s
 	/* A probe only made the mappings be read: it is no sample. */
 	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
 		return;
+	s = without_unmapped_tail(ev, p, s);
 	if (ev->cmd_pid && s->pid == ev->cmd_pid && s->time_ns < ev->cmd_exec_ns &&
 	    !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))) {
 		ev->before_exec++;

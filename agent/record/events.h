@@ -51,11 +51,14 @@ struct record_events {
 	uint64_t event_samples[CFIPROF_MAX_EVENTS]; /* on-CPU samples aggregated, per event */
 	uint64_t before_exec;          /* on-CPU samples of -- CMD before its exec: dropped */
 	uint64_t missed_samples;       /* walked partly by frame pointer: a table was missing */
+	uint64_t unmapped_dropped;     /* no_mapping walks whose last return address lay in
+					* none of the process's mappings, as read since: dropped */
 	/* time from a new process's exec to its first complete stack */
 	uint64_t *first_complete_ns;
 	uint32_t nfirst, cap_first;  /* the last EVENTS_FIRST_WINDOW processes' */
 	uint64_t first_total;
 	struct frame_ref *frames;      /* scratch for one sample */
+	struct sample_event *trimmed;  /* scratch: a sample without its last user frame */
 	/* samples whose walk waits for a table or mappings (set max_depth) */
 	struct snapshot_queue snaps;
 };

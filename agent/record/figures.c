@@ -91,6 +91,7 @@ static void read_events(const struct record_engine *e, struct engine_figures *f)
 	f->bad_records = e->events.bad_records;
 	f->agg_errors = e->events.agg_errors;
 	f->missed_samples = e->events.missed_samples;
+	f->unmapped_dropped = e->events.unmapped_dropped;
 	f->snaps = e->events.snaps.stats;
 	f->snaps_pending = e->events.snaps.n;
 	f->code_maps = e->events.code_maps;

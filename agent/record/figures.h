@@ -59,6 +59,7 @@ struct engine_figures {
 	uint64_t end_reasons[WALK_END_NR + 1]; /* [WALK_END_NR]: unknown */
 	uint64_t bad_records, agg_errors;
 	uint64_t missed_samples;     /* walked partly by frame pointer: a table was missing */
+	uint64_t unmapped_dropped;   /* no_mapping walks' last frames in no mapping: dropped */
 	struct snapshot_stats snaps; /* stack snapshots the agent finished walking */
 	uint32_t snaps_pending;      /* waiting now */
 	uint64_t proc_events[EVENT_MUNMAP + 1];

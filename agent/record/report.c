@@ -220,6 +220,7 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 		(unsigned long long)f->counters[CNT_MISS_DROPS]);
 	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
 		(unsigned long long)f->missed_samples);
+	fprintf(stderr, "no_mapping_frames_dropped: %llu\n", (unsigned long long)f->unmapped_dropped);
 	print_snapshot_stats(f);
 	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts->loads,
 		(unsigned long long)ts->loaded);

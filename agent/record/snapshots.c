@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "cfiprof.skel.h"
 #include "bpf/walker_user.h"
@@ -180,6 +181,17 @@ static int walker_mappings(struct record_events *ev, const struct proc *p)
 	return 0;
 }
 
+/* walker_user's read_code: the process's own code, as BPF reads it, so
+ * that the walk from a snapshot knows a sigreturn trampoline as BPF's
+ * would (the process is the sample's: try_finish checked its epoch). */
+static int read_task_code(const void *arg, __u64 addr, void *dst, __u32 size)
+{
+	const struct proc *p = arg;
+	struct iovec local = { dst, size }, remote = { (void *)(uintptr_t)addr, size };
+
+	return process_vm_readv(p->pid, &local, 1, &remote, 1, 0) == (ssize_t)size ? 0 : -EFAULT;
+}
+
 enum try_result { TRY_DONE, TRY_WAIT };
 
 /* Walks on from s's snapshot with every table it needs, if they are all
@@ -237,6 +249,8 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	in.stack = snap + 1;
 	in.stack_size = snap->size;
 	in.max_depth = q->max_depth > s->nuser ? q->max_depth - s->nuser : 1;
+	in.read_code = read_task_code;
+	in.read_code_arg = p;
 	/* Each round adds the table the walk stopped for. */
 	for (;;) {
 		const struct cfi_table *t;

@@ -909,6 +909,40 @@ def t_signal_restorer_no_cfi(tmp):
         check_chain(stacks, "sig_c", SIG_MAIN_CHAIN, f"interrupted chain, restorer {form}")
 
 
+@case("unmapped-return-address")
+def t_unmapped_return_address(tmp):
+    """issue 13: a walk whose CFI makes a heap address the caller's pc
+    (rec-badra) keeps no such frame: once the agent has read the
+    process's mappings, a last return address in none of them is
+    dropped (walk_end stays no_mapping, --stats counts it).  The leaf
+    stays."""
+    out = os.path.join(tmp, "badra.pb.gz")
+    _, err = run_record(["-F", "499", "--stats", "-o", out, "--", fx("badra"), "2"])
+    samples, prof = read_pprof(out)
+    ranges = [(m["start"], m["limit"]) for m in prof["mappings"].values()]
+    mine = [s for s in samples if s.frames and s.frames[-1] == "bad_ra_spin"]
+    total = sum(s.values[0] for s in mine)
+    outside, ends = {}, {}
+    for s in mine:
+        end = s.labels.get("walk_end")
+        ends[end] = ends.get(end, 0) + s.values[0]
+        for a in s.addrs[1:]:
+            if not any(lo <= a < hi for lo, hi in ranges):
+                outside[a] = outside.get(a, 0) + s.values[0]
+    dropped = stat_value(err, "no_mapping_frames_dropped")
+    log(f"bad_ra_spin samples: {total}, walk ends {ends}; frames outside every mapping: "
+        f"{outside}; no_mapping_frames_dropped {dropped}")
+    if total < MIN_LEAF:
+        raise Fail(f"only {total} bad_ra_spin samples")
+    if outside:
+        raise Fail(f"{sum(outside.values())} samples keep a frame outside every mapping: "
+                   + ", ".join(f"{a:#x}" for a in sorted(outside)[:5]))
+    if ends.get("no_mapping", 0) < total // 2:
+        raise Fail(f"the walks from bad_ra_spin did not end no_mapping: {ends}")
+    if not dropped:
+        raise Fail("--stats: no_mapping_frames_dropped is 0")
+
+
 @case("signal-trampoline-name")
 def t_signal_trampoline_name(tmp):
     """The signal trampoline frame is named __restore_rt."""
@@ -2114,13 +2148,14 @@ def t_go(tmp):
                     key = (end, fmt_chain(s.frames))
                     bad_through[key] = bad_through.get(key, 0) + n
         if s.addrs and 0 <= s.addrs[0] - sigreturn < 16:
-            # Interrupted inside the trampoline itself: its CFI does not
-            # describe the signal frame (the trampoline item of issue 13).
+            # Interrupted on the trampoline itself (at its first byte, or
+            # after its syscall): the walker steps through the signal
+            # frame whatever its CFI says, so the next frame is the
+            # interrupted instruction, checked as such below (issue 13).
             in_sigreturn += n
-            continue
         ok = True
         for i, a in enumerate(s.addrs[1:], 1):
-            if a == goexit or a == sigreturn or s.addrs[i - 1] == sigreturn:
+            if a == goexit or a == sigreturn or 0 <= s.addrs[i - 1] - sigreturn < 16:
                 continue
             if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
                 preempted += n

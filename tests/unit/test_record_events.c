@@ -135,6 +135,50 @@ Test(events, sample_of_an_unread_process_reads_it)
 	cr_expect_neq(only_stack()->frames[0].mapping, 0, "this very sample was not resolved");
 }
 
+/* issue 13: a walk's last return address, read from stack words already
+ * rewritten, can be a heap or .data address.  Once the agent has read the
+ * mappings, one in none of them is no frame: the sample keeps the rest,
+ * its kernel frames after, and says it ended no_mapping. */
+Test(events, unmapped_last_return_address_is_dropped)
+{
+	uint64_t addrs[3], heap = (uint64_t)(uintptr_t)malloc(1);
+	const struct stack *st;
+	size_t size;
+
+	child_code(addrs);
+	addrs[2] = heap;
+	size = sample(3, WALK_END_NO_MAPPING, addrs);
+	s->nkernel = 1;
+	s->addrs[3] = 0xffffffff81000000ull;
+	handle(s, size + sizeof(uint64_t));
+	free((void *)(uintptr_t)heap);
+	st = only_stack();
+	cr_assert_eq(st->nframes, 3, "the unmapped frame was kept");
+	cr_expect_eq(st->frames[0].mapping, FRAME_KERNEL);
+	cr_expect_eq(st->frames[1].addr, addrs[0]);
+	cr_expect_eq(st->frames[2].addr, addrs[1]);
+	cr_expect_eq(st->end_reason, WALK_END_NO_MAPPING);
+	cr_expect_eq(ev.end_reasons[WALK_END_NO_MAPPING], 1);
+	cr_expect_eq(ev.unmapped_dropped, 1);
+}
+
+/* What stays: a mapped last frame (code the first read missed is found
+ * by the read the sample makes), and a leaf, which is where the thread
+ * was whatever the mappings say. */
+Test(events, mapped_last_frame_and_unmapped_leaf_stay)
+{
+	uint64_t addrs[2];
+
+	child_code(addrs);
+	handle(s, sample(2, WALK_END_NO_MAPPING, addrs));
+	addrs[0] = 0x10;
+	handle(s, sample(1, WALK_END_NO_MAPPING, addrs));
+	cr_expect_eq(ev.unmapped_dropped, 0);
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 2);
+	for (uint32_t i = 0; i < agg.n; i++)
+		cr_expect_eq(agg.stacks[i]->nframes, agg.stacks[i]->frames[0].addr == 0x10 ? 1 : 2);
+}
+
 Test(events, kernel_frames_come_first)
 {
 	uint64_t addrs[3] = { 0 };

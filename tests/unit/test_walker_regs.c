@@ -176,3 +176,108 @@ Test(walker_regs, indexed_dereference_cfa)
 	w.stack[20] = FN(1) + 9;      /* the RA at CFA - 8 = AT(21) - 8 */
 	walk(&w, 2, WALK_END_OUTERMOST);
 }
+
+/* issue 13: Go's runtime.sigreturn at FN(0), its code mov $15,%rax;
+ * syscall, its CFI the entry rule CFA = rsp + 8 (Go's .debug_frame).  A
+ * sample on it (at its first instruction, or right after the syscall)
+ * has rsp at the kernel's ucontext, whose first word, uc_flags (6), that
+ * rule takes for a return address.  The walk must step through the
+ * signal frame to the interrupted FN(1) + 4, then on to FN(2). */
+static const uint8_t go_sigreturn[] = { 0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05, 0xcc };
+static const uint8_t short_sigreturn[] = { 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05, 0xcc };
+
+struct code {
+	const uint8_t *bytes;
+	size_t size;
+};
+
+/* FN(0)'s code is the trampoline; every other byte reads as int3. */
+static int read_code(const void *arg, __u64 addr, void *dst, __u32 size)
+{
+	const struct code *c = arg;
+	uint8_t *d = dst;
+
+	if (addr < CODE || addr + size > CODE + 0x1000)
+		return -14;
+	for (__u32 i = 0; i < size; i++)
+		d[i] = addr + i >= FN(0) && addr + i - FN(0) < c->size ? c->bytes[addr + i - FN(0)] :
+									 0xcc;
+	return 0;
+}
+
+static void sigreturn_case(const struct code *code, uint64_t ip)
+{
+	const struct cfi_rule rules[3] = {
+		{ CFA(7, 8), RA_AT8 },
+		{ CFA(7, 16), RA_AT8 },
+		OUTERMOST,
+	};
+	struct walk w;
+
+	setup(&w, rules, 3);
+	w.in.read_code = read_code;
+	w.in.read_code_arg = code;
+	w.in.regs[WALKER_USER_RIP] = ip;
+	w.in.regs[7] = AT(0);
+	w.stack[0] = 6;                    /* uc_flags */
+	w.stack[(40 + 15 * 8) / 8] = AT(30);  /* the interrupted rsp (sigcontext's sp) */
+	w.stack[(40 + 16 * 8) / 8] = FN(1) + 4; /* and rip */
+	w.stack[31] = FN(2) + 9;           /* FN(1)'s RA, at its CFA AT(32) - 8 */
+	cr_assert_eq(walker_user_walk(&w.in, w.ev, NULL), 0);
+	cr_expect_eq(w.ev->nuser, 3, "%u frames (end %u), want 3", w.ev->nuser, w.ev->end_reason);
+	cr_expect_eq(w.ev->addrs[0], ip);
+	cr_expect_eq(w.ev->addrs[1], FN(1) + 4, "not the interrupted instruction: %#llx",
+		     (unsigned long long)w.ev->addrs[1]);
+	cr_expect_eq(w.ev->end_reason, WALK_END_OUTERMOST, "end %u", w.ev->end_reason);
+	cfi_table_free(&w.table);
+	free(w.ev);
+}
+
+Test(walker_regs, go_sigreturn_at_its_first_instruction)
+{
+	struct code c = { go_sigreturn, sizeof(go_sigreturn) };
+
+	sigreturn_case(&c, FN(0));
+}
+
+Test(walker_regs, go_sigreturn_after_its_syscall)
+{
+	struct code c = { go_sigreturn, sizeof(go_sigreturn) };
+
+	sigreturn_case(&c, FN(0) + 9);
+}
+
+Test(walker_regs, short_sigreturn_after_its_syscall)
+{
+	struct code c = { short_sigreturn, sizeof(short_sigreturn) };
+
+	sigreturn_case(&c, FN(0) + 7);
+}
+
+/* The same rule and stack at an entry whose code is no trampoline: an
+ * ordinary CFI step, uc_flags' 6 taken as the return address (nothing
+ * maps it: the walk ends there). */
+Test(walker_regs, entry_rule_elsewhere_is_a_plain_step)
+{
+	static const uint8_t other[] = { 0x48, 0xc7, 0xc0, 0x0e, 0, 0, 0, 0x0f, 0x05, 0xcc };
+	const struct cfi_rule rules[3] = { { CFA(7, 8), RA_AT8 }, { CFA(7, 16), RA_AT8 }, OUTERMOST };
+	struct code c = { other, sizeof(other) };
+	struct walk w;
+
+	setup(&w, rules, 3);
+	w.in.read_code = read_code;
+	w.in.read_code_arg = &c;
+	w.in.regs[WALKER_USER_RIP] = FN(0) + 9;
+	w.in.regs[7] = AT(0);
+	w.stack[0] = 6;
+	walk(&w, 2, WALK_END_NO_MAPPING);
+}
+
+/* The same, two bytes into FN(0): the bytes before ip are all readable. */
+Test(walker_regs, short_sigreturn_after_its_syscall_inside_the_mapping)
+{
+	static const uint8_t code[] = { 0xcc, 0xcc, 0xb8, 0x0f, 0, 0, 0, 0x0f, 0x05, 0xcc };
+	struct code c = { code, sizeof(code) };
+
+	sigreturn_case(&c, FN(0) + 9);
+}
