@@ -30,6 +30,11 @@ static struct engine_figures busy_figures(void)
 	f.end_reasons[WALK_END_OUTERMOST] = 1200;
 	f.end_reasons[WALK_END_DEPTH] = 34;
 	f.end_reasons[WALK_END_STACK_SWITCH] = 7;
+	f.snaps.exit_stacks = 21;
+	f.snaps.exit_samples = 5;
+	f.code_maps = 300;
+	f.maps_rebuilt = 4;
+	f.unmapped_dropped = 11;
 	f.end_reasons[WALK_END_NR] = 1;
 	f.proc_events[EVENT_EXIT] = 6;
 	f.first_complete = (struct latency_figures){ 2500000, 9000000, 4 };
@@ -182,6 +187,11 @@ Test(metrics_render, known_values_in_base_units)
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"depth_limit\"} 34");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"read_fault\"} 0");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"stack_switch\"} 7");
+	assert_line(text, "cfiprof_exit_stacks_total 21");
+	assert_line(text, "cfiprof_exit_stack_samples_total 5");
+	assert_line(text, "cfiprof_code_map_records_total 300");
+	assert_line(text, "cfiprof_mappings_rebuilt_total 4");
+	assert_line(text, "cfiprof_no_mapping_frames_dropped_total 11");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"unknown\"} 1");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"cfi\"} 9000");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"frame_pointer\"} 30");
