@@ -212,8 +212,9 @@ def t_exit(tmp):
     """Children that spend their time tearing down their memory in
     exit_group, which on kernels since 6.15 comes after the exit record:
     those samples are kept (the process stays a target) and their user
-    frame is symbolized (_exit), not [unknown]+0x7f..., which also split
-    flame graphs per process."""
+    frames are symbolized, not [unknown]+0x7f..., which also split flame
+    graphs per process: the whole chain from the user stack BPF copied at
+    the exit."""
     out = os.path.join(tmp, "exit.pb.gz")
     tr.run_record(["-F", "499", "--kernel", "-o", out, "--", tr.fx("exit"), "10", "256"])
     samples, _ = tr.read_pprof(out)
@@ -226,11 +227,26 @@ def t_exit(tmp):
     unknown = [s.frames for s in exiting if any(f.startswith("[unknown]") for f in s.frames)]
     if unknown:
         raise Fail(f"{len(unknown)} stacks with unknown frames, e.g. {unknown[0]}")
-    # (the user stack is gone with the memory: _exit is all there is)
-    outer = {s.frames[0] for s in exiting}
-    log(f"outermost frames of the exiting samples: {outer}")
-    if not outer <= set(EXIT_NAMES):
-        raise Fail(f"exiting samples start at {outer}, want {EXIT_NAMES}")
+    # The user stack is gone with the memory, but BPF copied it when the
+    # last thread exited (exit stacks): those samples are walked from
+    # that copy, _start -> main -> exit -> _exit.  One whose copy was not
+    # there has _exit alone, never a frame read from the torn-down memory.
+    complete = short = 0
+    for s in exiting:
+        names = [f for f in s.frames if f in EXIT_NAMES]
+        if not names:
+            raise Fail(f"an exiting sample without _exit: {s.frames}")
+        user = s.frames[:s.frames.index(names[0]) + 1]
+        if user[0] in EXIT_NAMES and len(user) == 1:
+            short += s.values[0]
+        elif user[0] == "_start" and "main" in user and {"exit", "__GI_exit"} & set(user):
+            complete += s.values[0]
+        else:
+            raise Fail(f"an exiting sample's user frames are neither _exit alone nor "
+                       f"_start .. main .. exit .. _exit: {user}")
+    log(f"exiting samples walked from _start: {complete}; _exit alone: {short}")
+    if complete < 0.9 * n:
+        raise Fail(f"only {complete} of {n} exiting samples walked from their exit stack")
     pids = {s.labels["pid"] for s in exiting}
     if len(pids) < 5:
         raise Fail(f"exit samples of {len(pids)} children, want most of 10")
