@@ -190,11 +190,17 @@ static void need_mapping(struct sample_log *l, const struct proc *p, struct log_
 	lm = memo_get(&l->maps, &key, &added);
 	if (!lm)
 		return;	/* out of memory: spooled again next time, no harm */
-	if (!added && lm->end == m->end && lm->offset == m->offset && lm->mod == m->mod)
+	if (!added && lm->end == m->end && lm->offset == m->offset && lm->mod == m->mod &&
+	    lm->time <= time)
 		return;
 	/* A new mapping goes in from the process's start (its exec or fork);
-	 * one that replaced another at this address, from now. */
+	 * one that replaced another at this address, from now.  Never after
+	 * a sample that uses it: one taken inside an execve, in the old
+	 * program, may come after the exec's record (its walk waited). */
 	at.time = added ? lp->floor_ns : time;
+	if (at.time > time)
+		at.time = time;
+	lm->time = at.time;
 	lm->end = m->end;
 	lm->offset = m->offset;
 	lm->mod = m->mod;
@@ -207,10 +213,12 @@ static void need_mapping(struct sample_log *l, const struct proc *p, struct log_
 /* The COMM of the sample's thread, when new, renamed or exec()ed. */
 static void need_comm(struct sample_log *l, struct log_proc *lp, const struct sample_event *s)
 {
-	struct perf_data_sid at = { .pid = s->pid, .tid = s->tid, .time = lp->floor_ns, .id = 1 };
+	struct perf_data_sid at = { .pid = s->pid, .tid = s->tid, .id = 1 };
 	char comm[CFIPROF_COMM_LEN + 1];
 	struct log_thread *t;
-	bool added, exec = lp->exec_pending;
+	/* A sample from before the exec (inside it, its walk late) is the
+	 * old program's: the COMM_EXEC waits for one of the new program. */
+	bool added, exec = lp->exec_pending && s->time_ns >= lp->floor_ns;
 
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
@@ -220,6 +228,7 @@ static void need_comm(struct sample_log *l, struct log_proc *lp, const struct sa
 	if (!added && !exec && t->pid == s->pid && !strcmp(t->comm, comm))
 		return;
 	/* A thread renamed itself (prctl) at some point before this sample. */
+	at.time = lp->floor_ns < s->time_ns ? lp->floor_ns : s->time_ns;
 	if (!added && !exec && t->pid == s->pid)
 		at.time = s->time_ns;
 	t->pid = s->pid;

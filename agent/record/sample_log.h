@@ -12,7 +12,9 @@
  * is in a mapping, or when the mapping at that address changed, before
  * the sample.  Its time is the process's exec or fork seen while
  * recording (0 for processes older than the recording), so that samples
- * of other CPUs taken a little earlier but spooled later find it too.
+ * of other CPUs taken a little earlier but spooled later find it too;
+ * or the sample's own, if earlier (taken in an execve, spooled after the
+ * exec's record).
  *
  * Event ids: on-CPU event i (sample_event.event) is i + 1, off-CPU
  * samples are nevents + 1; the side-band records carry id 1.
@@ -38,6 +40,7 @@ struct log_proc {
 struct log_map {
 	uint32_t pid, gen;
 	uint64_t start, end, offset;
+	uint64_t time;               /* its MMAP2's time stamp */
 	const struct module *mod;
 };
 

@@ -3,17 +3,20 @@
  * by hand; a spool out of time order written sorted, with FINISHED_ROUND;
  * the header's sections and features; a built profile's samples with
  * their values as periods.  perf itself reads real recordings in
- * tests/record/test_perfdata.py. */
+ * tests/record/test_perfdata.py.  And the record log (agent/record/
+ * sample_log.c): which side-band records a sample needs before it. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent/output/perf_data.h"
+#include "agent/record/sample_log.h"
 
 struct file {
 	unsigned char *p;
@@ -295,4 +298,95 @@ Test(perf_data, profile_values_are_periods)
 	cr_assert_eq(periods[0], 3000);
 	cr_assert_eq(periods[1], 5000);
 	free(f.p);
+}
+
+/* ---- agent/record/sample_log.c: what a sample needs spooled before it ---- */
+
+struct spooled {
+	uint64_t time;
+	uint32_t type;
+	uint16_t misc;
+};
+
+/* The spool's entries (time stamp, record header), in spool order. */
+static size_t spool_entries(struct sample_log *l, struct spooled *out, size_t max)
+{
+	const unsigned char *p;
+	const void *spool;
+	size_t len, n = 0, off = 0;
+
+	cr_assert_eq(sample_log_map(l, &spool, &len), 0);
+	p = spool;
+	while (off + 16 <= len && n < max) {
+		struct perf_event_header h;
+
+		memcpy(&out[n].time, p + off, 8);
+		memcpy(&h, p + off + 8, sizeof(h));
+		cr_assert_geq(h.size, sizeof(h));
+		out[n].type = h.type;
+		out[n++].misc = h.misc;
+		off += 8 + h.size;
+	}
+	cr_assert_eq(off, len);
+	if (len)
+		munmap((void *)spool, len);
+	return n;
+}
+
+static void log_sample(struct sample_log *l, const struct proc *p, uint64_t time,
+		       const char *comm, uint64_t pc)
+{
+	struct sample_event *s = calloc(1, sizeof(*s));
+
+	cr_assert_not_null(s);
+	*s = (struct sample_event){ .kind = EVENT_SAMPLE, .pid = 7, .tid = 7, .time_ns = time,
+				    .weight = 1, .nuser = 1 };
+	strncpy(s->comm, comm, sizeof(s->comm));
+	s->addrs[0] = pc;
+	sample_log_sample(l, p, s, 0);
+	free(s);
+}
+
+/* A sample taken inside an execve, in the old program (its user pc in the
+ * old libc's execve), reaches the log after the exec's record when its
+ * walk waited: the MMAP2 of its frame must still come before it, and the
+ * COMM_EXEC wait for the new program's first sample.  (Placed at the
+ * exec's time, the mapping came after the sample, and perf script showed
+ * a bare address where pprof had libc: record's children-exec.) */
+Test(sample_log, sample_from_inside_an_exec_has_its_mapping_before_it)
+{
+	struct code_mapping old_libc = { .start = 0x7f0000001000, .end = 0x7f0000100000,
+					 .offset = 0x26000 };
+	struct code_mapping new_exe = { .start = 0x555500001000, .end = 0x555500002000,
+					.offset = 0x1000 };
+	struct proc old = { .pid = 7, .maps = &old_libc, .n = 1 };
+	struct proc new = { .pid = 7, .maps = &new_exe, .n = 1 };
+	struct cfiprof_proc_event exec = { .kind = EVENT_EXEC, .pid = 7, .time_ns = 1000 };
+	struct spooled e[16];
+	struct sample_log l;
+	char err[256];
+	size_t n, i, sample_at = 0, mmap_at = 0, comm_exec_at = 0, samples = 0;
+
+	cr_assert_eq(sample_log_open(&l, -1, 1, err, sizeof(err)), 0, "%s", err);
+	log_sample(&l, &old, 100, "sh", 0x7f0000002000);
+	sample_log_proc_event(&l, &exec);
+	log_sample(&l, &old, 900, "sh", 0x7f0000050000);     /* in execve, late */
+	log_sample(&l, &new, 1100, "rec-deep", 0x555500001100);
+	n = spool_entries(&l, e, 16);
+	for (i = 0; i < n; i++) {
+		if (e[i].type == PERF_RECORD_SAMPLE && ++samples == 2)
+			sample_at = i;
+		if (e[i].type == PERF_RECORD_MMAP2 && samples == 1)
+			mmap_at = i;
+		if (e[i].type == PERF_RECORD_COMM && (e[i].misc & PERF_RECORD_MISC_COMM_EXEC))
+			comm_exec_at = i;
+	}
+	cr_assert_eq(samples, 3);
+	cr_assert_gt(mmap_at, 0, "the late sample's mapping was not spooled again");
+	cr_assert_leq(e[mmap_at].time, e[sample_at].time,
+		      "MMAP2 at %llu, after the sample it serves at %llu",
+		      (unsigned long long)e[mmap_at].time, (unsigned long long)e[sample_at].time);
+	cr_assert_gt(comm_exec_at, sample_at, "the COMM_EXEC went with the old program's sample");
+	cr_assert_geq(e[comm_exec_at].time, 1000);
+	sample_log_close(&l);
 }
