@@ -8,7 +8,10 @@
  * usage: rec-exit CHILDREN MIB
  *   CHILDREN processes, one after the other, each filling MIB MiB
  *
- * Chain of the exiting samples: _exit (libc), the user stack being gone.
+ * Chain of the exiting samples, walked from the user stack BPF copied at
+ * the exit: _start .. main .. exit .. _exit in a child; in the parent,
+ * whose main returns, _start .. __libc_start_call_main .. exit .. _exit;
+ * _exit alone where no copy was made.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -229,8 +229,14 @@ def t_exit(tmp):
         raise Fail(f"{len(unknown)} stacks with unknown frames, e.g. {unknown[0]}")
     # The user stack is gone with the memory, but BPF copied it when the
     # last thread exited (exit stacks): those samples are walked from
-    # that copy, _start -> main -> exit -> _exit.  One whose copy was not
-    # there has _exit alone, never a frame read from the torn-down memory.
+    # that copy, _start -> main -> exit -> _exit (a child's), or _start ->
+    # __libc_start_call_main -> exit -> _exit (the parent's: its main
+    # returned).  One whose copy was not there has _exit alone, never a
+    # frame read from the torn-down memory.
+    def exit_caller(user):
+        calls = [i for i, f in enumerate(user) if f in ("exit", "__GI_exit")]
+        return user[calls[0] - 1] if calls and calls[0] > 0 else None
+
     complete = short = 0
     for s in exiting:
         names = [f for f in s.frames if f in EXIT_NAMES]
@@ -239,11 +245,12 @@ def t_exit(tmp):
         user = s.frames[:s.frames.index(names[0]) + 1]
         if user[0] in EXIT_NAMES and len(user) == 1:
             short += s.values[0]
-        elif user[0] == "_start" and "main" in user and {"exit", "__GI_exit"} & set(user):
+        elif user[0] == "_start" and exit_caller(user) in ("main", "__libc_start_call_main"):
             complete += s.values[0]
         else:
             raise Fail(f"an exiting sample's user frames are neither _exit alone nor "
-                       f"_start .. main .. exit .. _exit: {user}")
+                       f"_start .. main .. exit .. _exit (or, the parent's, main returned: "
+                       f"_start .. __libc_start_call_main .. exit .. _exit): {user}")
     log(f"exiting samples walked from _start: {complete}; _exit alone: {short}")
     if complete < 0.9 * n:
         raise Fail(f"only {complete} of {n} exiting samples walked from their exit stack")
