@@ -5,7 +5,14 @@
  *
  * usage: symbolize-libc [ROUNDS] [CACHE_DIR]   (default 5, a fresh temp dir)
  * Prints the median CPU and wall ms of a round for: no cache, the cache's
- * first round (writing the copy), and warm rounds (reading it). */
+ * first round (writing the copy), and warm rounds (reading it).
+ *
+ * usage: symbolize-libc cuts CUTS K [CACHE_DIR]
+ * The daemon's case: one symbolizer through the cache, and CUTS cuts that
+ * each look up K addresses of libc not looked up before (functions picked
+ * at random, fixed seed), then release the module, as a cut does.  Prints
+ * the median CPU ms of a cut after the first (run it under callgrind for
+ * instructions). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -113,6 +120,52 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
+static int cuts(int ncuts, int k, const char *dir)
+{
+	struct symbolizer_opts o = { .debug_prepared = debug_cache_prepared };
+	struct debug_cache dc;
+	struct symbolizer *s;
+	struct sym_frame f[16];
+	double *cpu = calloc((size_t)ncuts, sizeof(*cpu));
+	uint64_t seed = 88172645463325252ull;
+	int fd, m;
+
+	debug_cache_init(&dc, dir);
+	o.debug_prepared_ctx = &dc;
+	s = symbolizer_new(&o);
+	fd = open(LIBC, O_RDONLY | O_CLOEXEC);
+	m = symbolizer_add_module(s, fd, LIBC);
+	close(fd);
+	if (m < 0 || !cpu)
+		return 1;
+	for (int c = 0; c < ncuts; c++) {
+		double c0 = cpu_ms();
+
+		for (int i = 0; i < k; i++) {
+			seed ^= seed << 13;
+			seed ^= seed >> 7;
+			seed ^= seed << 17;
+			/* A return address a few bytes into the function: new
+			 * each time (the cache keeps every one looked up). */
+			symbolizer_lookup(s, m, addrs[seed % naddrs] + 1 + (uint64_t)c, f, 16);
+		}
+		if (!getenv("NO_RELEASE"))
+			symbolizer_release(s, m);
+		cpu[c] = cpu_ms() - c0;
+	}
+	{
+		struct rusage ru;
+
+		getrusage(RUSAGE_SELF, &ru);
+		printf("%d cuts of %d new libc addresses: cpu %.2f ms a cut (median of cuts 2..), "
+		       "max RSS %.1f MiB\n", ncuts, k, ncuts > 1 ? median(cpu + 1, ncuts - 1) : cpu[0],
+		       ru.ru_maxrss / 1024.0);
+	}
+	symbolizer_free(s);
+	free(cpu);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 5;
@@ -122,6 +175,13 @@ int main(int argc, char **argv)
 	struct debug_cache dc;
 	long lines, lines_ref;
 
+	if (argc > 3 && !strcmp(argv[1], "cuts")) {
+		char ctmpl[] = "/tmp/symbolize-libc-XXXXXX";
+		const char *cdir = argc > 4 ? argv[4] : mkdtemp(ctmpl);
+
+		load_addrs();
+		return cdir ? cuts(atoi(argv[2]), atoi(argv[3]), cdir) : 1;
+	}
 	if (rounds < 1 || rounds > 64 || !dir) {
 		fprintf(stderr, "usage: symbolize-libc [ROUNDS (1-64)] [CACHE_DIR]\n");
 		return 2;
