@@ -15,6 +15,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,12 @@
 
 #define DEFAULT_DEBUG_DIR "/usr/lib/debug"
 #define KALLSYMS_PATH "/proc/kallsyms"
+/* Modules kept open at once, whatever their size: each holds fds (the
+ * object, its debug file, its alt file). */
+#define KEEP_MODULES_MAX 64
+/* What a module kept open holds besides its sections: libdwfl's session,
+ * fds, the indexes' tables. */
+#define KEEP_MODULE_OVERHEAD (64 * 1024)
 
 struct module {
 	int fd;                  /* our duplicate, close-on-exec: libdwfl gets
@@ -47,6 +54,10 @@ struct module {
 	struct sym_symtab symbols;      /* of its symbol table */
 	struct sym_plt plt;             /* its PLT stubs */
 	bool dwfl_tried;
+	bool kept;               /* released but kept open (symbolizer_keep_open) */
+	size_t kept_bytes;       /* what keeping it open holds, estimated */
+	uint64_t last_release;   /* s->releases when last released: LRU */
+	size_t heap_bytes;       /* heap its opening and lookups took */
 	bool removed;            /* symbolizer_remove: its id is free */
 	bool symtab_kept;        /* `symbols` counts in symtab_kept_bytes */
 	uint32_t users;          /* registrations not yet removed */
@@ -98,6 +109,12 @@ struct symbolizer {
 	bool kallsyms_loaded;
 	uint64_t symtab_builds;     /* symbol indexes sorted (symbolizer_symtab_builds) */
 	size_t symtab_kept_bytes;   /* of the indexes kept across releases */
+
+	/* symbolizer_keep_open: released modules kept open, within budget */
+	size_t keep_budget;         /* 0: a release ends the module's DWARF */
+	size_t kept_bytes;          /* of the modules kept */
+	uint32_t nkept;
+	uint64_t releases;
 };
 
 /* The object's ELF is reported by fd: libdwfl has no file to find. */
@@ -205,6 +222,12 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
  * its own fd too, else the next lookup not cached opens it again. */
 static void module_release(struct symbolizer *s, struct module *m, bool forever)
 {
+	m->heap_bytes = 0;
+	if (m->kept) {
+		s->kept_bytes -= m->kept_bytes;
+		s->nkept--;
+		m->kept = false;
+	}
 	sym_fnindex_free(&m->functions);
 	/* The symbol index owns its names and serves the next session, within
 	 * SYMTAB_KEEP_MAX for all modules: beyond, it goes as the rest. */
@@ -664,6 +687,15 @@ static int plt_name(struct symbolizer *s, struct module *m, uint64_t vaddr,
 	return 1;
 }
 
+/* The heap in use, all arenas: mallinfo2 walks glibc's bins, a few
+ * microseconds, paid by lookups not cached only. */
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max)
 {
@@ -681,6 +713,7 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		c = &s->cache[id];
 	} else {
 		struct sym_frame frames[SYM_MAX_CHAIN];
+		size_t heap = s->keep_budget ? heap_in_use() : 0;
 		int rc;
 
 		if (!m->dwfl_tried)
@@ -697,9 +730,16 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 						s->demangle, &s->strings, frames);
 				s->symtab_builds += !had_symtab && m->symbols.built;
 			}
-			if (n < 0)
-				return n;
 		}
+		/* What opening it and parsing its units took (decompressed
+		 * sections, line tables, our indexes): what keeping it holds. */
+		if (s->keep_budget) {
+			size_t now = heap_in_use();
+
+			m->heap_bytes += now > heap ? now - heap : 0;
+		}
+		if (n < 0)
+			return n;
 		if (n == 0) {
 			frames[0].file = NULL;
 			frames[0].line = 0;
@@ -761,11 +801,111 @@ uint64_t symbolizer_symtab_builds(const struct symbolizer *s)
 	return s->symtab_builds;
 }
 
-void symbolizer_release(struct symbolizer *s, int module)
+/* The bytes of the sections of `elf` named .debug* or .zdebug*, at
+ * their current (once libdw read them: decompressed) size. */
+static size_t debug_sections_bytes(Elf *elf)
 {
+	size_t shstrndx, bytes = 0;
+	Elf_Scn *scn = NULL;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && (!strncmp(name, ".debug", 6) || !strncmp(name, ".zdebug", 7) ||
+			     !strcmp(name, ".symtab") || !strcmp(name, ".strtab")))
+			bytes += sh.sh_size;
+	}
+	return bytes;
+}
+
+/* What keeping `m` open holds: its debug sections, decompressed (libdw
+ * decompresses SHF_COMPRESSED ones into the heap; the others are mapped
+ * pages, resident once read), and our indexes of them.  The line tables
+ * and units libdw parses are of the same order as the sections they come
+ * from: the estimate counts what they are parsed from. */
+static size_t module_open_bytes(struct module *m)
+{
+	Dwarf_Addr bias;
+	size_t bytes = KEEP_MODULE_OVERHEAD + m->heap_bytes;
+	Dwarf *dw;
+
+	if (!m->dmod)
+		return bytes;
+	bytes += debug_sections_bytes(dwfl_module_getelf(m->dmod, &bias));
+	dw = dwfl_module_getdwarf(m->dmod, &bias);
+	if (dw && dwarf_getelf(dw) != dwfl_module_getelf(m->dmod, &bias))
+		bytes += debug_sections_bytes(dwarf_getelf(dw));
+	if (m->alt)
+		bytes += debug_sections_bytes(dwarf_getelf(m->alt));
+	return bytes;
+}
+
+/* Ends the least recently released kept module's DWARF. */
+static void release_oldest_kept(struct symbolizer *s)
+{
+	struct module *oldest = NULL;
+
+	for (size_t i = 0; i < s->nmodules; i++)
+		if (s->modules[i].kept &&
+		    (!oldest || s->modules[i].last_release < oldest->last_release))
+			oldest = &s->modules[i];
+	if (oldest)
+		module_release(s, oldest, false);
+}
+
+void symbolizer_keep_open(struct symbolizer *s, size_t budget)
+{
+	s->keep_budget = budget;
+	while (s->nkept && s->kept_bytes > budget)
+		release_oldest_kept(s);
+}
+
+bool symbolizer_release(struct symbolizer *s, int module)
+{
+	struct module *m;
+	bool ended = false;
+	size_t bytes;
+
 	if (!get_module(s, module))
-		return;
-	module_release(s, &s->modules[module], false);
+		return false;
+	m = &s->modules[module];
+	if (!m->dwfl || !s->keep_budget) {
+		ended = m->dwfl != NULL;
+		module_release(s, m, false);
+		return ended;
+	}
+	m->last_release = ++s->releases;
+	/* Counted again: its lookups since may have parsed more units. */
+	if (m->kept) {
+		s->kept_bytes -= m->kept_bytes;
+		s->nkept--;
+		m->kept = false;
+	}
+	bytes = module_open_bytes(m);
+	if (bytes > s->keep_budget) {
+		module_release(s, m, false);
+		return true;
+	}
+	while (s->nkept && (s->kept_bytes + bytes > s->keep_budget || s->nkept >= KEEP_MODULES_MAX)) {
+		release_oldest_kept(s);
+		ended = true;
+	}
+	m->kept = true;
+	m->kept_bytes = bytes;
+	s->kept_bytes += bytes;
+	s->nkept++;
+	return ended;
+}
+
+size_t symbolizer_kept_bytes(const struct symbolizer *s)
+{
+	return s->kept_bytes;
 }
 
 /* Removes from `t` the entries i of v[0..*n) (elements of `size` bytes)

@@ -68,11 +68,27 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
 
 /* Frees what symbolizing `module` took (its DWARF and its function
- * index; the symbol index stays), once the addresses wanted now were
- * looked up.  Results already looked up stay cached; an address not
- * looked up before opens the module again (a daemon's next interval has
- * new addresses of the same objects). */
-void symbolizer_release(struct symbolizer *s, int module);
+ * index; the symbol index stays),
+ * once the addresses wanted now were looked up -- or, within the budget
+ * of symbolizer_keep_open, keeps them open for the next lookups,
+ * ending the least recently released modules kept to make room.
+ * Results already looked up stay cached; an address not looked up before
+ * opens the module again (a daemon's next interval has new addresses of
+ * the same objects).  True when some module's DWARF was ended (memory was
+ * freed). */
+bool symbolizer_release(struct symbolizer *s, int module);
+
+/* Released modules stay open while what they hold (estimated: their
+ * debug sections, decompressed, and our indexes) totals at most
+ * `budget` bytes, and at most 64 of them: a daemon symbolizing the same
+ * objects at every cut then decompresses and parses their DWARF once,
+ * not at every cut.  0 (the default): a release ends the module's DWARF
+ * at once (a one-shot recording's peak memory).  symbolizer_remove ends
+ * a kept module for good. */
+void symbolizer_keep_open(struct symbolizer *s, size_t budget);
+
+/* The estimated bytes of the modules kept open now. */
+size_t symbolizer_kept_bytes(const struct symbolizer *s);
 
 /* Forgets `module` for good (a daemon's object no process maps any
  * more), once as many removals as registrations that returned it came:

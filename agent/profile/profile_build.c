@@ -214,12 +214,12 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 		if (i && v[i].module == v[i - 1].module && v[i].vaddr == v[i - 1].vaddr)
 			continue;
 		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
-		if (i + 1 == n || v[i + 1].module != v[i].module) {
-			symbolizer_release(sym, v[i].module);
-			/* Give the freed DWARF indexes back, or the heap keeps
-			 * the largest module's high-water mark for the next. */
+		/* Give the freed DWARF indexes back, or the heap keeps the
+		 * largest module's high-water mark for the next (a module kept
+		 * open frees nothing). */
+		if ((i + 1 == n || v[i + 1].module != v[i].module) &&
+		    symbolizer_release(sym, v[i].module))
 			malloc_trim(0);
-		}
 	}
 	free(v);
 }

@@ -1169,6 +1169,95 @@ Test(symbolize, release_keeps_cached_results)
 	symbolizer_free(s);
 }
 
+static int count_fds(void)
+{
+	bool fds[1024];
+	int n = 0;
+
+	open_fds(fds);
+	for (int i = 0; i < 1024; i++)
+		n += fds[i];
+	return n;
+}
+
+/* symbolizer_keep_open: a released module stays open (its libdwfl
+ * session's fds stay, nothing is freed) while the modules kept fit the
+ * budget; the least recently released goes first to make room; a module
+ * larger than the budget, a budget of 0 and symbolizer_remove end it at
+ * once.  Lookups of new addresses in a kept module answer as before. */
+Test(symbolize, keep_open_within_budget_lru)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t a = nm_symbol(fx, "outer_work", false, NULL), b = nm_symbol(fx, "other", false, NULL);
+	uint64_t lm = nm_symbol(LIBC, "malloc", true, NULL), lf = nm_symbol(LIBC, "free", true, NULL);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx), libc = add_path(s, LIBC), fds;
+	size_t bc, blibc;
+	struct sym_frame f;
+
+	cr_assert_geq(mod, 0);
+	cr_assert_geq(libc, 0);
+	symbolizer_keep_open(s, (size_t)1 << 40);
+	fds = count_fds();
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_str_eq(f.function, "outer_work");
+	cr_assert_gt(count_fds(), fds, "the lookup opened the module");
+	cr_assert(!symbolizer_release(s, mod), "kept: nothing ended");
+	bc = symbolizer_kept_bytes(s);
+	cr_assert_gt(bc, 0);
+	cr_assert_gt(count_fds(), fds, "kept open");
+	cr_assert_eq(symbolizer_lookup(s, mod, b, &f, 1), 1);
+	cr_assert_str_eq(f.function, "other");
+	cr_assert(!symbolizer_release(s, mod));
+	cr_assert(!symbolizer_release(s, mod));
+	/* released again: counted again (its lookups may have parsed more), once */
+	cr_assert_geq(symbolizer_kept_bytes(s), bc);
+	bc = symbolizer_kept_bytes(s);
+
+	cr_assert_geq(symbolizer_lookup(s, libc, lm, &f, 1), 1);
+	cr_assert(strstr(f.function, "malloc"), "%s", f.function);
+	cr_assert(!symbolizer_release(s, libc));
+	blibc = symbolizer_kept_bytes(s) - bc;
+	/* libc's separate debug file: megabytes of sections */
+	cr_assert_gt(blibc, 1u << 20, "%zu", blibc);
+
+	/* Room for libc only: the fixture, released first, goes. */
+	symbolizer_keep_open(s, blibc);
+	cr_assert_eq(symbolizer_kept_bytes(s), blibc);
+	/* ... and once the fixture is open again and released, libc goes. */
+	cr_assert_eq(symbolizer_lookup(s, mod, a + 1, &f, 1), 1);
+	cr_assert(symbolizer_release(s, mod), "libc ended to make room");
+	cr_assert_gt(symbolizer_kept_bytes(s), 0);
+	cr_assert_lt(symbolizer_kept_bytes(s), blibc);
+	cr_assert_geq(symbolizer_lookup(s, libc, lf, &f, 1), 1);
+	cr_assert(strstr(f.function, "free"), "%s", f.function);
+	/* Larger than the budget on its own: ended at once. */
+	symbolizer_keep_open(s, 1);
+	cr_assert_eq(symbolizer_kept_bytes(s), 0);
+	cr_assert(!symbolizer_release(s, mod), "already ended");
+	cr_assert(symbolizer_release(s, libc));
+	cr_assert_eq(count_fds(), fds, "everything ended");
+	cr_assert_eq(symbolizer_lookup(s, mod, a + 2, &f, 1), 1);
+	cr_assert(symbolizer_release(s, mod));
+	cr_assert_eq(symbolizer_kept_bytes(s), 0);
+
+	/* symbolizer_remove ends a kept module. */
+	symbolizer_keep_open(s, (size_t)1 << 40);
+	cr_assert_eq(symbolizer_lookup(s, mod, a + 3, &f, 1), 1);
+	cr_assert(!symbolizer_release(s, mod));
+	cr_assert_gt(symbolizer_kept_bytes(s), 0);
+	cr_assert_eq(symbolizer_remove(s, mod), 0);
+	cr_assert_eq(symbolizer_kept_bytes(s), 0);
+
+	/* Budget 0, the default: a release ends the module. */
+	symbolizer_keep_open(s, 0);
+	cr_assert_geq(symbolizer_lookup(s, libc, lm + 1, &f, 1), 1);
+	cr_assert(symbolizer_release(s, libc));
+	cr_assert_eq(symbolizer_kept_bytes(s), 0);
+	cr_assert(!symbolizer_release(s, libc), "nothing open: nothing ended");
+	symbolizer_free(s);
+}
+
 /* symbolizer_remove forgets a module for good: its fds close, its id
  * names nothing, and registering the object again makes a module that
  * symbolizes it (a daemon releasing an object and meeting it again),
