@@ -846,6 +846,13 @@ static size_t module_open_bytes(struct module *m)
 	return bytes;
 }
 
+static bool has_dwarf(struct module *m)
+{
+	Dwarf_Addr bias;
+
+	return m->dmod && dwfl_module_getdwarf(m->dmod, &bias);
+}
+
 /* Ends the least recently released kept module's DWARF. */
 static void release_oldest_kept(struct symbolizer *s)
 {
@@ -875,7 +882,9 @@ bool symbolizer_release(struct symbolizer *s, int module)
 	if (!get_module(s, module))
 		return false;
 	m = &s->modules[module];
-	if (!m->dwfl || !s->keep_budget) {
+	/* Only DWARF is worth keeping: a module without is its symbol index,
+	 * which stays anyway, and reopening it costs little. */
+	if (!m->dwfl || !s->keep_budget || !has_dwarf(m)) {
 		ended = m->dwfl != NULL;
 		module_release(s, m, false);
 		return ended;

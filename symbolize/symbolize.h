@@ -78,13 +78,14 @@ uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
  * freed). */
 bool symbolizer_release(struct symbolizer *s, int module);
 
-/* Released modules stay open while what they hold (estimated: their
- * debug sections, decompressed, and our indexes) totals at most
- * `budget` bytes, and at most 64 of them: a daemon symbolizing the same
- * objects at every cut then decompresses and parses their DWARF once,
- * not at every cut.  0 (the default): a release ends the module's DWARF
- * at once (a one-shot recording's peak memory).  symbolizer_remove ends
- * a kept module for good. */
+/* Released modules with DWARF stay open while what they hold
+ * (estimated: their debug sections, and what opening and parsing them
+ * took from the heap) totals at most `budget` bytes, and at most 64 of
+ * them: a daemon symbolizing the same objects at every cut then parses
+ * their units and line tables once, not at every cut.  (A module without
+ * DWARF is not kept: its symbol index stays anyway.)  0 (the default): a
+ * release ends the module's DWARF at once (a one-shot recording's peak
+ * memory).  symbolizer_remove ends a kept module for good. */
 void symbolizer_keep_open(struct symbolizer *s, size_t budget);
 
 /* The estimated bytes of the modules kept open now. */

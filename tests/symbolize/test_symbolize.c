@@ -24,6 +24,7 @@
 #include "symbolize/symbolize.h"
 #include "tests/unit/tmp_tree.h"
 
+#define LIBZ "/usr/lib/x86_64-linux-gnu/libz.so.1"
 #define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
 #define MAXF 16
 
@@ -1248,6 +1249,20 @@ Test(symbolize, keep_open_within_budget_lru)
 	cr_assert_gt(symbolizer_kept_bytes(s), 0);
 	cr_assert_eq(symbolizer_remove(s, mod), 0);
 	cr_assert_eq(symbolizer_kept_bytes(s), 0);
+
+	/* An object without DWARF (no debug file for libz here) is not
+	 * kept: its symbol index stays anyway, and reopening it is cheap. */
+	{
+		uint64_t zi = nm_symbol(LIBZ, "inflate", true, NULL);
+		int z = add_path(s, LIBZ);
+
+		cr_assert_geq(z, 0);
+		cr_assert_eq(symbolizer_lookup(s, z, zi, &f, 1), 1);
+		cr_assert(strstr(f.function, "inflate"), "%s", f.function);
+		cr_assert(symbolizer_release(s, z), "an object without DWARF was kept open");
+		cr_assert_eq(symbolizer_kept_bytes(s), 0);
+		cr_assert_eq(count_fds(), fds, "its files stayed open");
+	}
 
 	/* Budget 0, the default: a release ends the module. */
 	symbolizer_keep_open(s, 0);
