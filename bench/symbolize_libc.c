@@ -157,9 +157,18 @@ static int cuts(int ncuts, int k, const char *dir)
 		struct rusage ru;
 
 		getrusage(RUSAGE_SELF, &ru);
+		char line[256];
+		FILE *st = fopen("/proc/self/status", "r");
+
 		printf("%d cuts of %d new libc addresses: cpu %.2f ms a cut (median of cuts 2..), "
-		       "max RSS %.1f MiB\n", ncuts, k, ncuts > 1 ? median(cpu + 1, ncuts - 1) : cpu[0],
+		       "max RSS %.1f MiB; now:", ncuts, k, ncuts > 1 ? median(cpu + 1, ncuts - 1) : cpu[0],
 		       ru.ru_maxrss / 1024.0);
+		while (st && fgets(line, sizeof(line), st))
+			if (!strncmp(line, "RssAnon:", 8) || !strncmp(line, "RssFile:", 8))
+				printf(" %.*s", (int)strcspn(line, "\n"), line);
+		printf("\n");
+		if (st)
+			fclose(st);
 	}
 	symbolizer_free(s);
 	free(cpu);
