@@ -138,6 +138,8 @@ static int cuts(int ncuts, int k, const char *dir)
 	close(fd);
 	if (m < 0 || !cpu)
 		return 1;
+	if (getenv("KEEP_MIB"))
+		symbolizer_keep_open(s, (size_t)atoi(getenv("KEEP_MIB")) << 20);
 	for (int c = 0; c < ncuts; c++) {
 		double c0 = cpu_ms();
 
@@ -149,8 +151,8 @@ static int cuts(int ncuts, int k, const char *dir)
 			 * each time (the cache keeps every one looked up). */
 			symbolizer_lookup(s, m, addrs[seed % naddrs] + 1 + (uint64_t)c, f, 16);
 		}
-		if (!getenv("NO_RELEASE"))
-			symbolizer_release(s, m);
+		if (!getenv("NO_RELEASE") && symbolizer_release(s, m) && getenv("KEEP_MIB"))
+			printf("cut %d: libc ended (kept %zu bytes)\n", c, symbolizer_kept_bytes(s));
 		cpu[c] = cpu_ms() - c0;
 	}
 	{

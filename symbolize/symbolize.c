@@ -15,7 +15,6 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +56,6 @@ struct module {
 	bool kept;               /* released but kept open (symbolizer_keep_open) */
 	size_t kept_bytes;       /* what keeping it open holds, estimated */
 	uint64_t last_release;   /* s->releases when last released: LRU */
-	size_t heap_bytes;       /* heap its opening and lookups took */
 	bool removed;            /* symbolizer_remove: its id is free */
 	bool symtab_kept;        /* `symbols` counts in symtab_kept_bytes */
 	uint32_t users;          /* registrations not yet removed */
@@ -222,7 +220,6 @@ struct symbolizer *symbolizer_new(const struct symbolizer_opts *opts)
  * its own fd too, else the next lookup not cached opens it again. */
 static void module_release(struct symbolizer *s, struct module *m, bool forever)
 {
-	m->heap_bytes = 0;
 	if (m->kept) {
 		s->kept_bytes -= m->kept_bytes;
 		s->nkept--;
@@ -687,15 +684,6 @@ static int plt_name(struct symbolizer *s, struct module *m, uint64_t vaddr,
 	return 1;
 }
 
-/* The heap in use, all arenas: mallinfo2 walks glibc's bins, a few
- * microseconds, paid by lookups not cached only. */
-static size_t heap_in_use(void)
-{
-	struct mallinfo2 mi = mallinfo2();
-
-	return mi.uordblks + mi.hblkhd;
-}
-
 int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		      struct sym_frame *out, int max)
 {
@@ -713,7 +701,6 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 		c = &s->cache[id];
 	} else {
 		struct sym_frame frames[SYM_MAX_CHAIN];
-		size_t heap = s->keep_budget ? heap_in_use() : 0;
 		int rc;
 
 		if (!m->dwfl_tried)
@@ -730,13 +717,6 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 						s->demangle, &s->strings, frames);
 				s->symtab_builds += !had_symtab && m->symbols.built;
 			}
-		}
-		/* What opening it and parsing its units took (decompressed
-		 * sections, line tables, our indexes): what keeping it holds. */
-		if (s->keep_budget) {
-			size_t now = heap_in_use();
-
-			m->heap_bytes += now > heap ? now - heap : 0;
 		}
 		if (n < 0)
 			return n;
@@ -824,26 +804,30 @@ static size_t debug_sections_bytes(Elf *elf)
 	return bytes;
 }
 
-/* What keeping `m` open holds: its debug sections, decompressed (libdw
- * decompresses SHF_COMPRESSED ones into the heap; the others are mapped
- * pages, resident once read), and our indexes of them.  The line tables
- * and units libdw parses are of the same order as the sections they come
- * from: the estimate counts what they are parsed from. */
+/* What keeping `m` open may hold, at most: its debug sections (mapped
+ * pages, resident once read; or decompressed into the heap by libdw),
+ * and as much again for what libdw and our indexes parse from them --
+ * units, abbreviations, line tables, function ranges.  (libc6-dbg's
+ * libc, every unit parsed: 14 MiB of sections, 9 MiB of them resident and
+ * 13 MiB of heap; `NO_RELEASE=1 bench/symbolize-libc cuts 300 20`.)  A
+ * bound fixed when the module is opened, not a measure of the heap:
+ * mallinfo2 cannot tell this thread's allocations from the table
+ * compiler's, and walks every bin at each call. */
 static size_t module_open_bytes(struct module *m)
 {
 	Dwarf_Addr bias;
-	size_t bytes = KEEP_MODULE_OVERHEAD + m->heap_bytes;
+	size_t bytes = 0;
 	Dwarf *dw;
 
 	if (!m->dmod)
-		return bytes;
+		return KEEP_MODULE_OVERHEAD;
 	bytes += debug_sections_bytes(dwfl_module_getelf(m->dmod, &bias));
 	dw = dwfl_module_getdwarf(m->dmod, &bias);
 	if (dw && dwarf_getelf(dw) != dwfl_module_getelf(m->dmod, &bias))
 		bytes += debug_sections_bytes(dwarf_getelf(dw));
 	if (m->alt)
 		bytes += debug_sections_bytes(dwarf_getelf(m->alt));
-	return bytes;
+	return KEEP_MODULE_OVERHEAD + 2 * bytes;
 }
 
 static bool has_dwarf(struct module *m)
@@ -890,7 +874,7 @@ bool symbolizer_release(struct symbolizer *s, int module)
 		return ended;
 	}
 	m->last_release = ++s->releases;
-	/* Counted again: its lookups since may have parsed more units. */
+	/* Out of the count while room is made for it. */
 	if (m->kept) {
 		s->kept_bytes -= m->kept_bytes;
 		s->nkept--;

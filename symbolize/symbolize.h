@@ -78,9 +78,9 @@ uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
  * freed). */
 bool symbolizer_release(struct symbolizer *s, int module);
 
-/* Released modules with DWARF stay open while what they hold
- * (estimated: their debug sections, and what opening and parsing them
- * took from the heap) totals at most `budget` bytes, and at most 64 of
+/* Released modules with DWARF stay open while what they may hold
+ * (bounded: twice their debug sections, the sections and what is parsed
+ * from them) totals at most `budget` bytes, and at most 64 of
  * them: a daemon symbolizing the same objects at every cut then parses
  * their units and line tables once, not at every cut.  (A module without
  * DWARF is not kept: its symbol index stays anyway.)  0 (the default): a

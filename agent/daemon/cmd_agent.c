@@ -113,13 +113,14 @@ static int open_log(const char *path)
 }
 
 /* The DWARF of objects symbolized at a cut stays open for the next cuts
- * within this budget (estimated: debug sections, plus what parsing them
- * took from the heap; least recently used ended first): every cut
- * otherwise parses again the units and line tables of libc's debug file
- * that its new addresses fall in, 2.7 ms a cut for 20 new addresses
- * against 0.45 ms kept (bench/symbolize-libc cuts).  Within the issue's
- * 64 MiB of steady RSS with the agent's own ~36 MiB. */
-#define DWARF_KEEP_BYTES (24u << 20)
+ * within this budget (bounded by twice their debug sections; least
+ * recently used ended first): every cut otherwise parses again the units
+ * and line tables of libc's debug file that its new addresses fall in,
+ * 2.7 ms a cut for 20 new addresses against 0.45 ms kept
+ * (bench/symbolize-libc cuts).  libc6-dbg's libc counts 28 MiB and holds
+ * at most 22 (every unit parsed): within the issue's 64 MiB of steady RSS
+ * with the agent's own ~30. */
+#define DWARF_KEEP_BYTES (32u << 20)
 
 /* The most pull requests waiting for their window at once; more get
  * the board's "too many" answer before they reach the loop. */
