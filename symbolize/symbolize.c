@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -830,6 +831,76 @@ static size_t module_open_bytes(struct module *m)
 	return KEEP_MODULE_OVERHEAD + 2 * bytes;
 }
 
+/* Whether [p, p + len) lies in one file mapping of ours without a page
+ * of its own: what libelf mapped (libdwfl's ELF_C_READ_MMAP_PRIVATE,
+ * writable but, for the shared objects and debug files we open, never
+ * written), not a copy read into the heap, nor one whose pages were
+ * copied on a write (which MADV_DONTNEED would undo). */
+static bool in_clean_file_mapping(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p;
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[512];
+	bool found = false, ok = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, ino, kb;
+
+		if (!found) {
+			if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %lu", &lo, &hi, &ino) == 3 &&
+			    a >= lo && a < hi) {
+				found = true;
+				if (!ino || a + len > hi)
+					break;
+			}
+			continue;
+		}
+		if (sscanf(line, "Anonymous: %lu kB", &kb) == 1) {
+			ok = kb == 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ok;
+}
+
+/* Gives back the pages of `elf`'s file that lookups made resident: they
+ * are the file's, read again from the page cache when touched.  A module
+ * kept open for the next cuts then holds what libdw parsed, not the debug
+ * file's pages it read once (libc's: up to 9 MiB). */
+static void drop_resident(Elf *elf)
+{
+	size_t len = 0;
+	char *p = elf ? elf_rawfile(elf, &len) : NULL;
+	long page = sysconf(_SC_PAGESIZE);
+	uintptr_t lo, hi;
+
+	if (!p || !len || page <= 0 || !in_clean_file_mapping(p, len))
+		return;
+	lo = (uintptr_t)p & ~((uintptr_t)page - 1);
+	hi = (uintptr_t)p + len;
+	madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+static void drop_resident_module(struct module *m)
+{
+	Dwarf_Addr bias;
+	Elf *main_elf;
+	Dwarf *dw;
+
+	if (!m->dmod)
+		return;
+	main_elf = dwfl_module_getelf(m->dmod, &bias);
+	drop_resident(main_elf);
+	dw = dwfl_module_getdwarf(m->dmod, &bias);
+	if (dw && dwarf_getelf(dw) != main_elf)
+		drop_resident(dwarf_getelf(dw));
+	if (m->alt)
+		drop_resident(dwarf_getelf(m->alt));
+}
+
 static bool has_dwarf(struct module *m)
 {
 	Dwarf_Addr bias;
@@ -893,6 +964,7 @@ bool symbolizer_release(struct symbolizer *s, int module)
 	m->kept_bytes = bytes;
 	s->kept_bytes += bytes;
 	s->nkept++;
+	drop_resident_module(m);
 	return ended;
 }
 

@@ -1471,3 +1471,77 @@ Test(symbolize, system_name_is_mangled)
 	cr_assert_str_eq(f[0].system_name, f[0].function);
 	symbolizer_free(s);
 }
+
+/* Resident kB of the mappings of `path` that libelf made (writable
+ * private: libdwfl's ELF_C_READ_MMAP_PRIVATE), from /proc/self/smaps; -1
+ * if there is none. */
+static long libelf_mapping_rss_kb(const char *path)
+{
+	FILE *f = fopen("/proc/self/smaps", "re");
+	char line[1024], perms[8], name[512];
+	bool in = false;
+	long total = -1, kb;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+
+		int fields = sscanf(line, "%lx-%lx %7s %*x %*x:%*x %*u %511s", &lo, &hi, perms, name);
+
+		if (fields >= 3) {	/* a mapping's first line (anonymous ones name nothing) */
+			in = fields == 4 && !strcmp(name, path) && !strcmp(perms, "rw-p");
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+			total = (total < 0 ? 0 : total) + kb;
+	}
+	fclose(f);
+	return total;
+}
+
+/* A module kept open gives back the pages of its files that its lookups
+ * made resident (read again from the page cache when touched): the
+ * daemon then holds what libdw parsed, not debug files' pages.  Lookups
+ * after it give what they gave before. */
+Test(symbolize, kept_module_gives_back_file_pages)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	const char *names[] = { "outer_work", "other", "main" };
+	struct symbolizer *s = symbolizer_new(NULL);
+	struct sym_frame f[8], g[8];
+	int mod = add_path(s, fx), n, m;
+	uint64_t a[3];
+	char real[PATH_MAX];
+
+	cr_assert_geq(mod, 0);
+	cr_assert_not_null(realpath(fx, real));
+	for (int i = 0; i < 3; i++)
+		a[i] = nm_symbol(fx, names[i], false, NULL) + 1;
+	symbolizer_keep_open(s, (size_t)1 << 40);
+	n = symbolizer_lookup(s, mod, a[0], f, 8);
+	cr_assert_geq(n, 1);
+	cr_assert_gt(libelf_mapping_rss_kb(real), 0, "the lookup read the file's pages");
+	cr_assert(!symbolizer_release(s, mod), "kept open");
+	cr_assert_gt(symbolizer_kept_bytes(s), 0);
+	cr_assert_eq(libelf_mapping_rss_kb(real), 0, "its pages stayed resident");
+	for (int i = 1; i < 3; i++) {
+		struct symbolizer *fresh = symbolizer_new(NULL);
+		int fm = add_path(fresh, fx);
+
+		n = symbolizer_lookup(s, mod, a[i], f, 8);
+		m = symbolizer_lookup(fresh, fm, a[i], g, 8);
+		cr_assert_eq(n, m);
+		for (int k = 0; k < n; k++) {
+			cr_assert_str_eq(f[k].function, g[k].function);
+			cr_assert_eq(!f[k].file, !g[k].file);
+			if (f[k].file)
+				cr_assert_str_eq(f[k].file, g[k].file);
+			cr_assert_eq(f[k].line, g[k].line, "%s: line %d, fresh %d", names[i],
+				     f[k].line, g[k].line);
+		}
+		cr_assert_gt(f[0].line, 0, "%s: no line", names[i]);
+		symbolizer_free(fresh);
+		symbolizer_release(s, mod);
+	}
+	symbolizer_free(s);
+}
