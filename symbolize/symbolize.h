@@ -67,6 +67,11 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
  * removed, whatever symbolizer_release drops. */
 uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
 
+/* Bytes the symbolizer holds between lookups: results cached, their
+ * index, interned strings and the symbol indexes kept across releases;
+ * not what an open module's DWARF takes (libdw's, freed at release). */
+size_t symbolizer_kept_bytes(const struct symbolizer *s);
+
 /* Frees what symbolizing `module` took (its DWARF and its function
  * index; the symbol index stays), once the addresses wanted now were
  * looked up.  Results already looked up stay cached; an address not

@@ -38,19 +38,6 @@ static uint64_t map_memlock(int fd)
 	return v;
 }
 
-static uint64_t current_rss_bytes(void)
-{
-	unsigned long long size = 0, rss = 0;
-	FILE *f = fopen("/proc/self/statm", "re");
-
-	if (!f)
-		return 0;
-	if (fscanf(f, "%llu %llu", &size, &rss) != 2)
-		rss = 0;
-	fclose(f);
-	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* Descriptors open now, the one reading them excluded. */
 static int open_fds(void)
 {
@@ -182,7 +169,7 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 {
 	struct rusage ru;
 
-	f->rss_bytes = current_rss_bytes();
+	f->rss_bytes = memstat_rss();
 	/* Reading smaps costs about 1 ms: 13 % of the daemon's CPU when it
 	 * was read at every once-a-second refresh. */
 	if (!e->memstat_read_ns || mono_ns() - e->memstat_read_ns >= FIGURES_MEMSTAT_EVERY_NS) {
@@ -198,6 +185,12 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 		f->cpu_system = ru.ru_stime;
 	}
 	f->peak_rss_recording_kb = e->peak_rss_recording_kb;
+	f->ring_buffer_rss = e->ring_buffer_rss;
+	f->stacks_bytes = e->profile_mem.stacks;
+	f->symbols_bytes = e->profile_mem.symbols;
+	f->dwarf_peak_bytes = e->profile_mem.dwarf_peak;
+	f->dwarf_peak_module = e->profile_mem.dwarf_peak_module;
+	f->dwarf_restarts = e->profile_mem.dwarf_restarts;
 	f->open_fds = open_fds();
 	f->start_unix_ns = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec;
 }

@@ -4,6 +4,7 @@
 #include "agent/util/memstat.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdbool.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEMSTAT_ASAN 1
@@ -80,6 +82,47 @@ static enum part classify(const char *line, const struct object_ids *ids)
 	return is_loaded(ids, makedev(major, minor), (ino_t)ino) ? PART_CODE : PART_FILE;
 }
 
+static void heap_read(struct memstat *m)
+{
+#ifdef MEMSTAT_ASAN
+	/* AddressSanitizer's allocator replaces malloc's: its figures. */
+	m->heap_in_use = __sanitizer_get_current_allocated_bytes();
+	m->heap_free = __sanitizer_get_free_bytes();
+#else
+	struct mallinfo2 mi = mallinfo2();
+
+	m->heap_in_use = mi.uordblks + mi.hblkhd;
+	m->heap_free = mi.fordblks;
+#endif
+}
+
+uint64_t memstat_heap_in_use(void)
+{
+	struct memstat m;
+
+	heap_read(&m);
+	return m.heap_in_use;
+}
+
+uint64_t memstat_rss(void)
+{
+	unsigned long long size = 0, rss = 0;
+	char buf[128];
+	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu", &size, &rss) != 2)
+		return 0;
+	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
 int memstat_read(struct memstat *m)
 {
 	struct object_ids ids = { .n = 0 };
@@ -88,18 +131,7 @@ int memstat_read(struct memstat *m)
 	FILE *f;
 
 	memset(m, 0, sizeof(*m));
-#ifdef MEMSTAT_ASAN
-	/* AddressSanitizer's allocator replaces malloc's: its figures. */
-	m->heap_in_use = __sanitizer_get_current_allocated_bytes();
-	m->heap_free = __sanitizer_get_free_bytes();
-#else
-	{
-		struct mallinfo2 mi = mallinfo2();
-
-		m->heap_in_use = mi.uordblks + mi.hblkhd;
-		m->heap_free = mi.fordblks;
-	}
-#endif
+	heap_read(m);
 	f = fopen("/proc/self/smaps", "re");
 	if (!f)
 		return -errno;
