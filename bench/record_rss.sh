@@ -6,16 +6,16 @@
 #
 #   bench/record_rss.sh
 #   env BUILD=DIR      build directory holding cfiprof (default build)
-#   env BASE=PATH      a second cfiprof (a binary, or a build directory
-#                      holding one) measured in turn with BUILD's: run
-#                      i is BUILD's then BASE's, so both see the same
-#                      machine
+#   env BASE=PATHS     other cfiprofs (binaries, or build directories
+#                      holding one; space-separated) measured in turn
+#                      with BUILD's: run i is BUILD's then each BASE's,
+#                      so all see the same machine
 #   env N=5            recordings per cfiprof
 #   env DURATION=10    seconds per recording
 #   env F=99           sampling frequency, Hz
 #   env IDLE=1         also keep idle programs running (0: none)
 #   env KEEP=DIR       keep each run's --stats output there (K.I.stats: K
-#                      0 for BUILD's, 1 for BASE's; I the run)
+#                      0 for BUILD's, 1... for BASE's; I the run)
 #
 # The workload is lazy.sh's (bench/busy_workload.sh): two slots running
 # python3, gzip, xz, sort, sha256sum, gcc and deep-nofp one after another,
@@ -25,8 +25,10 @@
 #   while recording   ru_maxrss when symbolizing started
 #   --stats' agent_memory_kb line, when the build prints it: what the
 #   agent held of each kind at its largest
-# The figures are the agent's own (getrusage, /proc): no timing, so a busy
-# machine changes them little (the workload's programs still vary).
+# The figures are the agent's own (getrusage, /proc), not timings; but
+# what the machine runs besides the workload (on a shared machine, much)
+# is sampled and symbolized too, and moves them by tens of MiB from run
+# to run: compare only cfiprofs measured in one invocation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,32 +39,17 @@ F=${F:-99}
 . bench/busy_workload.sh
 busy_require record_rss.sh
 agents=("$CFIPROF")
-if [ -n "${BASE:-}" ]; then
-  base=$BASE
+for base in ${BASE:-}; do
   [ -d "$base" ] && base=$base/cfiprof
-  [ -x "$base" ] || { echo "record_rss.sh: $BASE: no cfiprof there" >&2; exit 1; }
+  [ -x "$base" ] || { echo "record_rss.sh: $base: no cfiprof there" >&2; exit 1; }
   agents+=("$base")
-fi
+done
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-busy_setup
-if [ "${IDLE:-1}" = 1 ]; then
-  busy_idle_start
-fi
-trap 'busy_idle_stop; rm -rf "$tmp"' EXIT
+busy_begin
 
 run() {
-  local agent=$1 out=$tmp/$2.$3
-  "$agent" record -a -d "$DURATION" -F "$F" --cache-dir "$out.cache" --stats -q \
-    -o "$out.pb.gz" 2> "$out.stats" &
-  local rec=$!
-  sleep 1   # past the agent's start-up scan
-  local until=$(( $(date +%s) + DURATION - 2 ))
-  busy_slot "$until" 0 & local a=$!
-  busy_slot "$until" 3 & local b=$!
-  wait "$a" "$b"
-  wait "$rec"
+  local out=$tmp/$2.$3
+  busy_record "$1" "$out"
   rm -rf "$out.cache"
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$out.stats" "$KEEP/"; fi
 }

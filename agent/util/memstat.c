@@ -4,7 +4,6 @@
 #include "agent/util/memstat.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <link.h>
 #include <malloc.h>
 #include <stdbool.h>
@@ -12,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEMSTAT_ASAN 1
@@ -102,25 +100,6 @@ uint64_t memstat_heap_in_use(void)
 
 	heap_read(&m);
 	return m.heap_in_use;
-}
-
-uint64_t memstat_rss(void)
-{
-	unsigned long long size = 0, rss = 0;
-	char buf[128];
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu", &size, &rss) != 2)
-		return 0;
-	return rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 int memstat_read(struct memstat *m)

@@ -33,8 +33,4 @@ int memstat_read(struct memstat *m);
  * smaps: cheap enough to call between lookups. */
 uint64_t memstat_heap_in_use(void);
 
-/* The resident set now, bytes (0: unknown), from /proc/self/statm: a
- * few microseconds, where smaps takes a millisecond. */
-uint64_t memstat_rss(void);
-
 #endif
