@@ -1,4 +1,5 @@
-# Sourced (bash) by lazy.sh, agent_cost.sh and soak.sh: the "busy machine".
+# Sourced (bash) by lazy.sh, record_rss.sh, agent_cost.sh and soak.sh: the
+# "busy machine".
 # Runs from the repository's root; needs $BUILD and, but for busy_require,
 # $tmp (a scratch directory).
 #
@@ -18,6 +19,12 @@
 #                        real host has idle daemons whose code never runs;
 #                        their pids in the array busy_idle
 #   busy_idle_stop
+#   busy_begin           $tmp made, busy_setup, and busy_idle_start unless
+#                        IDLE=0; all undone at exit
+#   busy_record AGENT OUT [ARGS]  AGENT record -a for $DURATION s at $F Hz
+#                        with --stats (into OUT.stats), a table cache of
+#                        its own (OUT.cache) and ARGS, while two slots
+#                        run from 1 s after its start to 2 s before its end
 
 busy_require() {
   CFIPROF=$BUILD/cfiprof
@@ -69,4 +76,28 @@ busy_idle_stop() {
   done
   wait "${busy_idle[@]}" 2>/dev/null || true
   busy_idle=()
+}
+
+busy_begin() {
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  busy_setup
+  if [ "${IDLE:-1}" = 1 ]; then
+    busy_idle_start
+  fi
+  trap 'busy_idle_stop; rm -rf "$tmp"' EXIT
+}
+
+busy_record() {
+  local agent=$1 out=$2
+  shift 2
+  "$agent" record -a -d "$DURATION" -F "$F" --cache-dir "$out.cache" --stats -q \
+    -o "$out.pb.gz" "$@" 2> "$out.stats" &
+  local rec=$!
+  sleep 1   # past the agent's start-up scan
+  local until=$(( $(date +%s) + DURATION - 2 ))
+  busy_slot "$until" 0 & local a=$!
+  busy_slot "$until" 3 & local b=$!
+  wait "$a" "$b"
+  wait "$rec"
 }

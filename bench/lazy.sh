@@ -47,25 +47,10 @@ F=${F:-99}
 . bench/busy_workload.sh
 busy_require lazy.sh
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-busy_setup
-if [ "${IDLE:-1}" = 1 ]; then
-  busy_idle_start
-fi
-trap 'busy_idle_stop; rm -rf "$tmp"' EXIT
+busy_begin
 
 run() {
-  local mode=$1 i=$2 out=$tmp/$1.$2
-  "$CFIPROF" record -a -d "$DURATION" -F "$F" --unwind "$mode" --cache-dir "$out.cache" --stats -q \
-    -o "$out.pb.gz" 2> "$out.stats" &
-  local rec=$!
-  sleep 1   # past the agent's start-up scan
-  local until=$(( $(date +%s) + DURATION - 2 ))
-  busy_slot "$until" 0 & local a=$!
-  busy_slot "$until" 3 & local b=$!
-  wait "$a" "$b"
-  wait "$rec"
+  busy_record "$CFIPROF" "$tmp/$1.$2" --unwind "$1"
 }
 
 for i in $(seq "$N"); do

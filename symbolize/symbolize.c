@@ -102,6 +102,7 @@ struct symbolizer {
 
 	struct cached *cache;
 	size_t ncache, capcache;
+	size_t cache_frame_bytes;   /* of the entries' frames */
 	struct sym_table cache_index;
 
 	struct sym_kallsyms kallsyms;
@@ -642,6 +643,7 @@ static int cache_add(struct symbolizer *s, int32_t module, uint64_t vaddr,
 		return -ENOMEM;
 	}
 	s->ncache++;
+	s->cache_frame_bytes += (size_t)n * sizeof(*frames);
 	*out = c;
 	return 0;
 }
@@ -780,6 +782,19 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 uint64_t symbolizer_symtab_builds(const struct symbolizer *s)
 {
 	return s->symtab_builds;
+}
+
+size_t symbolizer_cache_bytes(const struct symbolizer *s)
+{
+	const struct sym_table *tables[] = { &s->cache_index, &s->strings.index };
+	size_t n = s->capcache * sizeof(*s->cache) + s->cache_frame_bytes + s->arena.bytes +
+		   s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
+		   s->kallsyms.count * sizeof(*s->kallsyms.syms) + s->symtab_kept_bytes;
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (tables[i]->slots)
+			n += (tables[i]->mask + 1) * sizeof(*tables[i]->slots);
+	return n;
 }
 
 /* The bytes of the sections of `elf` named .debug* or .zdebug*, at
@@ -1051,9 +1066,12 @@ int symbolizer_remove(struct symbolizer *s, int module)
 		     file_entry_hash);
 	/* (The strings their frames name stay: profiles built before may
 	 * point at them.) */
-	for (size_t i = 0; i < s->ncache; i++)
-		if (s->cache[i].module == module)
-			free(s->cache[i].frames);
+	for (size_t i = 0; i < s->ncache; i++) {
+		if (s->cache[i].module != module)
+			continue;
+		s->cache_frame_bytes -= s->cache[i].nframes * sizeof(*s->cache[i].frames);
+		free(s->cache[i].frames);
+	}
 	drop_entries(&s->cache_index, s->cache, &s->ncache, sizeof(*s->cache), cached_of, module,
 		     cached_entry_hash);
 	m->removed = true;

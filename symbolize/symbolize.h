@@ -67,6 +67,12 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
  * removed, whatever symbolizer_release drops. */
 uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
 
+/* Bytes the symbolizer holds between lookups: results cached, their
+ * index, interned strings and the symbol indexes kept across releases;
+ * not what an open module's DWARF takes (libdw's, freed at release, or
+ * kept within symbolizer_keep_open's budget: symbolizer_kept_bytes). */
+size_t symbolizer_cache_bytes(const struct symbolizer *s);
+
 /* Frees what symbolizing `module` took (its DWARF and its function
  * index; the symbol index stays),
  * once the addresses wanted now were looked up -- or, within the budget

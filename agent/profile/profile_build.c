@@ -9,10 +9,17 @@
 
 #include "agent/profile/service_name.h"
 #include "agent/util/array.h"
+#include "agent/util/memstat.h"
 #include "bpf/abi.h"
 #include "symbolize/intern.h"
 
 #define MAX_INLINE 32
+
+/* A module's DWARF session is ended and begun again once it takes more
+ * of the heap than this (symbolize_by_module), checked every so many
+ * lookups: mallinfo2 walks malloc's free lists. */
+#define PROFILE_DWARF_BUDGET (8ull << 20)
+#define PROFILE_DWARF_CHECK_EVERY 16
 
 const char *walk_end_name(unsigned reason)
 {
@@ -182,19 +189,68 @@ static int cmp_sym_addr(const void *x, const void *y)
 	return a->vaddr < b->vaddr ? -1 : a->vaddr > b->vaddr;
 }
 
+/* What symbolizing a module takes of the heap now, since `*t` was
+ * begun: libdw's (its DWARF, and each unit's line table, kept until the
+ * session ends) and the module's indexes; the results cached meanwhile
+ * are the symbolizer's, not the session's.  (Not the resident set: the
+ * pages of the files libdw maps are read once per session, and a
+ * session begun again would read them again.) */
+struct dwarf_tally {
+	uint64_t heap0, kept0;
+};
+
+static void dwarf_tally_begin(struct dwarf_tally *t, const struct symbolizer *sym)
+{
+	t->heap0 = memstat_heap_in_use();
+	t->kept0 = symbolizer_cache_bytes(sym);
+}
+
+static uint64_t dwarf_tally_now(const struct dwarf_tally *t, const struct symbolizer *sym)
+{
+	uint64_t heap = memstat_heap_in_use(), kept = symbolizer_cache_bytes(sym);
+	uint64_t grown = heap > t->heap0 ? heap - t->heap0 : 0;
+	uint64_t results = kept > t->kept0 ? kept - t->kept0 : 0;
+
+	return grown > results ? grown - results : 0;
+}
+
+/* Whether the session ended (a module kept open does not). */
+static bool dwarf_end_session(struct symbolizer *sym, int module, const struct dwarf_tally *t,
+			      struct profile_build_mem *mem)
+{
+	uint64_t took = dwarf_tally_now(t, sym);
+
+	if (took > mem->dwarf_peak) {
+		mem->dwarf_peak = took;
+		mem->dwarf_peak_module = symbolizer_module_path(sym, module);
+	}
+	/* Give the freed DWARF indexes back, or the heap keeps the largest
+	 * module's high-water mark for the next (a module kept open, the
+	 * daemon's symbolizer_keep_open, frees nothing). */
+	if (!symbolizer_release(sym, module))
+		return false;
+	malloc_trim(0);
+	return true;
+}
+
 /* Symbolizes every user address one module at a time, releasing each
  * module's DWARF once its addresses are done: the agent then holds one
  * module's debug information at a time (libc's alone is tens of MiB),
- * not all of them.  The lookups below are answered from the
- * symbolizer's cache.  Without memory for the list, they are simply
- * done below, all modules held. */
+ * not all of them.  Within a module too: libdw keeps every unit's line
+ * table it read until the session ends, which for a large object with
+ * many units sampled is tens of MiB, so a session past `budget` bytes
+ * ends and the next address opens a new one (the
+ * addresses are in order: units already read are seldom read again).
+ * The lookups below are answered from the symbolizer's cache.  Without
+ * memory for the list, they are simply done below, all modules held. */
 static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sym,
-				uint64_t total_frames)
+				uint64_t total_frames, uint64_t budget, struct profile_build_mem *mem)
 {
 	struct sym_addr *v = malloc((total_frames + 1) * sizeof(*v));
 	struct sym_frame sf[MAX_INLINE];
+	struct dwarf_tally tally;
 	const struct stack *s;
-	uint64_t n = 0, i;
+	uint64_t n = 0, i, since_check = 0;
 	size_t pos;
 	uint32_t j;
 
@@ -213,13 +269,19 @@ static void symbolize_by_module(const struct stack_agg *a, struct symbolizer *sy
 	for (i = 0; i < n; i++) {
 		if (i && v[i].module == v[i - 1].module && v[i].vaddr == v[i - 1].vaddr)
 			continue;
+		if (!i || v[i].module != v[i - 1].module)
+			dwarf_tally_begin(&tally, sym);
 		symbolizer_lookup(sym, v[i].module, v[i].vaddr, sf, MAX_INLINE);
-		/* Give the freed DWARF indexes back, or the heap keeps the
-		 * largest module's high-water mark for the next (a module kept
-		 * open frees nothing). */
-		if ((i + 1 == n || v[i + 1].module != v[i].module) &&
-		    symbolizer_release(sym, v[i].module))
-			malloc_trim(0);
+		if (i + 1 == n || v[i + 1].module != v[i].module) {
+			dwarf_end_session(sym, v[i].module, &tally, mem);
+			since_check = 0;
+		} else if (++since_check == PROFILE_DWARF_CHECK_EVERY) {
+			since_check = 0;
+			if (dwarf_tally_now(&tally, sym) > budget) {
+				mem->dwarf_restarts += dwarf_end_session(sym, v[i].module, &tally, mem);
+				dwarf_tally_begin(&tally, sym);
+			}
+		}
 	}
 	free(v);
 }
@@ -334,8 +396,10 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	}
 	if (nstacks != stack_agg_count(a) || nstacks > UINT32_MAX - 1)
 		goto out;   /* a sealed block could not be read: no memory */
+	b->mem.stacks = stack_agg_bytes(a);
 	if (sym)
-		symbolize_by_module(a, sym, total_frames);
+		symbolize_by_module(a, sym, total_frames,
+				    o->dwarf_budget ? o->dwarf_budget : PROFILE_DWARF_BUDGET, &b->mem);
 	/* Indexed by location: as many as frames at most, but seldom near
 	 * that; calloc leaves the pages never written unmapped. */
 	loc_made_from = calloc(total_frames + 1, sizeof(*loc_made_from));
@@ -515,6 +579,8 @@ int profile_build(const struct stack_agg *a, struct symbolizer *sym, const struc
 	b->p.nsamples = ns;
 	b->p.comments = o->comments;
 	b->p.ncomments = o->ncomments;
+	if (sym)
+		b->mem.symbols = symbolizer_cache_bytes(sym);
 	ret = 0;
 out:
 	sym_table_free(&loc_index);

@@ -38,6 +38,23 @@ struct profile_opts {
 	 * of the same key takes the place of either. */
 	bool service_name;
 	const char *hostname;
+	/* Of the heap a module's DWARF session may take before it is ended
+	 * and a new one begun for the module's next addresses, bytes; 0:
+	 * the default (profile_build.c). */
+	uint64_t dwarf_budget;
+};
+
+/* What building the profile held of memory, by kind (record --stats). */
+struct profile_build_mem {
+	uint64_t stacks;         /* the aggregation, bytes (stack_agg_bytes) */
+	uint64_t symbols;        /* the symbolizer's, after (symbolizer_cache_bytes) */
+	/* The most of the heap one module's DWARF session took at once
+	 * (libdw's DWARF and line tables, the function and symbol indexes),
+	 * and that module's path; sessions ended early to stay near
+	 * PROFILE_DWARF_BUDGET. */
+	uint64_t dwarf_peak;
+	const char *dwarf_peak_module;
+	uint32_t dwarf_restarts;
 };
 
 struct built_profile {
@@ -61,6 +78,7 @@ struct built_profile {
 	/* thread names: a sealed stack's is only good until the next one */
 	struct sym_arena comm_arena;
 	struct sym_intern comms;
+	struct profile_build_mem mem;
 };
 
 /* The profile of `a`, symbolized by `sym` (NULL: addresses only), into

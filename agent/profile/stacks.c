@@ -758,6 +758,32 @@ uint64_t stack_agg_count(const struct stack_agg *a)
 	return a->n + a->nsealed_stacks;
 }
 
+static size_t table_bytes(const struct sym_table *t)
+{
+	return t->slots ? (t->mask + 1) * sizeof(*t->slots) : 0;
+}
+
+uint64_t stack_agg_bytes(const struct stack_agg *a)
+{
+	uint64_t n = (uint64_t)a->cap * sizeof(*a->stacks) + a->cap_fill +
+		     (uint64_t)a->cap_sealed * sizeof(*a->sealed) +
+		     (uint64_t)a->cap_mappings * sizeof(*a->mappings) +
+		     (uint64_t)a->cap_seal_mods * sizeof(*a->seal_mods) +
+		     table_bytes(&a->index) + table_bytes(&a->mapping_by_content) +
+		     table_bytes(&a->mapping_by_id) + table_bytes(&a->mark_index);
+	uint32_t i;
+
+	for (i = 0; i < a->n; i++)
+		n += sizeof(*a->stacks[i]) + a->stacks[i]->nframes * sizeof(a->stacks[i]->frames[0]);
+	for (i = 0; i < a->nsealed; i++)
+		n += a->sealed[i].len;
+	if (a->cursor)
+		n += sizeof(*a->cursor) + a->cursor->cap_raw +
+		     sizeof(*a->cursor->s) + a->cursor->cap_frames * sizeof(a->cursor->s->frames[0]) +
+		     a->cursor->cap_maps * sizeof(*a->cursor->maps);
+	return n;
+}
+
 void stack_agg_fix_marks(struct stack_agg *a)
 {
 	a->nfixed_marks = a->nmarks;

@@ -162,6 +162,10 @@ int stack_agg_seal(struct stack_agg *a, const uint32_t *pids, uint32_t n);
  * sealed block cannot be decoded: out of memory). */
 const struct stack *stack_agg_next(const struct stack_agg *a, size_t *pos);
 
+/* Bytes the aggregation holds: stacks live and sealed, indexes, frame
+ * mappings (the labels' and marks' strings left out: a few). */
+uint64_t stack_agg_bytes(const struct stack_agg *a);
+
 /* Stacks in all, live and sealed. */
 uint64_t stack_agg_count(const struct stack_agg *a);
 

@@ -421,6 +421,23 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 	return ENGINE_STOP_REQUESTED;
 }
 
+/* The ring buffer's pages are mapped twice (its data wraps around) and
+ * all resident: CFIPROF_RINGBUF_SIZE twice over, that the peak, reached
+ * while symbolizing, need not hold. */
+static void release_ring_buffer(struct record_engine *e)
+{
+	struct memstat m;
+
+	if (!e->rb)
+		return;
+	if (!memstat_read(&m))
+		e->ring_buffer_rss = m.bpf_maps;
+	ring_buffer__free(e->rb);
+	e->rb = NULL;
+	/* figures.c's parts are read again when asked */
+	e->memstat_read_ns = 0;
+}
+
 void engine_stop(struct record_engine *e)
 {
 	/* Stop sampling, then take what is still in the ring buffer, then
@@ -437,6 +454,7 @@ void engine_stop(struct record_engine *e)
 	tables_wait(&e->tables, 2000);
 	tables_stop(&e->tables);
 	launch_stop(&e->cmd);
+	release_ring_buffer(e);
 }
 
 /* The profile of what was aggregated since (wall, mono). */
@@ -553,7 +571,10 @@ static int build_profile(struct record_engine *e, struct built_profile *bp,
 	po.duration_nanos = (int64_t)(mono_ns() - mono);
 	if (!getrusage(RUSAGE_SELF, &ru))
 		e->peak_rss_recording_kb = ru.ru_maxrss;
-	return profile_build(&e->agg, e->sym, &po, bp) ? -ENOMEM : 0;
+	if (profile_build(&e->agg, e->sym, &po, bp))
+		return -ENOMEM;
+	e->profile_mem = bp->mem;
+	return 0;
 }
 
 uint64_t engine_counter(const struct record_engine *e, uint32_t idx)

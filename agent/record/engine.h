@@ -88,6 +88,9 @@ struct record_engine {
 	uint64_t start_ns;           /* monotonic */
 	uint64_t duration_ns;        /* set by engine_build_profile */
 	long peak_rss_recording_kb;  /* before the profile was symbolized */
+	/* what the agent held of each kind at its largest (--stats) */
+	uint64_t ring_buffer_rss;    /* BPF maps mapped in, before engine_stop unmapped them */
+	struct profile_build_mem profile_mem; /* of the last profile built */
 	/* figures.c's: the RSS's parts, read at most every
 	 * FIGURES_MEMSTAT_EVERY_NS (smaps is long: the daemon reads its
 	 * figures every second) */
@@ -130,7 +133,8 @@ enum engine_stop_reason engine_run_until(struct record_engine *e, uint64_t deadl
 
 /* Stops sampling, handles what is still in the ring buffer and the
  * threads still blocked, lets queued table work finish, and ends -- CMD
- * if it still runs.  Final: no records are handled afterwards. */
+ * if it still runs.  Final: no records are handled afterwards, so the
+ * ring buffer is unmapped here, before symbolizing needs the memory. */
 void engine_stop(struct record_engine *e);
 
 /* Symbolizes the stacks aggregated since engine_start into `bp` (free it

@@ -198,6 +198,12 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 		f->cpu_system = ru.ru_stime;
 	}
 	f->peak_rss_recording_kb = e->peak_rss_recording_kb;
+	f->ring_buffer_rss = e->ring_buffer_rss;
+	f->stacks_bytes = e->profile_mem.stacks;
+	f->symbols_bytes = e->profile_mem.symbols;
+	f->dwarf_peak_bytes = e->profile_mem.dwarf_peak;
+	f->dwarf_peak_module = e->profile_mem.dwarf_peak_module;
+	f->dwarf_restarts = e->profile_mem.dwarf_restarts;
 	f->open_fds = open_fds();
 	f->start_unix_ns = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec;
 }

@@ -95,6 +95,12 @@ struct engine_figures {
 	bool mem_ok;                 /* mem's smaps parts were read */
 	bool rusage_ok;
 	long peak_rss_kb, peak_rss_recording_kb;
+	/* held at their largest, bytes: the ring buffer mapped (until
+	 * engine_stop), the aggregation and the symbolizer's keep (when the
+	 * profile was built), one module's DWARF session (while it was) */
+	uint64_t ring_buffer_rss, stacks_bytes, symbols_bytes, dwarf_peak_bytes;
+	const char *dwarf_peak_module; /* the symbolizer's: NULL if none */
+	uint32_t dwarf_restarts;
 	struct timeval cpu_user, cpu_system;
 	int open_fds;                /* -1: unknown */
 	/* the profile's start (CLOCK_REALTIME) */

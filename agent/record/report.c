@@ -298,6 +298,16 @@ static void print_agent_stats(const struct engine_figures *f)
 	fprintf(stderr, "agent_heap_kb: %llu in use, %llu free in malloc's arenas\n",
 		(unsigned long long)(f->mem.heap_in_use / 1024),
 		(unsigned long long)(f->mem.heap_free / 1024));
+	/* The parts of the peak: each at its own largest, so they need not
+	 * add up to it (the ring buffer is gone before symbolizing starts). */
+	fprintf(stderr, "agent_memory_kb: ring_buffer %llu, stacks %llu, symbols %llu, libdw %llu\n",
+		(unsigned long long)(f->ring_buffer_rss / 1024),
+		(unsigned long long)(f->stacks_bytes / 1024),
+		(unsigned long long)(f->symbols_bytes / 1024),
+		(unsigned long long)(f->dwarf_peak_bytes / 1024));
+	if (f->dwarf_peak_module)
+		fprintf(stderr, "agent_libdw_largest: %s (%u sessions restarted over the budget)\n",
+			f->dwarf_peak_module, f->dwarf_restarts);
 	if (f->rusage_ok) {
 		fprintf(stderr, "agent_peak_rss_kb: %ld (%ld while recording; the rest symbolizing)\n",
 			f->peak_rss_kb, f->peak_rss_recording_kb);

@@ -80,6 +80,28 @@ static enum part classify(const char *line, const struct object_ids *ids)
 	return is_loaded(ids, makedev(major, minor), (ino_t)ino) ? PART_CODE : PART_FILE;
 }
 
+static void heap_read(struct memstat *m)
+{
+#ifdef MEMSTAT_ASAN
+	/* AddressSanitizer's allocator replaces malloc's: its figures. */
+	m->heap_in_use = __sanitizer_get_current_allocated_bytes();
+	m->heap_free = __sanitizer_get_free_bytes();
+#else
+	struct mallinfo2 mi = mallinfo2();
+
+	m->heap_in_use = mi.uordblks + mi.hblkhd;
+	m->heap_free = mi.fordblks;
+#endif
+}
+
+uint64_t memstat_heap_in_use(void)
+{
+	struct memstat m;
+
+	heap_read(&m);
+	return m.heap_in_use;
+}
+
 int memstat_read(struct memstat *m)
 {
 	struct object_ids ids = { .n = 0 };
@@ -88,18 +110,7 @@ int memstat_read(struct memstat *m)
 	FILE *f;
 
 	memset(m, 0, sizeof(*m));
-#ifdef MEMSTAT_ASAN
-	/* AddressSanitizer's allocator replaces malloc's: its figures. */
-	m->heap_in_use = __sanitizer_get_current_allocated_bytes();
-	m->heap_free = __sanitizer_get_free_bytes();
-#else
-	{
-		struct mallinfo2 mi = mallinfo2();
-
-		m->heap_in_use = mi.uordblks + mi.hblkhd;
-		m->heap_free = mi.fordblks;
-	}
-#endif
+	heap_read(m);
 	f = fopen("/proc/self/smaps", "re");
 	if (!f)
 		return -errno;

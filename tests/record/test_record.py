@@ -1480,9 +1480,9 @@ def stat_value(err, key):
 
 def check_stats(err, what, preloaded_for=None, cmd=False):
     """What --stats says must add up, on any run: a part is never larger
-    than its whole; "K preloaded for X" names the targets the tables
-    were preloaded for (-p, CMD; none otherwise) and counts tables loaded
-    before sampling; a -- CMD run read at least one process; each object
+    than its whole; the ring buffer is unmapped before symbolizing; "K
+    preloaded for X" names the targets the tables were preloaded for (-p,
+    CMD; none otherwise) and counts tables loaded before sampling; a -- CMD run read at least one process; each object
     counted in tables_failed is listed on a line of its own with its
     reason.  Returns {object: reason} of those lines."""
     def line(pattern):
@@ -1516,6 +1516,19 @@ def check_stats(err, what, preloaded_for=None, cmd=False):
     m = line(r"^kernel_table_bytes: (\d+) \(peak (\d+)\)$")
     if int(m.group(1)) > int(m.group(2)):
         raise Fail(f"{what}: {m.group(0)!r}: above its peak")
+    # The ring buffer's pages, mapped twice, were measured while it was
+    # mapped, and unmapped before symbolizing: what BPF maps the agent
+    # still has mapped at the end is the skeleton's few pages.
+    m = line(r"^agent_memory_kb: ring_buffer (\d+), stacks (\d+), symbols (\d+), libdw (\d+)$")
+    ring = int(m.group(1))
+    if ring < 2 * 4096:
+        raise Fail(f"{what}: {m.group(0)!r}: the 4 MiB ring buffer, mapped twice, not counted")
+    if int(m.group(2)) == 0:
+        raise Fail(f"{what}: {m.group(0)!r}: no stacks")
+    still = int(line(r"^agent_rss_parts_kb: bpf_maps (\d+),").group(1))
+    if still >= ring // 2:
+        raise Fail(f"{what}: 'agent_rss_parts_kb: bpf_maps {still}' at the end, of the ring "
+                   f"buffer's {ring} kB: still mapped while symbolizing")
     lines = err.splitlines()
     at = lines.index(line(r"^tables_failed: (\d+)$").group(0))
     n = int(lines[at].split(": ")[1])
