@@ -8,6 +8,12 @@
 
 #include "abi.h"
 
+/* Bytes of user memory a walk reads at once (a power of two, at most a
+ * page): a stack of 64-byte frames meets a read every 8 frames. */
+#ifndef WALK_WIN_SIZE
+#define WALK_WIN_SIZE 512
+#endif
+
 /* Everything a walk keeps between frames.  BPF keeps it per CPU
  * (struct sample_scratch): too big for the 512-byte BPF stack, and a
  * sample never migrates mid-program. */
@@ -47,6 +53,25 @@ struct walk_state {
 	 * from a zeroed state; BPF neither resets nor reads it, to keep
 	 * walk_begin as it was. */
 	__u32 go_switches;
+	/* The row of the last lookup (table_lookup): frames in the same row
+	 * (recursion, a loop of calls) take its rule without a search.  Only
+	 * while in table row_tbl (0: none), reset by walk_begin. */
+	__u32 row_tbl;
+	__u32 row_pad;
+	__u64 row_lo, row_hi;  /* file addresses [row_lo, row_hi) */
+	struct cfi_rule row_rule;
+	/* The mapping before st->cur (have_prev): a walk going back and
+	 * forth between two objects (a program and its libc) searches the
+	 * mappings only once for each. */
+	struct walker_mapping prev;
+	__u8 have_prev;
+	__u8 win_pad[3];
+	/* A window of user memory (stack_read): one read of up to
+	 * WALK_WIN_SIZE bytes, to the end of its page, serves the frames
+	 * above it.  win_len 0: empty (walk_begin). */
+	__u32 win_len;
+	__u64 win_base;
+	__u64 win[WALK_WIN_SIZE / 8 + 2]; /* + 2: a 16-byte read at any index below the size fits */
 };
 
 #endif /* CFIPROF_WALK_STATE_H */

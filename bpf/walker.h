@@ -34,9 +34,49 @@ struct loop_ctx {
 	WALKER_ENV_FIELDS
 };
 
+/* Reads `size` (8 or 16) bytes of user memory at `addr` into out[0]
+ * (and out[1]), through the walk's window (struct walk_state): a read
+ * outside it reads the window anew, from addr to the end of addr's page,
+ * at most WALK_WIN_SIZE bytes.  The window never crosses a page, so it
+ * faults exactly where the read it serves would; a read the window
+ * cannot take (unaligned, straddling a page, a fault) is made as is.
+ * Returns non-zero with out zeroed on a fault, as walker_read_user.
+ * Called, not inlined: a dozen places read, and the window's code once
+ * is cheaper for the verifier and the instruction cache. */
+static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
+				 __u64 *out, __u32 size)
+{
+	__u64 off = addr - st->win_base;
+	__u32 len, i;
+
+	if (size > 16)
+		return -1;
+	if (addr & 7)
+		goto direct;
+	if (addr < st->win_base || off > st->win_len || st->win_len - off < size) {
+		len = 4096 - (addr & 4095);
+		if (len > WALK_WIN_SIZE)
+			len = WALK_WIN_SIZE;
+		if (len < size || walker_read_user(lc, st->win, len, addr)) {
+			st->win_len = 0;
+			goto direct;
+		}
+		st->win_base = addr;
+		st->win_len = len;
+		off = 0;
+	}
+	i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
+	out[0] = st->win[i];
+	if (size > 8)
+		out[1] = st->win[i + 1];
+	return 0;
+direct:
+	return walker_read_user(lc, out, size, addr) ? -1 : 0;
+}
+
 static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 *out)
 {
-	return walker_read_user(lc, out, sizeof(*out), addr);
+	return stack_read(lc, lc->st, addr, out, sizeof(*out));
 }
 
 /* Loads table `id` into lc->table and its header into the state. */
@@ -79,10 +119,16 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 		.pages_off = st->tbl_pages_off,
 	};
 	const struct cfi_rule *r;
+	struct cfi_row_span span;
 	__u32 idx;
 	int ret;
 
-	ret = cfi_table_search(&g, lc->table, table_at, vaddr, &idx, NULL);
+	/* In the row of the last lookup: its rule, without a search. */
+	if (st->row_tbl == st->tbl_id && vaddr - st->row_lo < st->row_hi - st->row_lo) {
+		*rule = st->row_rule;
+		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
+	}
+	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
 	if (ret <= 0)
 		return ret;
 	if (idx >= st->tbl_nrules)
@@ -91,6 +137,10 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	if (!r)
 		return -1;
 	*rule = *r;
+	st->row_rule = *r;
+	st->row_lo = span.lo;
+	st->row_hi = span.hi;
+	st->row_tbl = st->tbl_id;
 	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
@@ -105,6 +155,13 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	walker_mappings_init(lc, &arr);
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
 		return 0;
+	if (st->have_prev && addr >= st->prev.start && addr < st->prev.end) {
+		struct walker_mapping t = st->cur;
+
+		st->cur = st->prev;
+		st->prev = t;
+		return 0;
+	}
 	/* Only the last mapping starting at or below addr can hold it.  At
 	 * addr = 2^64 - 1, addr + 1 wraps to 0 and finds none: no mapping
 	 * holds that address, as ends are exclusive. */
@@ -113,6 +170,10 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	m = mapping_at(&arr, idx - 1);
 	if (!m || addr >= m->end)
 		return -1;
+	if (st->have_cur) {
+		st->prev = st->cur;
+		st->have_prev = 1;
+	}
 	st->cur = *m;
 	st->have_cur = 1;
 	return 0;
@@ -370,7 +431,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	    r->rbp_off == r->ra_off - 8) {
 		__u64 pair[2];
 
-		if (walker_read_user(lc, pair, sizeof(pair), cfa + (__s64)r->rbp_off))
+		if (stack_read(lc, st, cfa + (__s64)r->rbp_off, pair, sizeof(pair)))
 			return WALK_END_READ_FAULT;
 		st->bp = pair[0];
 		st->bp_valid = 1;
@@ -656,6 +717,9 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->tbl_id = 0;
 	st->via_fp = 0;
 	st->snapshot = 0;
+	st->row_tbl = 0;
+	st->have_prev = 0;
+	st->win_len = 0;
 }
 
 static __always_inline void walk_init_done(struct walk_state *st)
