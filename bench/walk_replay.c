@@ -3,7 +3,7 @@
  * userspace as bpf/walker_user.c) walking stack snapshots again and again,
  * for instruction counts that machine noise does not move:
  *
- *   walk-replay [-n WALKS] [-d MAX_DEPTH] SNAP...
+ *   walk-replay [-n WALKS] [-d MAX_DEPTH] [-k 1] SNAP...
  *   valgrind --tool=callgrind --toggle-collect='walk_many*' \
  *       walk-replay -n 1000 SNAP
  *
@@ -11,7 +11,10 @@
  * takes them of bench's deep-nofp).  Each snapshot's tables are compiled
  * once (tests/walker/replay.c), then walked WALKS times; prints, per
  * snapshot, the frames and end reason of its walk.  Divide callgrind's
- * count of walk_many by WALKS for instructions per walk.
+ * count of walk_many by WALKS for instructions per walk.  -k 1 keeps the
+ * walk state from walk to walk (walker_user_input.keep), as BPF keeps it
+ * per CPU from sample to sample: the steady state of a program sampled
+ * again and again; without it every walk starts cold.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,7 +40,7 @@ static __attribute__((noinline)) int walk_many(const struct walker_user_input *i
 	return ret;
 }
 
-static int replay_one(const char *path, unsigned long walks, unsigned max_depth)
+static int replay_one(const char *path, unsigned long walks, unsigned max_depth, int keep)
 {
 	struct cfi_error err = { "" };
 	struct walker_user_input in;
@@ -58,7 +61,17 @@ static int replay_one(const char *path, unsigned long walks, unsigned max_depth)
 		return -1;
 	}
 	replay_walker_input(&r, max_depth, &in);
+	if (keep) {
+		in.keep = calloc(1, walker_user_state_size());
+		if (!in.keep) {
+			fprintf(stderr, "cfiprof: %s: out of memory\n", path);
+			replay_close(&r);
+			snapshot_free(&s);
+			return -1;
+		}
+	}
 	ret = walk_many(&in, &ev, walks);
+	free(in.keep);
 	if (ret)
 		fprintf(stderr, "cfiprof: %s: the walker refused the snapshot\n", path);
 	else
@@ -72,6 +85,7 @@ int main(int argc, char **argv)
 {
 	unsigned long walks = 1;
 	unsigned max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	int keep = 0;
 	char *end;
 	int i = 1, bad = 0;
 
@@ -86,17 +100,19 @@ int main(int argc, char **argv)
 			walks = v;
 		} else if (!strcmp(argv[i], "-d") && v <= CFIPROF_MAX_DEPTH_LIMIT) {
 			max_depth = v;
+		} else if (!strcmp(argv[i], "-k") && v == 1) {
+			keep = 1;
 		} else {
 			fprintf(stderr, "cfiprof: %s: unknown option or out of range\n", argv[i]);
 			return 2;
 		}
 	}
 	if (i >= argc) {
-		fprintf(stderr, "usage: walk-replay [-n WALKS] [-d MAX_DEPTH] SNAP...\n");
+		fprintf(stderr, "usage: walk-replay [-n WALKS] [-d MAX_DEPTH] [-k 1] SNAP...\n");
 		return 2;
 	}
 	for (; i < argc; i++)
-		if (replay_one(argv[i], walks, max_depth))
+		if (replay_one(argv[i], walks, max_depth, keep))
 			bad = 1;
 	return bad;
 }

@@ -8,6 +8,21 @@
 
 #include "abi.h"
 
+/* A row of a table (struct walk_state rows): its rule holds for the
+ * file addresses [lo, hi) of table `tbl` (0: an empty slot). */
+struct walk_row {
+	__u32 tbl;
+	__u32 pad;
+	__u64 lo, hi;
+	struct cfi_rule rule;
+};
+
+/* Rows kept: 1 << WALK_ROWS_SHIFT. */
+#ifndef WALK_ROWS_SHIFT
+#define WALK_ROWS_SHIFT 6
+#endif
+#define WALK_ROWS (1u << WALK_ROWS_SHIFT)
+
 /* Bytes of user memory a walk reads at once (a power of two, at most a
  * page): a stack of 64-byte frames meets a read every 8 frames. */
 #ifndef WALK_WIN_SIZE
@@ -53,19 +68,26 @@ struct walk_state {
 	 * from a zeroed state; BPF neither resets nor reads it, to keep
 	 * walk_begin as it was. */
 	__u32 go_switches;
-	/* The row of the last lookup (table_lookup): frames in the same row
-	 * (recursion, a loop of calls) take its rule without a search.  Only
-	 * while in table row_tbl (0: none), reset by walk_begin. */
-	__u32 row_tbl;
-	__u32 row_pad;
-	__u64 row_lo, row_hi;  /* file addresses [row_lo, row_hi) */
-	struct cfi_rule row_rule;
+	/* Rows found by table_lookup, by a hash of table and address: a
+	 * frame in one of them (a recursion, a loop of calls, and in BPF the
+	 * same code in the samples before) takes its rule without a search.
+	 * In BPF they outlive the walk, per CPU: a table id names one table's
+	 * contents for as long as the maps exist (the agent's module ids,
+	 * never reused), and a row is used only while its table is loaded.
+	 * (walker_user starts each walk from a zeroed state.) */
+	struct walk_row rows[WALK_ROWS];
 	/* The mapping before st->cur (have_prev): a walk going back and
 	 * forth between two objects (a program and its libc) searches the
 	 * mappings only once for each. */
 	struct walker_mapping prev;
 	__u8 have_prev;
-	__u8 win_pad[3];
+	/* In BPF cur and prev outlive the walk, per CPU: the next walk
+	 * (cur_old, prev_old) uses one only once the process's array holds
+	 * it, unchanged, at its index (cur_idx, prev_idx): one map lookup
+	 * instead of a search. */
+	__u8 cur_old, prev_old;
+	__u8 win_pad;
+	__u32 cur_idx, prev_idx;
 	/* A window of user memory (stack_read): one read of up to
 	 * WALK_WIN_SIZE bytes, to the end of its page, serves the frames
 	 * above it.  win_len 0: empty (walk_begin). */

@@ -120,12 +120,17 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	};
 	const struct cfi_rule *r;
 	struct cfi_row_span span;
+	struct walk_row *row;
 	__u32 idx;
 	int ret;
 
-	/* In the row of the last lookup: its rule, without a search. */
-	if (st->row_tbl == st->tbl_id && vaddr - st->row_lo < st->row_hi - st->row_lo) {
-		*rule = st->row_rule;
+	/* A row found before (struct walk_state rows): its rule, without a
+	 * search. */
+	idx = ((vaddr + st->tbl_id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
+	barrier_var(idx);
+	row = &st->rows[idx & (WALK_ROWS - 1)];
+	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo) {
+		*rule = row->rule;
 		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 	}
 	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
@@ -137,14 +142,31 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	if (!r)
 		return -1;
 	*rule = *r;
-	st->row_rule = *r;
-	st->row_lo = span.lo;
-	st->row_hi = span.hi;
-	st->row_tbl = st->tbl_id;
+	row->rule = *r;
+	row->lo = span.lo;
+	row->hi = span.hi;
+	row->tbl = st->tbl_id;
 	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
-/* Finds the mapping holding `addr` into st->cur. */
+/* Whether mapping `idx` of the process's array is still `m`: then it is
+ * the one a search would find for an address in it (the array is sorted
+ * and disjoint). */
+static __always_inline int mapping_current(struct walk_state *st, walker_mappings_t *arr,
+					   __u32 idx, const struct walker_mapping *m)
+{
+	const struct walker_mapping *e;
+
+	if (idx >= st->nmappings)
+		return 0;
+	e = mapping_at(arr, idx);
+	return e && e->start == m->start && e->end == m->end && e->bias == m->bias &&
+	       e->table_id == m->table_id && e->module_id == m->module_id;
+}
+
+/* Finds the mapping holding `addr` into st->cur: the current one, the
+ * one before (a walk back into the program from its libc), checked if
+ * an earlier walk found them, else by a search. */
 static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
@@ -153,13 +175,25 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	__u32 idx;
 
 	walker_mappings_init(lc, &arr);
-	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
-		return 0;
-	if (st->have_prev && addr >= st->prev.start && addr < st->prev.end) {
+	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end) {
+		if (!st->cur_old)
+			return 0;
+		if (mapping_current(st, &arr, st->cur_idx, &st->cur)) {
+			st->cur_old = 0;
+			return 0;
+		}
+	} else if (st->have_prev && addr >= st->prev.start && addr < st->prev.end &&
+		   (!st->prev_old || mapping_current(st, &arr, st->prev_idx, &st->prev))) {
 		struct walker_mapping t = st->cur;
+		__u32 t_idx = st->cur_idx;
+		__u8 t_old = st->cur_old;
 
 		st->cur = st->prev;
+		st->cur_idx = st->prev_idx;
+		st->cur_old = 0;
 		st->prev = t;
+		st->prev_idx = t_idx;
+		st->prev_old = t_old;
 		return 0;
 	}
 	/* Only the last mapping starting at or below addr can hold it.  At
@@ -172,9 +206,13 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 		return -1;
 	if (st->have_cur) {
 		st->prev = st->cur;
+		st->prev_idx = st->cur_idx;
+		st->prev_old = st->cur_old;
 		st->have_prev = 1;
 	}
 	st->cur = *m;
+	st->cur_idx = idx - 1;
+	st->cur_old = 0;
 	st->have_cur = 1;
 	return 0;
 }
@@ -711,14 +749,13 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->n = 0;
 	st->fp_steps = st->cfi_steps = st->signal_frames = st->miss_steps = 0;
 	st->missed_id = 0;
-	st->have_cur = 0;
+	/* cur and prev stay, checked before use (find_mapping) */
+	st->cur_old = st->prev_old = 1;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
 	st->tbl_id = 0;
 	st->via_fp = 0;
 	st->snapshot = 0;
-	st->row_tbl = 0;
-	st->have_prev = 0;
 	st->win_len = 0;
 }
 

@@ -269,3 +269,76 @@ Test(walker_fast, unaligned_return_addresses)
 	check(&w, want, 9, WALK_END_OUTERMOST);
 	done(&w, 1);
 }
+
+/* BPF keeps its walk state from one sample to the next (per CPU): the
+ * mapping a walk ended in is used by the next only once the process's
+ * array still holds it.  Here the code at CODE is another object by the
+ * second walk (another table: CFA = rsp + 32, not rsp + 16). */
+Test(walker_fast, a_kept_mapping_is_checked_against_the_array)
+{
+	static const uint64_t at[] = { 0, 0x100 };
+	static const struct cfi_rule first[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
+	static const struct cfi_rule second[] = { { CFA(7, 32), RA_AT8 }, OUTERMOST };
+	static struct walk w;
+	const uint64_t want[] = { FN(0) + 0x10, FN(1) + 8 };
+	void *keep = calloc(1, walker_user_state_size());
+
+	cr_assert_not_null(keep);
+	add_table(&w, 0, CODE, at, first, 2);
+	add_table(&w, 1, CODE, at, second, 2);
+	setup(&w, 2);
+	w.in.nmappings = 1;          /* map[0]: CODE with table 1 */
+	w.in.keep = keep;
+	w.in.regs[WALKER_USER_RIP] = FN(0) + 0x10;
+	w.in.regs[7] = AT(0);
+	w.stack[1] = FN(1) + 9;      /* at CFA AT(2) - 8 */
+	check(&w, want, 2, WALK_END_OUTERMOST);
+
+	/* the same walk again: from the kept state */
+	check(&w, want, 2, WALK_END_OUTERMOST);
+
+	/* CODE is now mapped from table 2's object */
+	w.map[0] = w.map[1];
+	w.map[0].start = CODE;
+	w.stack[1] = 0;
+	w.stack[3] = FN(1) + 9;      /* at CFA AT(4) - 8 */
+	check(&w, want, 2, WALK_END_OUTERMOST);
+
+	/* and then nothing is mapped: the kept mapping is no longer the
+	 * process's */
+	w.in.nmappings = 0;
+	check(&w, want, 1, WALK_END_NO_MAPPING);
+	free(keep);
+	done(&w, 2);
+}
+
+/* Rows kept from walk to walk, of two objects taking turns, and a
+ * mapping of the first object coming back (the one before the current
+ * one, kept too). */
+Test(walker_fast, kept_rows_and_mappings_over_many_walks)
+{
+	static const uint64_t at_prog[] = { 0, 0x100 };
+	static const struct cfi_rule prog[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
+	static const uint64_t at_lib[] = { 0 };
+	static const struct cfi_rule lib[] = { { CFA(7, 32), RA_AT8 } };
+	static struct walk w;
+	const uint64_t want[] = { LIB + 0x10, FN(0) + 8, LIB + 0x18, FN(0) + 0x18, FN(1) + 8 };
+	void *keep = calloc(1, walker_user_state_size());
+	int i;
+
+	cr_assert_not_null(keep);
+	add_table(&w, 0, CODE, at_prog, prog, 2);
+	add_table(&w, 1, LIB, at_lib, lib, 1);
+	setup(&w, 2);
+	w.in.keep = keep;
+	w.in.regs[WALKER_USER_RIP] = LIB + 0x10;
+	w.in.regs[7] = AT(0);
+	w.stack[3] = FN(0) + 9;
+	w.stack[5] = LIB + 0x19;
+	w.stack[9] = FN(0) + 0x19;
+	w.stack[11] = FN(1) + 9;
+	for (i = 0; i < 5; i++)
+		check(&w, want, 5, WALK_END_OUTERMOST);
+	free(keep);
+	done(&w, 2);
+}
