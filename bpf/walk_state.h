@@ -23,6 +23,22 @@ struct walk_row {
 #endif
 #define WALK_ROWS (1u << WALK_ROWS_SHIFT)
 
+/* Bench only (bench/README.md, "Where the time goes"): builds with one
+ * of the walk's shortcuts turned off (meson -Dbpf_bench_flags=...), to
+ * measure what it saves side by side with the normal build. */
+#ifndef WALK_BENCH_NO_ROWS          /* every lookup searches its table */
+#define WALK_BENCH_NO_ROWS 0
+#endif
+#ifndef WALK_BENCH_NO_KEEP          /* mappings are searched anew in every walk */
+#define WALK_BENCH_NO_KEEP 0
+#endif
+#ifndef WALK_BENCH_NO_WINDOW        /* one user read per value */
+#define WALK_BENCH_NO_WINDOW 0
+#endif
+#ifndef WALK_BENCH_NO_OUTPUT        /* no sample record (BPF) */
+#define WALK_BENCH_NO_OUTPUT 0
+#endif
+
 /* Bytes of user memory a walk reads at once (a power of two, at most a
  * page): a stack of 64-byte frames meets a read every 8 frames. */
 #ifndef WALK_WIN_SIZE

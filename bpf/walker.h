@@ -51,7 +51,7 @@ static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u
 
 	if (size > 16)
 		return -1;
-	if (addr & 7)
+	if ((addr & 7) || WALK_BENCH_NO_WINDOW)
 		goto direct;
 	if (addr < st->win_base || off > st->win_len || st->win_len - off < size) {
 		len = 4096 - (addr & 4095);
@@ -129,7 +129,7 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	idx = ((vaddr + st->tbl_id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
 	barrier_var(idx);
 	row = &st->rows[idx & (WALK_ROWS - 1)];
-	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo) {
+	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
 		*rule = row->rule;
 		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 	}
@@ -751,6 +751,8 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->missed_id = 0;
 	/* cur and prev stay, checked before use (find_mapping) */
 	st->cur_old = st->prev_old = 1;
+	if (WALK_BENCH_NO_KEEP)
+		st->have_cur = st->have_prev = 0;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
 	st->tbl_id = 0;
