@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "bpf/table_search.h"
-#include "bpf/walker_user.h"
+#include "bpf/walker_env_user.h"
 #include "cfi/table.h"
+#include "tests/unit/walker_fixture.h"
 
 #define CODE        0x400000ull
 #define FN(i)       (CODE + 0x100 * (i))
@@ -55,15 +56,8 @@ static void add_table(struct walk *w, int t, uint64_t start, const uint64_t *at,
 
 static void setup(struct walk *w, int ntables)
 {
-	memset(&w->in, 0, sizeof(w->in));
-	w->in.mappings = w->map;
-	w->in.nmappings = ntables;
-	w->in.tables = w->tab;
-	w->in.ntables = ntables;
-	w->in.stack_base = STACK;
-	w->in.stack = w->stack;
-	w->in.stack_size = sizeof(w->stack);
-	w->in.max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	walker_fixture_input(&w->in, w->map, ntables, w->tab, ntables, STACK, w->stack,
+			     sizeof(w->stack));
 	w->ev = calloc(1, sizeof(*w->ev));
 	cr_assert_not_null(w->ev);
 }
@@ -122,18 +116,8 @@ Test(walker_fast, a_kept_row_serves_only_its_own_addresses)
 }
 
 /* The span of a row (cfi_table_search_span): every address in it has
- * the row's rule, the addresses just outside it another row or none. */
-static const __u8 *blob_at(const void *table, __u32 off, __u32 size)
-{
-	const struct cfi_table *t = table;
-
-	if ((off & (CFI_CHUNK_SIZE - 1)) > CFI_CHUNK_SIZE - size)
-		return NULL;
-	if (off > t->size || t->size - off < size)
-		return NULL;
-	return (const __u8 *)t->blob + off;
-}
-
+ * the row's rule, the addresses just outside it another row or none.
+ * (table_at: the userspace shim's, bpf/walker_env_user.h.) */
 Test(walker_fast, a_row_span_is_exactly_its_row)
 {
 	/* rows of various lengths, one crossing the page (the compiler
@@ -162,17 +146,17 @@ Test(walker_fast, a_row_span_is_exactly_its_row)
 		struct cfi_row_span span;
 		__u32 idx, other, lo_idx;
 
-		cr_assert_eq(cfi_table_search_span(&g, &t, blob_at, a, &idx, NULL, &span), 1,
+		cr_assert_eq(cfi_table_search_span(&g, &t, table_at, a, &idx, NULL, &span), 1,
 			     "%#llx", (unsigned long long)a);
 		cr_assert(span.lo <= a && a < span.hi, "%#llx not in [%#llx, %#llx)",
 			  (unsigned long long)a, (unsigned long long)span.lo,
 			  (unsigned long long)span.hi);
 		/* its ends: the same row just inside, another just outside */
-		cr_assert_eq(cfi_table_search(&g, &t, blob_at, span.lo, &lo_idx, NULL), 1);
+		cr_assert_eq(cfi_table_search(&g, &t, table_at, span.lo, &lo_idx, NULL), 1);
 		cr_assert_eq(lo_idx, idx);
-		cr_assert_eq(cfi_table_search(&g, &t, blob_at, span.hi - 1, &other, NULL), 1);
+		cr_assert_eq(cfi_table_search(&g, &t, table_at, span.hi - 1, &other, NULL), 1);
 		cr_assert_eq(other, idx);
-		if (span.hi < CODE + 0x3000 && cfi_table_search(&g, &t, blob_at, span.hi, &other,
+		if (span.hi < CODE + 0x3000 && cfi_table_search(&g, &t, table_at, span.hi, &other,
 								 NULL) == 1) {
 			/* the next row, or the same rule restarted at a page */
 			cr_assert(other != idx || (span.hi & ((1ull << g.page_shift) - 1)) == 0,
@@ -186,8 +170,9 @@ Test(walker_fast, a_row_span_is_exactly_its_row)
 /* A program FN(0..1) and a library's function at LIB, each with its
  * table: a walk program -> library -> program -> library -> program's
  * outermost frame comes back to each mapping (the one before the current
- * one is kept) and must still use each one's own table and bias. */
-Test(walker_fast, back_and_forth_between_two_objects)
+ * one is kept) and must still use each one's own table and bias.
+ * `walks` times, with the state kept between walks if `keep`. */
+static void back_and_forth(int walks, int keep)
 {
 	static const uint64_t at_prog[] = { 0, 0x100 };
 	static const struct cfi_rule prog[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
@@ -195,40 +180,59 @@ Test(walker_fast, back_and_forth_between_two_objects)
 	static const struct cfi_rule lib[] = { { CFA(7, 32), RA_AT8 } };
 	static struct walk w;
 	const uint64_t want[] = { LIB + 0x10, FN(0) + 8, LIB + 0x18, FN(0) + 0x18, FN(1) + 8 };
+	int i;
 
 	add_table(&w, 0, CODE, at_prog, prog, 2);
 	add_table(&w, 1, LIB, at_lib, lib, 1);
 	setup(&w, 2);
+	if (keep) {
+		w.in.keep = calloc(1, walker_user_state_size());
+		cr_assert_not_null(w.in.keep);
+	}
 	w.in.regs[WALKER_USER_RIP] = LIB + 0x10;   /* lib: CFA AT(4) */
 	w.in.regs[7] = AT(0);
 	w.stack[3] = FN(0) + 9;                    /* prog: CFA AT(6) */
 	w.stack[5] = LIB + 0x19;                   /* lib: CFA AT(10) */
 	w.stack[9] = FN(0) + 0x19;                 /* prog: CFA AT(12) */
 	w.stack[11] = FN(1) + 9;                   /* outermost */
-	check(&w, want, 5, WALK_END_OUTERMOST);
+	for (i = 0; i < walks; i++)
+		check(&w, want, 5, WALK_END_OUTERMOST);
+	free(w.in.keep);
 	done(&w, 2);
 }
 
-/* A stack of `n` frames of FN(0) (CFA = rsp + `frame`, RA at CFA - 8)
- * from AT(first), then FN(1)'s outermost one. */
-static void chain(struct walk *w, unsigned first, unsigned frame, unsigned n, uint64_t *want)
+Test(walker_fast, back_and_forth_between_two_objects)
+{
+	back_and_forth(1, 0);
+}
+
+/* Walks a stack of `n` frames of FN(0) (CFA = rsp + `frame`, RA at
+ * CFA - 8) from AT(first), then FN(1)'s outermost one, with `size` bytes
+ * of it captured (0: all). */
+static void chain(unsigned first, unsigned frame, unsigned n, uint64_t size)
 {
 	static const uint64_t at[] = { 0, 0x100 };
 	const struct cfi_rule rules[] = { { CFA(7, frame), RA_AT8 }, OUTERMOST };
-	uint64_t sp = AT(first);
+	static struct walk w;
+	uint64_t sp = AT(first), want[128];
 	unsigned i;
 
-	add_table(w, 0, CODE, at, rules, 2);
-	setup(w, 1);
-	w->in.regs[WALKER_USER_RIP] = FN(0) + 0x10;
-	w->in.regs[7] = sp;
+	cr_assert_lt(n, 128);
+	add_table(&w, 0, CODE, at, rules, 2);
+	setup(&w, 1);
+	if (size)
+		w.in.stack_size = size;
+	w.in.regs[WALKER_USER_RIP] = FN(0) + 0x10;
+	w.in.regs[7] = sp;
 	want[0] = FN(0) + 0x10;
 	for (i = 1; i <= n; i++) {
 		sp += frame;
-		memcpy((char *)w->stack + (sp - 8 - STACK), &(uint64_t){ i < n ? FN(0) + 0x20 : FN(1) + 9 },
+		memcpy((char *)w.stack + (sp - 8 - STACK), &(uint64_t){ i < n ? FN(0) + 0x20 : FN(1) + 9 },
 		       8);
 		want[i] = i < n ? FN(0) + 0x1f : FN(1) + 8;
 	}
+	check(&w, want, n + 1, WALK_END_OUTERMOST);
+	done(&w, 1);
 }
 
 /* The captured stack ends mid-page, right after the last frame: a window
@@ -236,38 +240,21 @@ static void chain(struct walk *w, unsigned first, unsigned frame, unsigned n, ui
  * address does not and must be made. */
 Test(walker_fast, a_window_past_readable_memory_falls_back_to_the_read)
 {
-	static struct walk w;
-	uint64_t want[6];
-
-	chain(&w, 0, 40, 5, want);
-	w.in.stack_size = 5 * 40;   /* the last RA is its last word */
-	check(&w, want, 6, WALK_END_OUTERMOST);
-	done(&w, 1);
+	chain(0, 40, 5, 5 * 40);   /* the last RA is the last word captured */
 }
 
 /* Frames across page boundaries (a window stops at its page's end), and
- * more frames than a window holds. */
+ * more frames than a window holds: from STACK + 1600 to STACK + 7200. */
 Test(walker_fast, frames_across_pages_and_windows)
 {
-	static struct walk w;
-	uint64_t want[101];
-
-	/* from STACK + 1600 to STACK + 7200: across STACK + 4096 */
-	chain(&w, 200, 56, 100, want);
-	check(&w, want, 101, WALK_END_OUTERMOST);
-	done(&w, 1);
+	chain(200, 56, 100, 0);
 }
 
 /* CFAs 4 bytes off alignment every other frame: return addresses at
  * unaligned addresses are read as they are. */
 Test(walker_fast, unaligned_return_addresses)
 {
-	static struct walk w;
-	uint64_t want[9];
-
-	chain(&w, 0, 36, 8, want);
-	check(&w, want, 9, WALK_END_OUTERMOST);
-	done(&w, 1);
+	chain(0, 36, 8, 0);
 }
 
 /* BPF keeps its walk state from one sample to the next (per CPU): the
@@ -317,28 +304,5 @@ Test(walker_fast, a_kept_mapping_is_checked_against_the_array)
  * one, kept too). */
 Test(walker_fast, kept_rows_and_mappings_over_many_walks)
 {
-	static const uint64_t at_prog[] = { 0, 0x100 };
-	static const struct cfi_rule prog[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
-	static const uint64_t at_lib[] = { 0 };
-	static const struct cfi_rule lib[] = { { CFA(7, 32), RA_AT8 } };
-	static struct walk w;
-	const uint64_t want[] = { LIB + 0x10, FN(0) + 8, LIB + 0x18, FN(0) + 0x18, FN(1) + 8 };
-	void *keep = calloc(1, walker_user_state_size());
-	int i;
-
-	cr_assert_not_null(keep);
-	add_table(&w, 0, CODE, at_prog, prog, 2);
-	add_table(&w, 1, LIB, at_lib, lib, 1);
-	setup(&w, 2);
-	w.in.keep = keep;
-	w.in.regs[WALKER_USER_RIP] = LIB + 0x10;
-	w.in.regs[7] = AT(0);
-	w.stack[3] = FN(0) + 9;
-	w.stack[5] = LIB + 0x19;
-	w.stack[9] = FN(0) + 0x19;
-	w.stack[11] = FN(1) + 9;
-	for (i = 0; i < 5; i++)
-		check(&w, want, 5, WALK_END_OUTERMOST);
-	free(keep);
-	done(&w, 2);
+	back_and_forth(5, 1);
 }
