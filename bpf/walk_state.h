@@ -40,9 +40,11 @@ struct walk_row {
 #endif
 
 /* Bytes of user memory a walk reads at once (a power of two, at most a
- * page): a stack of 64-byte frames meets a read every 8 frames. */
+ * page): a stack of 64-byte frames meets a read every 16 frames, or at a
+ * page's end.  1024 against 512 (bench/bpf_cost.sh, side by side): 2573
+ * against 2650 ns a sample at 30 frames, 5224 against 5732 at 100. */
 #ifndef WALK_WIN_SIZE
-#define WALK_WIN_SIZE 512
+#define WALK_WIN_SIZE 1024
 #endif
 
 /* Everything a walk keeps between frames.  BPF keeps it per CPU
