@@ -4,6 +4,8 @@
 #
 #   bench/bpf_cost.sh
 #   env BUILD=DIR      build directory holding cfiprof and bench/ (default build)
+#   env BASE=DIR       a second build's cfiprof, run on the same workload
+#                      in the same alternation (tool `base`): before/after
 #   env N=5            runs of each tool, alternated
 #   env F=999          sampling frequency, Hz
 #   env D=5            seconds per run
@@ -41,10 +43,12 @@ build=${BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 N=${N:-5} F=${F:-999} D=${D:-5} DEPTH=${DEPTH:-30} CPU=${CPU:-1} AGENT_CPU=${AGENT_CPU:-0}
 cfiprof=$build/cfiprof
+base=${BASE:-}
+case $base in ''|/*) ;; *) base=$root/$base ;; esac
 fpwalk=$build/bench/fpwalk
 nofp=$build/bench/deep-nofp
 fp=$build/bench/deep-fp
-for f in "$cfiprof" "$fpwalk" "$nofp" "$fp"; do
+for f in "$cfiprof" "$fpwalk" "$nofp" "$fp" ${base:+"$base/cfiprof"}; do
 	[ -x "$f" ] || { echo "bpf_cost: $f is missing: build with bench/ (subdir('bench')) first" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "bpf_cost: needs root" >&2; exit 1; }
@@ -57,7 +61,7 @@ val() { sed -n "s/^$1: *//p" "$2" | head -1; }
 
 # One run of cfiprof: prints "ns_per_run run_count target_samples depth".
 run_cfiprof() {
-	taskset -c "$AGENT_CPU" "$cfiprof" record --stats -F "$F" -d "$D" -C "$CPU" \
+	taskset -c "$AGENT_CPU" "${1:-$cfiprof}" record --stats -F "$F" -d "$D" -C "$CPU" \
 		--format folded -o "$tmp/out.folded" -- "$nofp" -c "$CPU" -n -20 -f "$DEPTH" spin 0 \
 		>"$tmp/cfiprof.log" 2>&1 || { cat "$tmp/cfiprof.log" >&2; return 1; }
 	local ns runs samples depth
@@ -69,6 +73,8 @@ run_cfiprof() {
 		END { printf "%.2f", w ? s / w : 0 }' "$tmp/out.folded")
 	echo "$ns $runs $samples $depth"
 }
+
+run_base() { run_cfiprof "$base/cfiprof"; }
 
 run_fp() {
 	taskset -c "$AGENT_CPU" "$fpwalk" -F "$F" -d "$D" -C "$CPU" -- "$fp" -c "$CPU" -n -20 -f "$DEPTH" spin 0 \
@@ -83,13 +89,14 @@ echo "bpf_cost: $N runs each of ${D}s at ${F} Hz, workload $DEPTH frames deep on
 # Untimed warm-up: compiles and caches the CFI tables, pages everything in.
 D_SAVE=$D; D=1
 run_cfiprof >/dev/null
+[ -z "$base" ] || run_base >/dev/null
 run_fp >/dev/null
 D=$D_SAVE
 
 printf '%-4s %-8s %9s %9s %8s %10s %7s %9s\n' run tool ns/run runs target% ns/target depth ns/frame
 : >"$tmp/rows"
 for i in $(seq 1 "$N"); do
-	for tool in cfiprof fp; do
+	for tool in cfiprof ${base:+base} fp; do
 		read -r ns runs samples depth < <(run_$tool)
 		awk -v i="$i" -v t="$tool" -v ns="$ns" -v r="$runs" -v s="$samples" -v d="$depth" 'BEGIN {
 			printf "%-4s %-8s %9d %9d %7.1f%% %10.0f %7.2f %9.1f\n", i, t, ns, r,
@@ -101,6 +108,11 @@ done
 med() { awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$tmp/rows" | median; }
 med_expr() { awk -v t="$1" '$1 == t { print '"$2"' }' "$tmp/rows" | median; }
 c_ns=$(med cfiprof 2) f_ns=$(med fp 2)
+if [ -n "$base" ]; then
+	b_ns=$(med base 2) b_d=$(med base 5)
+	awk -v bn="$b_ns" -v bd="$b_d" -v fn="$f_ns" 'BEGIN {
+		printf "median base    (BASE=%s): %6.0f ns/sample, depth %.2f, ratio to fp %.2f\n", "'"$base"'", bn, bd, bn / fn }'
+fi
 c_d=$(med cfiprof 5) f_d=$(med fp 5)
 c_t=$(med_expr cfiprof '$2 * $3 / $4') f_t=$(med_expr fp '$2 * $3 / $4')
 echo

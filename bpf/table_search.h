@@ -35,9 +35,17 @@ typedef const __u8 *(*cfi_table_at_fn)(const void *table, __u32 off, __u32 size)
  * rule), 0 if vaddr is outside [base, end), -1 if the table breaks its
  * format.  *comparisons, if not NULL, receives the row comparisons made:
  * tests hold them to the loop bound. */
-static __always_inline int cfi_table_search(const struct cfi_table_geom *g, const void *table,
-					    cfi_table_at_fn at, __u64 vaddr, __u32 *rule_idx,
-					    __u32 *comparisons)
+/* The file addresses [lo, hi) of a row: all of them have its rule. */
+struct cfi_row_span {
+	__u64 lo, hi;
+};
+
+/* cfi_table_search, and with 1 the span of the row found in *span (if not
+ * NULL): the walker keeps it, so that the next frame in the same row (a
+ * recursion, a loop of calls) skips the search. */
+static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g, const void *table,
+						 cfi_table_at_fn at, __u64 vaddr, __u32 *rule_idx,
+						 __u32 *comparisons, struct cfi_row_span *span)
 {
 	const struct cfi_page *pg;
 	const __u8 *blk;
@@ -91,7 +99,31 @@ static __always_inline int cfi_table_search(const struct cfi_table_geom *g, cons
 	if (x > CFI_CHUNK_SIZE - 2)
 		return -1;
 	*rule_idx = *(const __u16 *)(blk + x);
+	if (span) {
+		__u64 page_lo = g->base + ((__u64)page << g->page_shift);
+		__u64 hi = page_lo + (1ull << g->page_shift);
+
+		/* From the row's start to the next row's, or the page's end
+		 * (rows never cross one), or the table's.  Rows out of order
+		 * (a broken table) give an empty span, never kept. */
+		x = o + 2 * lo;
+		if (x > CFI_CHUNK_SIZE - 4)
+			return -1;
+		span->lo = page_lo + *(const __u16 *)(blk + x);
+		if (lo + 1 < nrows)
+			hi = page_lo + *(const __u16 *)(blk + x + 2);
+		if (hi > g->end)
+			hi = g->end;
+		span->hi = span->lo <= vaddr && vaddr < hi ? hi : span->lo;
+	}
 	return 1;
+}
+
+static __always_inline int cfi_table_search(const struct cfi_table_geom *g, const void *table,
+					    cfi_table_at_fn at, __u64 vaddr, __u32 *rule_idx,
+					    __u32 *comparisons)
+{
+	return cfi_table_search_span(g, table, at, vaddr, rule_idx, comparisons, NULL);
 }
 
 #endif /* CFIPROF_TABLE_SEARCH_H */

@@ -8,6 +8,45 @@
 
 #include "abi.h"
 
+/* A row of a table (struct walk_state rows): its rule holds for the
+ * file addresses [lo, hi) of table `tbl` (0: an empty slot). */
+struct walk_row {
+	__u32 tbl;
+	__u32 pad;
+	__u64 lo, hi;
+	struct cfi_rule rule;
+};
+
+/* Rows kept: 1 << WALK_ROWS_SHIFT. */
+#ifndef WALK_ROWS_SHIFT
+#define WALK_ROWS_SHIFT 6
+#endif
+#define WALK_ROWS (1u << WALK_ROWS_SHIFT)
+
+/* Bench only (bench/README.md, "Where the time goes"): builds with one
+ * of the walk's shortcuts turned off (meson -Dbpf_bench_flags=...), to
+ * measure what it saves side by side with the normal build. */
+#ifndef WALK_BENCH_NO_ROWS          /* every lookup searches its table */
+#define WALK_BENCH_NO_ROWS 0
+#endif
+#ifndef WALK_BENCH_NO_KEEP          /* mappings are searched anew in every walk */
+#define WALK_BENCH_NO_KEEP 0
+#endif
+#ifndef WALK_BENCH_NO_WINDOW        /* one user read per value */
+#define WALK_BENCH_NO_WINDOW 0
+#endif
+#ifndef WALK_BENCH_NO_OUTPUT        /* no sample record (BPF) */
+#define WALK_BENCH_NO_OUTPUT 0
+#endif
+
+/* Bytes of user memory a walk reads at once (a power of two, at most a
+ * page): a stack of 64-byte frames meets a read every 16 frames, or at a
+ * page's end.  1024 against 512 (bench/bpf_cost.sh, side by side): 2573
+ * against 2650 ns a sample at 30 frames, 5224 against 5732 at 100. */
+#ifndef WALK_WIN_SIZE
+#define WALK_WIN_SIZE 1024
+#endif
+
 /* Everything a walk keeps between frames.  BPF keeps it per CPU
  * (struct sample_scratch): too big for the 512-byte BPF stack, and a
  * sample never migrates mid-program. */
@@ -47,6 +86,32 @@ struct walk_state {
 	 * from a zeroed state; BPF neither resets nor reads it, to keep
 	 * walk_begin as it was. */
 	__u32 go_switches;
+	/* Rows found by table_lookup, by a hash of table and address: a
+	 * frame in one of them (a recursion, a loop of calls, and in BPF the
+	 * same code in the samples before) takes its rule without a search.
+	 * In BPF they outlive the walk, per CPU: a table id names one table's
+	 * contents for as long as the maps exist (the agent's module ids,
+	 * never reused), and a row is used only while its table is loaded.
+	 * (walker_user starts each walk from a zeroed state.) */
+	struct walk_row rows[WALK_ROWS];
+	/* The mapping before st->cur (have_prev): a walk going back and
+	 * forth between two objects (a program and its libc) searches the
+	 * mappings only once for each. */
+	struct walker_mapping prev;
+	__u8 have_prev;
+	/* In BPF cur and prev outlive the walk, per CPU: the next walk
+	 * (cur_old, prev_old) uses one only once the process's array holds
+	 * it, unchanged, at its index (cur_idx, prev_idx): one map lookup
+	 * instead of a search. */
+	__u8 cur_old, prev_old;
+	__u8 win_pad;
+	__u32 cur_idx, prev_idx;
+	/* A window of user memory (stack_read): one read of up to
+	 * WALK_WIN_SIZE bytes, to the end of its page, serves the frames
+	 * above it.  win_len 0: empty (walk_begin). */
+	__u32 win_len;
+	__u64 win_base;
+	__u64 win[WALK_WIN_SIZE / 8 + 2]; /* + 2: a 16-byte read at any index below the size fits */
 };
 
 #endif /* CFIPROF_WALK_STATE_H */

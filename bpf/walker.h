@@ -34,9 +34,49 @@ struct loop_ctx {
 	WALKER_ENV_FIELDS
 };
 
+/* Reads `size` (8 or 16) bytes of user memory at `addr` into out[0]
+ * (and out[1]), through the walk's window (struct walk_state): a read
+ * outside it reads the window anew, from addr to the end of addr's page,
+ * at most WALK_WIN_SIZE bytes.  The window never crosses a page, so it
+ * faults exactly where the read it serves would; a read the window
+ * cannot take (unaligned, straddling a page, a fault) is made as is.
+ * Returns non-zero with out zeroed on a fault, as walker_read_user.
+ * Called, not inlined: a dozen places read, and the window's code once
+ * is cheaper for the verifier and the instruction cache. */
+static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
+				 __u64 *out, __u32 size)
+{
+	__u64 off = addr - st->win_base;
+	__u32 len, i;
+
+	if (size > 16)
+		return -1;
+	if ((addr & 7) || WALK_BENCH_NO_WINDOW)
+		goto direct;
+	if (addr < st->win_base || off > st->win_len || st->win_len - off < size) {
+		len = 4096 - (addr & 4095);
+		if (len > WALK_WIN_SIZE)
+			len = WALK_WIN_SIZE;
+		if (len < size || walker_read_user(lc, st->win, len, addr)) {
+			st->win_len = 0;
+			goto direct;
+		}
+		st->win_base = addr;
+		st->win_len = len;
+		off = 0;
+	}
+	i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
+	out[0] = st->win[i];
+	if (size > 8)
+		out[1] = st->win[i + 1];
+	return 0;
+direct:
+	return walker_read_user(lc, out, size, addr) ? -1 : 0;
+}
+
 static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 *out)
 {
-	return walker_read_user(lc, out, sizeof(*out), addr);
+	return stack_read(lc, lc->st, addr, out, sizeof(*out));
 }
 
 /* Loads table `id` into lc->table and its header into the state. */
@@ -79,10 +119,21 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 		.pages_off = st->tbl_pages_off,
 	};
 	const struct cfi_rule *r;
+	struct cfi_row_span span;
+	struct walk_row *row;
 	__u32 idx;
 	int ret;
 
-	ret = cfi_table_search(&g, lc->table, table_at, vaddr, &idx, NULL);
+	/* A row found before (struct walk_state rows): its rule, without a
+	 * search. */
+	idx = ((vaddr + st->tbl_id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
+	barrier_var(idx);
+	row = &st->rows[idx & (WALK_ROWS - 1)];
+	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
+		*rule = row->rule;
+		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
+	}
+	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
 	if (ret <= 0)
 		return ret;
 	if (idx >= st->tbl_nrules)
@@ -91,10 +142,31 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	if (!r)
 		return -1;
 	*rule = *r;
+	row->rule = *r;
+	row->lo = span.lo;
+	row->hi = span.hi;
+	row->tbl = st->tbl_id;
 	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
-/* Finds the mapping holding `addr` into st->cur. */
+/* Whether mapping `idx` of the process's array is still `m`: then it is
+ * the one a search would find for an address in it (the array is sorted
+ * and disjoint). */
+static __always_inline int mapping_current(struct walk_state *st, walker_mappings_t *arr,
+					   __u32 idx, const struct walker_mapping *m)
+{
+	const struct walker_mapping *e;
+
+	if (idx >= st->nmappings)
+		return 0;
+	e = mapping_at(arr, idx);
+	return e && e->start == m->start && e->end == m->end && e->bias == m->bias &&
+	       e->table_id == m->table_id && e->module_id == m->module_id;
+}
+
+/* Finds the mapping holding `addr` into st->cur: the current one, the
+ * one before (a walk back into the program from its libc), checked if
+ * an earlier walk found them, else by a search. */
 static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 {
 	struct walk_state *st = lc->st;
@@ -103,8 +175,27 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	__u32 idx;
 
 	walker_mappings_init(lc, &arr);
-	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end)
+	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end) {
+		if (!st->cur_old)
+			return 0;
+		if (mapping_current(st, &arr, st->cur_idx, &st->cur)) {
+			st->cur_old = 0;
+			return 0;
+		}
+	} else if (st->have_prev && addr >= st->prev.start && addr < st->prev.end &&
+		   (!st->prev_old || mapping_current(st, &arr, st->prev_idx, &st->prev))) {
+		struct walker_mapping t = st->cur;
+		__u32 t_idx = st->cur_idx;
+		__u8 t_old = st->cur_old;
+
+		st->cur = st->prev;
+		st->cur_idx = st->prev_idx;
+		st->cur_old = 0;
+		st->prev = t;
+		st->prev_idx = t_idx;
+		st->prev_old = t_old;
 		return 0;
+	}
 	/* Only the last mapping starting at or below addr can hold it.  At
 	 * addr = 2^64 - 1, addr + 1 wraps to 0 and finds none: no mapping
 	 * holds that address, as ends are exclusive. */
@@ -113,7 +204,15 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	m = mapping_at(&arr, idx - 1);
 	if (!m || addr >= m->end)
 		return -1;
+	if (st->have_cur) {
+		st->prev = st->cur;
+		st->prev_idx = st->cur_idx;
+		st->prev_old = st->cur_old;
+		st->have_prev = 1;
+	}
 	st->cur = *m;
+	st->cur_idx = idx - 1;
+	st->cur_old = 0;
 	st->have_cur = 1;
 	return 0;
 }
@@ -370,7 +469,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	    r->rbp_off == r->ra_off - 8) {
 		__u64 pair[2];
 
-		if (walker_read_user(lc, pair, sizeof(pair), cfa + (__s64)r->rbp_off))
+		if (stack_read(lc, st, cfa + (__s64)r->rbp_off, pair, sizeof(pair)))
 			return WALK_END_READ_FAULT;
 		st->bp = pair[0];
 		st->bp_valid = 1;
@@ -650,12 +749,16 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->n = 0;
 	st->fp_steps = st->cfi_steps = st->signal_frames = st->miss_steps = 0;
 	st->missed_id = 0;
-	st->have_cur = 0;
+	/* cur and prev stay, checked before use (find_mapping) */
+	st->cur_old = st->prev_old = 1;
+	if (WALK_BENCH_NO_KEEP)
+		st->have_cur = st->have_prev = 0;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
 	st->tbl_id = 0;
 	st->via_fp = 0;
 	st->snapshot = 0;
+	st->win_len = 0;
 }
 
 static __always_inline void walk_init_done(struct walk_state *st)

@@ -14,43 +14,50 @@ _Static_assert(SIGCTX_BP_OFF == 40 + 10 * 8, "ucontext's rbp where the kernel pu
 _Static_assert(SIGCTX_SP_OFF == 40 + 15 * 8, "ucontext's rsp where the kernel puts it");
 _Static_assert(SIGCTX_IP_OFF == 40 + 16 * 8, "ucontext's rip where the kernel puts it");
 
+__u64 walker_user_state_size(void)
+{
+	return sizeof(struct walk_state);
+}
+
 int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev,
 		     struct walker_user_result *res)
 {
 	struct walker_user_env env = { .in = in };
-	struct walk_state st;
-	struct loop_ctx lc = { .st = &st, .ev = ev, .env = &env };
+	/* BPF's is per CPU, reset where walk_begin resets it */
+	struct walk_state fresh, *st = in->keep ? in->keep : &fresh;
+	struct loop_ctx lc = { .st = st, .ev = ev, .env = &env };
 	__u32 i;
 
 	for (i = 0; i + 1 < in->nmappings; i++)
 		if (in->mappings[i].end > in->mappings[i + 1].start)
 			return -EINVAL;
-	memset(&st, 0, sizeof(st));
-	walk_begin(&st, 0);
+	if (!in->keep)
+		memset(&fresh, 0, sizeof(fresh));
+	walk_begin(st, 0);
 	if (in->regs_known) {
-		walk_resume(&st, in->regs, in->regs_known, in->ret_addr);
+		walk_resume(st, in->regs, in->regs_known, in->ret_addr);
 	} else {
-		st.ip = in->regs[WALKER_USER_RIP];
-		st.sp = in->regs[DWARF_RSP];
-		st.bp = in->regs[DWARF_RBP];
+		st->ip = in->regs[WALKER_USER_RIP];
+		st->sp = in->regs[DWARF_RSP];
+		st->bp = in->regs[DWARF_RBP];
 		for (i = 0; i < 16; i++)
-			st.regs[i] = in->regs[i];
-		walk_init_done(&st);
+			st->regs[i] = in->regs[i];
+		walk_init_done(st);
 	}
-	st.snap_want = in->stop_at_miss;
-	st.nmappings = in->nmappings;
-	walk_run(&lc, &st, ev);
-	if (st.snapshot) {
+	st->snap_want = in->stop_at_miss;
+	st->nmappings = in->nmappings;
+	walk_run(&lc, st, ev);
+	if (st->snapshot) {
 		env.res.stopped = 1;
-		walk_snapshot_regs(&st, &env.res.stop);
+		walk_snapshot_regs(st, &env.res.stop);
 	}
 	if (res) {
 		*res = env.res;
-		res->fp_steps = st.fp_steps;
-		res->cfi_steps = st.cfi_steps;
-		res->signal_frames = st.signal_frames;
-		res->miss_steps = st.miss_steps;
-		res->go_switches = st.go_switches;
+		res->fp_steps = st->fp_steps;
+		res->cfi_steps = st->cfi_steps;
+		res->signal_frames = st->signal_frames;
+		res->miss_steps = st->miss_steps;
+		res->go_switches = st->go_switches;
 	}
 	return 0;
 }

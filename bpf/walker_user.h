@@ -56,7 +56,15 @@ struct walker_user_input {
 	 * switches.  Reads of g go through the captured memory as stack
 	 * reads do. */
 	__u64 fs_base;
+	/* A walk state kept from one walk to the next, as BPF keeps one per
+	 * CPU (rows found, the mappings of the last walk: bpf/walk_state.h),
+	 * walker_user_state_size() bytes zeroed before the first walk; NULL:
+	 * each walk starts from a zeroed state. */
+	void *keep;
 };
+
+/* The size of the state walker_user_input.keep points to. */
+__u64 walker_user_state_size(void);
 
 /* What the walk did besides the frames it put in ev. */
 struct walker_user_result {

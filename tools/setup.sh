@@ -15,6 +15,8 @@ PKGS=(
   libc6-dbg
   podman runc
   linux-perf strace
+  # bench/walk_cost.sh (and the callgrind counts of bench/README.md)
+  valgrind
   bpfcc-tools libbpf-tools
   python3 curl openssl
   libmicrohttpd-dev libcurl4-openssl-dev libjson-c-dev prometheus gnuplot-nox

@@ -12,6 +12,7 @@
 
 #include "bpf/walker_user.h"
 #include "cfi/table.h"
+#include "tests/unit/walker_fixture.h"
 
 /* Code: four functions of 0x100 bytes from CODE; the stack: STACK_WORDS
  * words from STACK. */
@@ -50,15 +51,7 @@ static void setup(struct walk *w, const struct cfi_rule *rules, int n)
 	cfi_builder_free(b);
 	tab.id = 1;
 	tab.table = &w->table;
-	memset(&w->in, 0, sizeof(w->in));
-	w->in.mappings = &map;
-	w->in.nmappings = 1;
-	w->in.tables = &tab;
-	w->in.ntables = 1;
-	w->in.stack_base = STACK;
-	w->in.stack = w->stack;
-	w->in.stack_size = sizeof(w->stack);
-	w->in.max_depth = CFIPROF_MAX_DEPTH_DEFAULT;
+	walker_fixture_input(&w->in, &map, 1, &tab, 1, STACK, w->stack, sizeof(w->stack));
 	w->ev = calloc(1, sizeof(*w->ev));
 	cr_assert_not_null(w->ev);
 }
