@@ -482,25 +482,28 @@ int tables_start(struct table_manager *tm)
 	return tm->nworkers ? 0 : -ret;
 }
 
+/* Sets *flag, wakes the threads waiting on `cond` and joins them. */
+static void stop_threads(struct table_manager *tm, bool *flag, pthread_cond_t *cond,
+			 pthread_t *threads, uint32_t *n)
+{
+	pthread_mutex_lock(&tm->lock);
+	*flag = true;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(&tm->lock);
+	while (*n)
+		pthread_join(threads[--*n], NULL);
+}
+
 void tables_stop(struct table_manager *tm)
 {
 	if (tm->worker_running) {
-		pthread_mutex_lock(&tm->lock);
-		tm->stopping = true;
-		pthread_cond_broadcast(&tm->wake);
-		pthread_mutex_unlock(&tm->lock);
-		while (tm->nworkers)
-			pthread_join(tm->workers[--tm->nworkers], NULL);
+		stop_threads(tm, &tm->stopping, &tm->wake, tm->workers, &tm->nworkers);
 		tm->worker_running = false;
 	}
-	/* After the workers: it publishes what they filled last. */
+	/* After the workers: they publish what the workers filled last. */
 	if (tm->publisher_running) {
-		pthread_mutex_lock(&tm->lock);
-		tm->publisher_stopping = true;
-		pthread_cond_broadcast(&tm->publish_wake);
-		pthread_mutex_unlock(&tm->lock);
-		while (tm->npublishers)
-			pthread_join(tm->publishers[--tm->npublishers], NULL);
+		stop_threads(tm, &tm->publisher_stopping, &tm->publish_wake, tm->publishers,
+			     &tm->npublishers);
 		tm->publisher_running = false;
 	}
 }
@@ -723,24 +726,10 @@ uint64_t percentile_u64(uint64_t *v, uint32_t n, double p)
 	return v[idx < n ? idx : n - 1];
 }
 
-uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
-{
-	uint64_t *v, r;
-	uint32_t i, n = 0;
-
-	pthread_mutex_lock(&tm->lock);
-	v = malloc((tm->nlatency + 1) * sizeof(*v));
-	for (i = 0; v && i < tm->nlatency; i++)
-		if (tm->latency[i].object_size <= max_size)
-			v[n++] = tm->latency[i].ns;
-	pthread_mutex_unlock(&tm->lock);
-	*count = n;
-	r = v ? percentile_u64(v, n, p) : 0;
-	free(v);
-	return r;
-}
-
-uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+/* Percentile p of the latencies of objects up to max_size, each without
+ * its grace period if `in_kernel`. */
+static uint64_t latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count,
+			    bool in_kernel)
 {
 	uint64_t *v, r;
 	uint32_t i, n = 0;
@@ -749,7 +738,7 @@ uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_s
 	v = malloc((tm->nlatency + 1) * sizeof(*v));
 	for (i = 0; v && i < tm->nlatency; i++) {
 		const struct table_latency *l = &tm->latency[i];
-		uint64_t grace = (uint64_t)l->phase_us[TABLE_PHASE_GRACE] * 1000;
+		uint64_t grace = in_kernel ? (uint64_t)l->phase_us[TABLE_PHASE_GRACE] * 1000 : 0;
 
 		if (l->object_size <= max_size)
 			v[n++] = l->ns > grace ? l->ns - grace : 0;
@@ -759,6 +748,16 @@ uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_s
 	r = v ? percentile_u64(v, n, p) : 0;
 	free(v);
 	return r;
+}
+
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+{
+	return latency_pct(tm, p, max_size, count, false);
+}
+
+uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+{
+	return latency_pct(tm, p, max_size, count, true);
 }
 
 uint32_t tables_latency_phases(struct table_manager *tm, double p, uint64_t max_size,
