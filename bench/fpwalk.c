@@ -4,7 +4,10 @@
  * user-stack walk at HZ per CPU on the cpu-clock software event, for
  * SECONDS (or until CMD exits), and prints the BPF program's cost.
  *
- * usage: fpwalk [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]
+ * usage: fpwalk [-E] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]
+ *
+ * -E: attach an empty program instead (bench/overhead.sh's floor: the cost
+ * of the sampling event itself); it records nothing.
  *
  * Like `cfiprof record`: one cpu-clock event per CPU (or on CPU only),
  * the program attached to each, BPF run-time statistics enabled with
@@ -24,6 +27,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,7 +87,7 @@ static uint64_t counter_sum(struct fpwalk_bpf *skel, uint32_t idx)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fpwalk [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]\n");
+	fprintf(stderr, "usage: fpwalk [-E] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]\n");
 	exit(2);
 }
 
@@ -101,6 +105,7 @@ int main(int argc, char **argv)
 	struct ring_buffer *rb;
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
+	bool empty = false;
 	int freq = 99, cpu_only = -1, ncpu, nev = 0, *fds, c, i, stats_fd, go[2];
 	double secs = 0;
 	uint64_t t_end = 0;
@@ -110,8 +115,11 @@ int main(int argc, char **argv)
 	int status;
 	char g = 'g';
 
-	while ((c = getopt(argc, argv, "+F:d:C:")) != -1) {
+	while ((c = getopt(argc, argv, "+EF:d:C:")) != -1) {
 		switch (c) {
+		case 'E':
+			empty = true;
+			break;
 		case 'F':
 			freq = atoi(optarg);
 			break;
@@ -188,7 +196,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fpwalk: perf_event_open(cpu-clock, cpu %d): %s\n", i, strerror(errno));
 			return 1;
 		}
-		links[nev] = bpf_program__attach_perf_event(skel->progs.fp_sample, fd);
+		links[nev] = bpf_program__attach_perf_event(empty ? skel->progs.empty_sample :
+								     skel->progs.fp_sample, fd);
 		if (!links[nev]) {
 			fprintf(stderr, "fpwalk: attach to cpu %d: %s\n", i, strerror(errno));
 			return 1;
@@ -232,7 +241,9 @@ int main(int argc, char **argv)
 	}
 
 	memset(&info, 0, sizeof(info));
-	if (!bpf_obj_get_info_by_fd(bpf_program__fd(skel->progs.fp_sample), &info, &len) && info.run_cnt)
+	if (!bpf_obj_get_info_by_fd(bpf_program__fd(empty ? skel->progs.empty_sample :
+								skel->progs.fp_sample), &info, &len) &&
+	    info.run_cnt)
 		printf("bpf_ns_per_sample: %llu\n", (unsigned long long)(info.run_time_ns / info.run_cnt));
 	else
 		printf("bpf_ns_per_sample: unavailable\n");

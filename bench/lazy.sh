@@ -10,6 +10,10 @@
 #   env F=99           sampling frequency, Hz
 #   env IDLE=1         also keep idle programs running (0: none), as a real
 #                      host has idle daemons whose code never runs
+#   env BASE=DIR       another build to compare with, lazy only: each of the
+#                      N rounds records with BASE's cfiprof, then BUILD's
+#                      (--unwind auto both), side by side; eager is left out
+#                      unless EAGER=1
 #
 # The workload: two slots, each running one program after another for the
 # whole recording: python3, gzip, xz, sort, sha256sum, gcc (cc1, whose CFI
@@ -36,7 +40,21 @@
 #                    taken for a missing table (p50 / p99 over the
 #                    processes that started during the recording)
 #   miss to loaded   lazy only: from the BPF miss notification to the
-#                    table being in the kernel (p50 / p99)
+#                    table being in the kernel (p50 / p99), and where the
+#                    time of the slowest went (--stats'
+#                    miss_to_loaded_slowest_ms: the mean of each phase
+#                    over the misses at or above the p99): notify (the
+#                    ring buffer's wake-up and the agent's loop up to the
+#                    miss record), queue (waiting for a table worker),
+#                    cache (reading the disk cache), compile (a cache
+#                    miss), fill (evictions, the table's map created and
+#                    filled), publish (waiting for a publisher thread),
+#                    grace (the cfi_tables update's call: the table is in
+#                    within microseconds, and the call returns after the
+#                    RCU grace period the kernel waits for after every
+#                    update of a map of maps)
+#   miss to in the kernel   the same up to the update's call: what walks
+#                    wait for (p50 / p99)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -49,18 +67,33 @@ busy_require lazy.sh
 
 busy_begin
 
+# Configurations: label, build directory, --unwind mode.
+if [ -n "${BASE:-}" ]; then
+  [ -x "$BASE/cfiprof" ] || { echo "lazy.sh: $BASE/cfiprof: not built" >&2; exit 1; }
+  configs=("base $BASE auto" "auto $BUILD auto")
+  [ "${EAGER:-0}" = 1 ] && configs+=("dwarf $BUILD dwarf")
+else
+  configs=("auto $BUILD auto" "dwarf $BUILD dwarf")
+fi
+
 run() {
-  busy_record "$CFIPROF" "$tmp/$1.$2" --unwind "$1"
+  local label=$1 build=$2 mode=$3 i=$4
+  busy_record "$build/cfiprof" "$tmp/$label.$i" --unwind "$mode"
 }
 
 for i in $(seq "$N"); do
-  run auto "$i"
-  run dwarf "$i"
+  for c in "${configs[@]}"; do
+    # shellcheck disable=SC2086
+    run $c "$i"
+  done
 done
 
-python3 - "$tmp" "$N" "$DURATION" <<'EOF'
+labels=()
+for c in "${configs[@]}"; do labels+=("${c%% *}"); done
+python3 - "$tmp" "$N" "$DURATION" "${labels[@]}" <<'EOF'
 import re, statistics, sys
-tmp, n, dur = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+tmp, n, dur, labels = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+PHASES = ("notify", "queue", "cache", "compile", "fill", "publish", "grace")
 
 def stats(path):
     t = open(path).read()
@@ -77,34 +110,49 @@ def stats(path):
         "nfirst": g(r"^exec_to_first_complete_stack_ms: .*\((\d+) processes\)"),
         "miss50": g(r"^miss_to_loaded_ms: p50 ([\d.]+)"),
         "miss99": g(r"^miss_to_loaded_ms: p50 [\d.]+ p99 ([\d.]+)"),
+        "kern50": g(r"^miss_to_in_kernel_ms: p50 ([\d.]+)"),
+        "kern99": g(r"^miss_to_in_kernel_ms: p50 [\d.]+ p99 ([\d.]+)"),
         "small50": g(r"^miss_to_loaded_ms_upto_libc_size: p50 ([\d.]+)"),
         "small99": g(r"^miss_to_loaded_ms_upto_libc_size: p50 [\d.]+ p99 ([\d.]+)"),
         "start": g(r"^tables_built_before_sampling: (\d+)"),
         "startms": g(r"^tables_built_before_sampling: \d+ \(compile_ms [\d.]+, cpu ([\d.]+)"),
+        **{"slow_" + p: g(r"^miss_to_loaded_slowest_ms:.* %s ([\d.]+)" % p) for p in PHASES},
     }
 
 rows = {}
-for mode in ("auto", "dwarf"):
-    runs = [stats(f"{tmp}/{mode}.{i}.stats") for i in range(1, n + 1)]
-    rows[mode] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+for label in labels:
+    runs = [stats(f"{tmp}/{label}.{i}.stats") for i in range(1, n + 1)]
+    rows[label] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    rows[label]["_runs"] = runs
 
-a, d = rows["auto"], rows["dwarf"]
-fmt = "{:<34} {:>16} {:>16}"
-print(fmt.format("(median of %d runs, %g s each)" % (n, dur), "lazy (auto)", "eager (dwarf)"))
-print(fmt.format("agent CPU, s per s", "%.4f" % a["cpu"], "%.4f" % d["cpu"]))
-print(fmt.format("agent peak RSS, MiB", "%.1f" % a["rss"], "%.1f" % d["rss"]))
-print(fmt.format("tables built before sampling", "%d" % a["start"], "%d" % d["start"]))
-print(fmt.format("  their compile CPU time, ms", "%.0f" % a["startms"], "%.0f" % d["startms"]))
-print(fmt.format("tables built in all", "%d" % a["built"], "%d" % d["built"]))
-print(fmt.format("compile CPU time in all, ms", "%.0f" % a["compile"], "%.0f" % d["compile"]))
-print(fmt.format("kernel table memory peak, MiB", "%.2f" % a["ktab"], "%.2f" % d["ktab"]))
-print(fmt.format("kernel fixed map memory, MiB", "%.2f" % a["kfixed"], "%.2f" % d["kfixed"]))
-print(fmt.format("exec to first full stack p50, ms", "%.1f" % a["first50"], "%.1f" % d["first50"]))
-print(fmt.format("exec to first full stack p99, ms", "%.1f" % a["first99"], "%.1f" % d["first99"]))
-print(fmt.format("processes measured", "%d" % a["nfirst"], "%d" % d["nfirst"]))
-print(fmt.format("miss to loaded p50 / p99, ms", "%.1f / %.1f" % (a["miss50"], a["miss99"]), "-"))
-print(fmt.format("  objects up to libc's size", "%.1f / %.1f" % (a["small50"], a["small99"]), "-"))
-if a["compile"] > 0:
+heads = {"auto": "lazy (auto)", "dwarf": "eager (dwarf)", "base": "lazy, BASE"}
+lazy = [l for l in labels if l != "dwarf"]
+fmt = "{:<34}" + " {:>16}" * len(labels)
+def line(what, f, only=None):
+    print(fmt.format(what, *(f(rows[l]) if only is None or l in only else "-" for l in labels)))
+print(fmt.format("(median of %d runs, %g s each)" % (n, dur), *(heads[l] for l in labels)))
+line("agent CPU, s per s", lambda r: "%.4f" % r["cpu"])
+line("agent peak RSS, MiB", lambda r: "%.1f" % r["rss"])
+line("tables built before sampling", lambda r: "%d" % r["start"])
+line("  their compile CPU time, ms", lambda r: "%.0f" % r["startms"])
+line("tables built in all", lambda r: "%d" % r["built"])
+line("compile CPU time in all, ms", lambda r: "%.0f" % r["compile"])
+line("kernel table memory peak, MiB", lambda r: "%.2f" % r["ktab"])
+line("kernel fixed map memory, MiB", lambda r: "%.2f" % r["kfixed"])
+line("exec to first full stack p50, ms", lambda r: "%.1f" % r["first50"])
+line("exec to first full stack p99, ms", lambda r: "%.1f" % r["first99"])
+line("processes measured", lambda r: "%d" % r["nfirst"])
+line("miss to loaded p50 / p99, ms", lambda r: "%.1f / %.1f" % (r["miss50"], r["miss99"]), lazy)
+line("miss to in the kernel p50 / p99", lambda r: "%.1f / %.1f" % (r["kern50"], r["kern99"]), lazy)
+line("  objects up to libc's size", lambda r: "%.1f / %.1f" % (r["small50"], r["small99"]), lazy)
+print("the misses at or above the p99: mean ms per phase")
+for ph in PHASES:
+    line("  " + ph, lambda r: "%.2f" % r["slow_" + ph], lazy)
+print("miss to loaded p99 of each run, ms:")
+for l in lazy:
+    print("  %-12s %s" % (heads[l], " ".join("%.1f" % r["miss99"] for r in rows[l]["_runs"])))
+if "dwarf" in labels and rows["auto"]["compile"] > 0:
+    a, d = rows["auto"], rows["dwarf"]
     print("eager / lazy: compile time before sampling %s; in all %.1fx; tables built in all %.1fx" %
           ("%.0f ms vs 0" % d["startms"] if a["startms"] == 0 else "%.1fx" % (d["startms"] / a["startms"]),
            d["compile"] / a["compile"], d["built"] / max(a["built"], 1)))

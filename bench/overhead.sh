@@ -12,10 +12,10 @@
 #   env DEEP=200       frames of the stack in the completeness test
 #   env CPU=1          CPU the workload is pinned to; the profilers run on
 #                      AGENT_CPU (default 0)
-#   env PROFILERS="cfiprof perf"   the profiled configurations, in this
-#                      order between unprofiled runs; also agentHZ: `cfiprof
-#                      agent -F HZ` (the daemon, system-wide, started before
-#                      and stopped after each run), e.g.
+#   env PROFILERS="cfiprof empty fp perf"   the profiled configurations,
+#                      in this order between unprofiled runs; also agentHZ:
+#                      `cfiprof agent -F HZ` (the daemon, system-wide,
+#                      started before and stopped after each run), e.g.
 #                      PROFILERS="agent19 agent99" bench/overhead.sh
 #
 # Slowdown.  The workload, bench/deep.c built without frame pointers
@@ -30,6 +30,15 @@
 #   cfiprof: cfiprof record -F F -- deep-nofp ...      (all CPUs sampled)
 #   perf:    perf record -e cpu-clock -F F --call-graph dwarf -o FILE -- deep-nofp ...
 #   agentHZ: cfiprof agent -F HZ (whole machine), then deep-nofp ...
+#   empty:   fpwalk -E -F F -- deep-nofp ...  the floor: the same cpu-clock
+#            event at the same frequency on every CPU, with a BPF program
+#            that does nothing (bench/fpwalk.c): what sampling costs before
+#            any walk (the timer interrupt, on a VM a VM exit, the BPF
+#            program's invocation)
+#   fp:      fpwalk -F F -- deep-fp ...  the kernel's frame-pointer walk
+#            (bpf_get_stack), what a profiler of programs built with frame
+#            pointers pays; its workload is deep-fp, compared with
+#            unprofiled runs of deep-fp ("nonefp") around it
 # The workload runs pinned to CPU at nice -20 (in its own autogroup), so
 # other load on this machine rarely takes its CPU; the profilers' own
 # processes run on AGENT_CPU, so what is measured is the cost each profiler
@@ -43,7 +52,8 @@
 # over its N runs of (run / mean of its two neighbours - 1), on the
 # median-chunk figure and, in brackets, on the total; the noise floor, the
 # same figure for unprofiled runs against their unprofiled neighbours; and,
-# last,
+# then each profiler's slowdown above the floor (its slowdown - empty's,
+# in points) and how much of cfiprof's slowdown the floor is; last,
 #   ratio: X.XX  = perf's slowdown / cfiprof's slowdown
 # Slowdowns below the noise floor are not resolved: the script says so.
 #
@@ -61,7 +71,9 @@ N=${N:-10} F=${F:-999} DEPTH=${DEPTH:-30} ITERS=${ITERS:-30000} DEEP=${DEEP:-200
 CPU=${CPU:-1} AGENT_CPU=${AGENT_CPU:-0}
 cfiprof=$build/cfiprof
 nofp=$build/bench/deep-nofp
-for f in "$cfiprof" "$nofp"; do
+fp=$build/bench/deep-fp
+fpwalk=$build/bench/fpwalk
+for f in "$cfiprof" "$nofp" "$fp" "$fpwalk"; do
 	[ -x "$f" ] || { echo "overhead: $f is missing: build with bench/ (subdir('bench')) first" >&2; exit 1; }
 done
 case " ${PROFILERS:-perf} " in *" perf "*)
@@ -74,6 +86,7 @@ tmp=$(mktemp -d)
 trap '[ ! -s "$tmp/agent.pid" ] || kill "$(cat "$tmp/agent.pid")" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export CFIPROF_CACHE_DIR=$tmp/cache
 work=("$nofp" -c "$CPU" -n -20 -f "$DEPTH" work "$ITERS")
+workfp=("$fp" -c "$CPU" -n -20 -f "$DEPTH" work "$ITERS")
 
 # "median-chunk total": the workload times every 1000 iterations (~30 ms,
 # ~30 samples) and reports the median of those chunks, which a burst of
@@ -83,6 +96,24 @@ nsit() { echo "$(sed -n 's/^ns_per_iteration_median_chunk: *//p' "$1") $(sed -n 
 run_none() {
 	taskset -c "$AGENT_CPU" "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
 	echo "$(nsit "$tmp/out") -"
+}
+
+run_nonefp() {
+	taskset -c "$AGENT_CPU" "${workfp[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+	echo "$(nsit "$tmp/out") -"
+}
+
+# fpwalk prints its own figures on stdout, after the workload's.
+run_empty() {
+	taskset -c "$AGENT_CPU" "$fpwalk" -E -F "$F" -- "${work[@]}" \
+		>"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+	echo "$(nsit "$tmp/out") -"
+}
+
+run_fp() {
+	taskset -c "$AGENT_CPU" "$fpwalk" -F "$F" -- "${workfp[@]}" \
+		>"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+	echo "$(nsit "$tmp/out") $(sed -n 's/^samples: *//p' "$tmp/out")"
 }
 
 run_cfiprof() {
@@ -128,10 +159,11 @@ echo "overhead: $N repetitions at $F Hz, workload $DEPTH frames deep, $ITERS ite
 "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 "$cfiprof" record -q -F "$F" -o "$tmp/warm.pb.gz" -- "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 
-PROFILERS=${PROFILERS:-cfiprof perf}
+PROFILERS=${PROFILERS:-cfiprof empty fp perf}
 for cfg in $PROFILERS; do
-	case $cfg in cfiprof | perf | agent[0-9]*) ;; *) echo "overhead: PROFILERS: unknown '$cfg'" >&2; exit 2 ;; esac
+	case $cfg in cfiprof | perf | empty | fp | agent[0-9]*) ;; *) echo "overhead: PROFILERS: unknown '$cfg'" >&2; exit 2 ;; esac
 done
+"$fp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 printf '%-4s %-8s %14s %14s %8s\n' rep config 'ns/it(chunk)' 'ns/it(total)' samples
 : >"$tmp/rows"
 # none, then per repetition: each of PROFILERS followed by none.  Every
@@ -142,11 +174,17 @@ row() {
 	printf '%-4s %-8s %14.1f %14.1f %8s\n' "$1" "$2" "$ns" "$total" "$samples"
 	echo "$1 $2 $ns $total" >>"$tmp/rows"
 }
+# fp's workload is deep-fp: its neighbours are unprofiled deep-fp runs.
 row 0 none
+prev=none
 for i in $(seq 1 "$N"); do
 	for cfg in $PROFILERS; do
+		base=none
+		[ "$cfg" != fp ] || base=nonefp
+		[ "$prev" = "$base" ] || row "$i" "$base"
 		row "$i" "$cfg"
-		row "$i" none
+		row "$i" "$base"
+		prev=$base
 	done
 done
 
@@ -159,10 +197,11 @@ summary() { # column: 3 = median-chunk, 4 = total
 		{ cfg[NR] = $2; v[NR] = $k }
 		END { for (j = 2; j < NR; j++) {
 			base = (v[j - 1] + v[j + 1]) / 2
-			if (cfg[j] != "none") {
+			if (cfg[j] != "none" && cfg[j] != "nonefp") {
 				print cfg[j], v[j]; print "s_" cfg[j], 100 * (v[j] / base - 1)
 			}
 		      }
+		      for (j = 1; j <= NR; j++) if (cfg[j] == "nonefp") print "nonefp", v[j]
 		      for (j = 1; j <= NR; j++) if (cfg[j] == "none") { print "none", v[j]; nn[++m] = v[j] }
 		      for (j = 2; j < m; j++) { d = 100 * (nn[j] / ((nn[j - 1] + nn[j + 1]) / 2) - 1)
 			print "aa", d; print "abs_aa", d < 0 ? -d : d } }' "$tmp/rows" >"$tmp/sum$1"
@@ -172,7 +211,7 @@ summary 3
 summary 4
 
 # Completeness and the ratio compare cfiprof record with perf.
-[ "$PROFILERS" = "cfiprof perf" ] || completeness=no
+case " $PROFILERS " in *" cfiprof "*" perf "*) ;; *) completeness=no ;; esac
 if [ "${completeness:-yes}" = yes ]; then
 echo
 echo "completeness: $DEEP frames deep, 3 s at $F Hz"
@@ -201,11 +240,24 @@ fi
 echo
 printf '%-9s %14s %9s %9s\n' "" "median ns/it" slowdown "(total)"
 printf '%-9s %14.1f\n' none "$(med 3 none)"
+case " $PROFILERS " in *" fp "*) printf '%-9s %14.1f   (deep-fp, unprofiled: fp'"'"'s baseline)\n' nonefp "$(med 3 nonefp)" ;; esac
 for cfg in $PROFILERS; do
 	printf '%-9s %14.1f %8.2f%% %8.2f%%\n' "$cfg" "$(med 3 "$cfg")" "$(med 3 "s_$cfg")" "$(med 4 "s_$cfg")"
 done
 printf 'noise: each unprofiled run against its unprofiled neighbours: median %+.2f%%, median |difference| %.2f%%\n' \
 	"$(med 3 aa)" "$(med 3 abs_aa)"
+# The floor: what the sampling event costs with a program that does nothing.
+case " $PROFILERS " in *" empty "*)
+	floor=$(med 3 s_empty)
+	printf 'floor (empty BPF program on the same event): %.2f%%\n' "$floor"
+	for cfg in $PROFILERS; do
+		[ "$cfg" != empty ] || continue
+		awk -v c="$cfg" -v s="$(med 3 "s_$cfg")" -v f="$floor" 'BEGIN {
+			printf "%-9s above the floor: %+.2f points", c, s - f
+			if (s > 0) printf " (the floor is %.0f%% of its slowdown)", 100 * f / s
+			printf "\n" }'
+	done ;;
+esac
 if [ "${completeness:-yes}" = yes ]; then
 awk -v sc="$(med 3 s_cfiprof)" -v sp="$(med 3 s_perf)" -v nz="$(med 3 abs_aa)" 'BEGIN {
 	if (sc < nz || sp < nz) printf "note: a slowdown below the noise (%.2f%%) is not resolved by this run\n", nz

@@ -144,6 +144,10 @@ static void read_tables(struct record_engine *e, struct engine_figures *f)
 							 &f->miss_to_loaded_small.n);
 	f->miss_to_loaded_small.p99 = tables_latency_pct(&e->tables, 99, f->small_size,
 							 &f->miss_to_loaded_small.n);
+	f->miss_to_in_kernel.p50 = tables_in_kernel_pct(&e->tables, 50, UINT64_MAX, &f->miss_to_in_kernel.n);
+	f->miss_to_in_kernel.p99 = tables_in_kernel_pct(&e->tables, 99, UINT64_MAX, &f->miss_to_in_kernel.n);
+	f->miss_phase_nslowest = tables_latency_phases(&e->tables, 99, UINT64_MAX, f->miss_phase_slowest,
+						       f->miss_phase_p99);
 	bpf_object__for_each_map(map, e->skel->obj)
 		f->kernel_map_bytes += map_memlock(bpf_map__fd(map));
 }

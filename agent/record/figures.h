@@ -105,6 +105,11 @@ struct engine_figures {
 	int open_fds;                /* -1: unknown */
 	/* the profile's start (CLOCK_REALTIME) */
 	int64_t start_unix_ns;
+	/* Where miss to loaded went (enum table_phase): the mean of each
+	 * phase over the misses at or above the p99, and each phase's own p99. */
+	uint64_t miss_phase_slowest[TABLE_PHASE_NR], miss_phase_p99[TABLE_PHASE_NR];
+	uint32_t miss_phase_nslowest;
+	struct latency_figures miss_to_in_kernel; /* up to the update's call, not its return */
 };
 
 /* Reads every figure of engine `e`, loaded (engine_load) and not yet

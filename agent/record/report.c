@@ -206,6 +206,34 @@ static void print_snapshot_stats(const struct engine_figures *f)
 		(unsigned long long)f->code_maps, (unsigned long long)f->maps_rebuilt);
 }
 
+/* Where the p99 of miss to loaded goes: the wake-up, the agent's loop,
+ * the workers' queue, the cache, the compiler or the map updates. */
+static void print_miss_phases(const struct engine_figures *f)
+{
+	static const char *const name[TABLE_PHASE_NR] = {
+		[TABLE_PHASE_NOTIFY] = "notify", [TABLE_PHASE_QUEUE] = "queue",
+		[TABLE_PHASE_CACHE] = "cache", [TABLE_PHASE_COMPILE] = "compile",
+		[TABLE_PHASE_FILL] = "fill", [TABLE_PHASE_PUBLISH] = "publish",
+		[TABLE_PHASE_GRACE] = "grace",
+	};
+	int k;
+
+	if (!f->miss_phase_nslowest)
+		return;
+	/* The table is in cfi_tables, where walks find it, microseconds after
+	 * the update's call; the call returns after a grace period. */
+	fprintf(stderr, "miss_to_in_kernel_ms: p50 %.2f p99 %.2f (%u tables)\n",
+		f->miss_to_in_kernel.p50 / 1e6, f->miss_to_in_kernel.p99 / 1e6, f->miss_to_in_kernel.n);
+	fprintf(stderr, "miss_to_loaded_slowest_ms:");
+	for (k = 0; k < TABLE_PHASE_NR; k++)
+		fprintf(stderr, " %s %.2f", name[k], f->miss_phase_slowest[k] / 1e6);
+	fprintf(stderr, " (mean of the %u at or above the p99)\n", f->miss_phase_nslowest);
+	fprintf(stderr, "miss_to_loaded_phase_p99_ms:");
+	for (k = 0; k < TABLE_PHASE_NR; k++)
+		fprintf(stderr, " %s %.2f", name[k], f->miss_phase_p99[k] / 1e6);
+	fprintf(stderr, "\n");
+}
+
 /* CFI tables: misses, loads, compiling, latency, kernel memory. */
 static void print_table_stats(struct record_engine *e, const struct engine_figures *f)
 {
@@ -245,6 +273,7 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 		"up to %llu bytes)\n", f->miss_to_loaded_small.p50 / 1e6,
 		f->miss_to_loaded_small.p99 / 1e6, f->miss_to_loaded_small.n,
 		(unsigned long long)f->small_size);
+	print_miss_phases(f);
 	fprintf(stderr, "tables_built_before_sampling: %llu (compile_ms %.1f, cpu %.1f)\n",
 		(unsigned long long)f->startup.loads + f->startup.failed, f->startup.compile_ms,
 		f->startup.compile_cpu_ms);

@@ -1,13 +1,18 @@
 #include "agent/unwind/bpf_tables.h"
 
+/* The kernel's ENOTSUPP (not in userspace's errno.h): an operation the
+ * map type does not have. */
+#define ENOTSUPP_KERNEL 524
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes)
+int bpf_table_fill(const struct cfi_table *t)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
 	uint32_t nchunks = (uint32_t)((t->size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE), i;
@@ -35,16 +40,64 @@ int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_
 			goto out;
 		}
 	}
-	if (bpf_map_update_elem(outer_fd, &id, &fd, BPF_ANY)) {
-		ret = -errno;
-		goto out;
-	}
-	if (kernel_bytes)
-		*kernel_bytes += (uint64_t)nchunks * CFI_CHUNK_SIZE;
 out:
 	free(buf);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* The kernel without batch operations on maps of maps. */
+static bool no_batch(int err)
+{
+	return err == -EOPNOTSUPP || err == -ENOTSUPP_KERNEL;
+}
+
+void bpf_table_publish(int outer_fd, const uint32_t *ids, const int *fds, int *ret, uint32_t n)
+{
+	uint32_t done = 0;
+	bool batch = true;
+
+	while (done < n) {
+		__u32 count = n - done;
+		int err;
+
+		if (batch) {
+			err = bpf_map_update_batch(outer_fd, ids + done, fds + done, &count, NULL) ?
+			      -errno : 0;
+			if (err && no_batch(err) && count == 0) {
+				batch = false;
+				continue;
+			}
+		} else {
+			count = 0;
+			err = bpf_map_update_elem(outer_fd, ids + done, fds + done, BPF_ANY) ? -errno : 0;
+			if (!err)
+				count = 1;
+		}
+		if (count > n - done)
+			count = n - done;
+		while (count--)
+			ret[done++] = 0;
+		/* The one that failed; those after it go in the next call. */
+		if (err && done < n)
+			ret[done++] = err;
+	}
+}
+
+int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes)
+{
+	int fd = bpf_table_fill(t), ret;
+
+	if (fd < 0)
+		return fd;
+	bpf_table_publish(outer_fd, &id, &fd, &ret, 1);
 	/* The outer map holds its own reference to the inner map. */
 	close(fd);
+	if (!ret && kernel_bytes)
+		*kernel_bytes += (t->size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE * CFI_CHUNK_SIZE;
 	return ret;
 }
 

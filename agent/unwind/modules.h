@@ -32,6 +32,7 @@ struct module {
 	uint32_t refs;             /* process mappings using the table */
 	uint64_t unref_ns;         /* when refs dropped to 0 */
 	uint64_t miss_ns;          /* first miss since it was last loaded */
+	uint64_t miss_seen_ns;     /* when the agent took that miss's record */
 	uint64_t table_bytes;      /* blob size, once compiled */
 	uint64_t kernel_bytes;     /* kernel memory while loaded */
 	char *error;               /* why it has no table, or NULL */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/unwind/cache.h"
 #include "agent/unwind/bpf_tables.h"
@@ -104,12 +105,19 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 	return n;
 }
 
+/* b - a, or 0 where a clock step (or a time not taken) put b first. */
+static uint64_t since(uint64_t a, uint64_t b)
+{
+	return b > a ? b - a : 0;
+}
+
 /* Without memory, the latency goes unrecorded: only statistics lose.
  * The most recent TABLES_LATENCY_WINDOW are kept, so that a daemon that
  * loads tables for months holds a bounded number. */
-static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size)
+static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_t object_size,
+				  const uint64_t phase_ns[TABLE_PHASE_NR])
 {
-	uint32_t i = tm->nlatency;
+	uint32_t i = tm->nlatency, k;
 
 	if (i == TABLES_LATENCY_WINDOW)
 		i = (uint32_t)(tm->latency_total % TABLES_LATENCY_WINDOW);
@@ -119,6 +127,9 @@ static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_
 		tm->nlatency++;
 	tm->latency[i].ns = ns;
 	tm->latency[i].object_size = object_size;
+	for (k = 0; k < TABLE_PHASE_NR; k++)
+		tm->latency[i].phase_us[k] = phase_ns[k] / 1000 > UINT32_MAX ? UINT32_MAX :
+					     (uint32_t)(phase_ns[k] / 1000);
 	tm->latency_total++;
 }
 
@@ -152,6 +163,84 @@ void tables_drop_user_table(struct module *m)
 	}
 }
 
+static int push_unload_locked(struct table_manager *tm, struct module *m);
+
+/* Tables a publisher puts into cfi_tables with one call, at most. */
+#define TABLES_PUBLISH_BATCH 64
+
+/* A table filled (bpf_table_fill), on its way into cfi_tables. */
+struct table_publish {
+	struct module *m;
+	int fd;                    /* its inner map, or a negative errno */
+	uint64_t kbytes, table_bytes;
+	bool hit, eager;           /* from the disk cache; tables_load_now's */
+	uint64_t start_ns, built_ns, filled_ns; /* a worker took it; built; filled */
+	uint64_t issued_ns;        /* its cfi_tables update called */
+};
+
+/* The end of `p`'s load: `ret` is its cfi_tables update's outcome.
+ * Closes its inner map's fd (cfi_tables holds its own reference). */
+static int finish_load(struct table_manager *tm, struct table_publish *p, int ret)
+{
+	struct module *m = p->m;
+	bool unload_now = false;
+
+	if (p->fd >= 0)
+		close(p->fd);
+	pthread_mutex_lock(&tm->lock);
+	if (ret) {
+		tm->stats.kernel_bytes -= p->kbytes;
+		set_error(m, "loading its CFI table into BPF: %s", strerror(-ret));
+		m->table_state = TABLE_FAILED;
+		m->miss_ns = 0;
+		tm->stats.failed++;
+	} else {
+		uint64_t now = mono_ns();
+
+		m->table_state = TABLE_LOADED;
+		m->kernel_bytes = p->kbytes;
+		__atomic_store_n(&m->last_used_ns, now, __ATOMIC_RELAXED);
+		tm->stats.loads++;
+		tm->stats.loaded++;
+		tm->stats.table_bytes_loaded += p->table_bytes;
+		if (tm->stats.kernel_bytes > tm->stats.kernel_bytes_peak)
+			tm->stats.kernel_bytes_peak = tm->stats.kernel_bytes;
+		if (m->miss_ns)
+			record_latency_locked(tm, since(m->miss_ns, now), (uint64_t)m->size,
+					      (uint64_t[TABLE_PHASE_NR]){
+						[TABLE_PHASE_NOTIFY] = since(m->miss_ns, m->miss_seen_ns),
+						[TABLE_PHASE_QUEUE] = since(m->miss_seen_ns, p->start_ns),
+						[TABLE_PHASE_CACHE] = p->hit ?
+							since(p->start_ns, p->built_ns) : 0,
+						[TABLE_PHASE_COMPILE] = !p->hit ?
+							since(p->start_ns, p->built_ns) : 0,
+						[TABLE_PHASE_FILL] = since(p->built_ns, p->filled_ns),
+						[TABLE_PHASE_PUBLISH] = since(p->filled_ns, p->issued_ns),
+						[TABLE_PHASE_GRACE] = since(p->issued_ns, now),
+					      });
+		else if (!p->eager)
+			tm->stats.preloads++;
+		m->miss_ns = 0;
+		/* Its last process went away while it loaded: a worker unloads
+		 * it (the delete waits for a grace period too), or this thread
+		 * if none can. */
+		if (m->refs == 0) {
+			if (!p->eager && tm->worker_running && !tm->stopping &&
+			    !push_unload_locked(tm, m)) {
+				m->table_state = TABLE_UNLOADING;
+			} else {
+				unaccount_locked(tm, m);
+				tm->stats.unloads++;
+				unload_now = true;
+			}
+		}
+	}
+	pthread_mutex_unlock(&tm->lock);
+	if (unload_now)
+		delete_table(tm, m);
+	return ret;
+}
+
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
  * without the lock: compiling takes milliseconds, and the main thread
  * keeps draining samples meanwhile.  The module's fd and path never
@@ -162,9 +251,10 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	struct cfi_compile_opts copts = tm->copts;
 	struct cfi_get_info info;
 	struct module *victims[64];
+	struct table_publish pub;
 	struct cfi_table t;
 	struct cfi_elf e;
-	uint64_t kbytes;
+	uint64_t kbytes, t_start = mono_ns(), t_built;
 	int ret, nvictims, i;
 
 	ret = cfi_elf_open_fd(&e, m->fd, m->path, &err);
@@ -173,11 +263,13 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		ret = cfi_table_get(&e, &copts, tm->cache_dir, &t, &info, &err);
 		cfi_elf_close(&e);
 	}
+	t_built = mono_ns();
 	pthread_mutex_lock(&tm->lock);
 	if (ret) {
 		m->user_table_wanted = false;
 		set_error(m, "%s", err.msg[0] ? reason_only(m, err.msg) : strerror(-ret));
 		m->table_state = TABLE_FAILED;
+		m->miss_ns = 0;
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
 		return ret;
@@ -198,9 +290,11 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->user_table_used_ns = mono_ns();
 	}
 	m->user_table_wanted = false;
-	/* Nobody maps it any more: loading it would only waste memory. */
+	/* Nobody maps it any more: loading it would only waste memory.  Its
+	 * miss is over: the next load's latency counts from the next. */
 	if (m->refs == 0) {
 		m->table_state = TABLE_IDLE;
+		m->miss_ns = 0;
 		pthread_mutex_unlock(&tm->lock);
 		cfi_table_free(&t);
 		return 0;
@@ -212,6 +306,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		snprintf(what, sizeof(what), "%llu", (unsigned long long)kbytes);
 		set_error(m, "its CFI table (%s bytes of kernel memory) exceeds --max-table-memory", what);
 		m->table_state = TABLE_FAILED;
+		m->miss_ns = 0;
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
 		cfi_table_free(&t);
@@ -223,43 +318,31 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 
 	for (i = 0; i < nvictims; i++)
 		delete_table(tm, victims[i]);
-	ret = bpf_table_load(tm->tables_fd, m->table_id, &t, NULL);
+	pub = (struct table_publish){
+		.m = m, .fd = bpf_table_fill(&t), .kbytes = kbytes, .table_bytes = t.size,
+		.hit = info.outcome == CFI_CACHE_HIT, .eager = eager,
+		.start_ns = t_start, .built_ns = t_built,
+	};
+	cfi_table_free(&t);
+	pub.filled_ns = mono_ns();
+	if (pub.fd < 0)
+		return finish_load(tm, &pub, pub.fd);
 
+	/* The publisher puts it in cfi_tables, with whatever else is filled
+	 * meanwhile, while this worker goes on to the next. */
 	pthread_mutex_lock(&tm->lock);
-	if (ret) {
-		tm->stats.kernel_bytes -= kbytes;
-		set_error(m, "loading its CFI table into BPF: %s", strerror(-ret));
-		m->table_state = TABLE_FAILED;
-		tm->stats.failed++;
-	} else {
-		uint64_t now = mono_ns();
-
-		m->table_state = TABLE_LOADED;
-		m->kernel_bytes = kbytes;
-		__atomic_store_n(&m->last_used_ns, now, __ATOMIC_RELAXED);
-		tm->stats.loads++;
-		tm->stats.loaded++;
-		tm->stats.table_bytes_loaded += t.size;
-		if (tm->stats.kernel_bytes > tm->stats.kernel_bytes_peak)
-			tm->stats.kernel_bytes_peak = tm->stats.kernel_bytes;
-		if (m->miss_ns)
-			record_latency_locked(tm, now > m->miss_ns ? now - m->miss_ns : 0, (uint64_t)m->size);
-		else if (!eager)
-			tm->stats.preloads++;
-		m->miss_ns = 0;
-		/* Its last process went away while it loaded. */
-		if (m->refs == 0) {
-			unaccount_locked(tm, m);
-			tm->stats.unloads++;
-			pthread_mutex_unlock(&tm->lock);
-			delete_table(tm, m);
-			cfi_table_free(&t);
-			return 0;
-		}
+	if (!eager && tm->publisher_running && !tm->publisher_stopping &&
+	    !array_reserve_first(&tm->publish, &tm->cap_publish, tm->npublish + 1, 16)) {
+		tm->publish[tm->npublish++] = pub;
+		m->table_jobs++;
+		pthread_cond_signal(&tm->publish_wake);
+		pthread_mutex_unlock(&tm->lock);
+		return 0;
 	}
 	pthread_mutex_unlock(&tm->lock);
-	cfi_table_free(&t);
-	return ret;
+	pub.issued_ns = mono_ns();
+	bpf_table_publish(tm->tables_fd, &m->table_id, &pub.fd, &ret, 1);
+	return finish_load(tm, &pub, ret);
 }
 
 /* A table whose last process went away: unload it, unless a process
@@ -282,6 +365,13 @@ static void unload_unused(struct table_manager *tm, struct module *m)
 	delete_table(tm, m);
 }
 
+/* Whether nothing is queued, in a worker's hands or waiting to be
+ * published. */
+static bool idle_locked(const struct table_manager *tm)
+{
+	return !tm->qlen && !tm->nunloads && !tm->busy && !tm->npublish && !tm->publishing;
+}
+
 static void *worker_main(void *arg)
 {
 	struct table_manager *tm = arg;
@@ -292,7 +382,7 @@ static void *worker_main(void *arg)
 		bool unload;
 
 		while (!tm->qlen && !tm->nunloads && !tm->stopping) {
-			if (!tm->busy)
+			if (idle_locked(tm))
 				pthread_cond_broadcast(&tm->idle);
 			pthread_cond_wait(&tm->wake, &tm->lock);
 		}
@@ -329,6 +419,47 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* The publisher: every table filled since its last call goes into
+ * cfi_tables in one (bpf_table_publish), the kernel's grace period paid
+ * once for all of them, and on no worker's time.  Until stopped, and
+ * then until none is left. */
+static void *publisher_main(void *arg)
+{
+	struct table_manager *tm = arg;
+	struct table_publish batch[TABLES_PUBLISH_BATCH];
+	uint32_t n, k, ids[TABLES_PUBLISH_BATCH];
+	int fds[TABLES_PUBLISH_BATCH], rets[TABLES_PUBLISH_BATCH];
+
+	pthread_mutex_lock(&tm->lock);
+	for (;;) {
+		while (!tm->npublish && !tm->publisher_stopping)
+			pthread_cond_wait(&tm->publish_wake, &tm->lock);
+		if (!tm->npublish)
+			break;
+		n = tm->npublish < TABLES_PUBLISH_BATCH ? tm->npublish : TABLES_PUBLISH_BATCH;
+		tm->npublish -= n;
+		memcpy(batch, tm->publish + tm->npublish, n * sizeof(*batch));
+		tm->publishing += n;
+		pthread_mutex_unlock(&tm->lock);
+		for (k = 0; k < n; k++) {
+			ids[k] = batch[k].m->table_id;
+			fds[k] = batch[k].fd;
+			batch[k].issued_ns = mono_ns();
+		}
+		bpf_table_publish(tm->tables_fd, ids, fds, rets, n);
+		for (k = 0; k < n; k++)
+			finish_load(tm, &batch[k], rets[k]);
+		pthread_mutex_lock(&tm->lock);
+		for (k = 0; k < n; k++)
+			batch[k].m->table_jobs--;
+		tm->publishing -= n;
+		if (idle_locked(tm))
+			pthread_cond_broadcast(&tm->idle);
+	}
+	pthread_mutex_unlock(&tm->lock);
+	return NULL;
+}
+
 int tables_start(struct table_manager *tm)
 {
 	int ret;
@@ -336,6 +467,12 @@ int tables_start(struct table_manager *tm)
 	pthread_mutex_init(&tm->lock, NULL);
 	pthread_cond_init(&tm->wake, NULL);
 	pthread_cond_init(&tm->idle, NULL);
+	pthread_cond_init(&tm->publish_wake, NULL);
+	/* Without them, the workers publish their tables themselves. */
+	for (tm->npublishers = 0; tm->npublishers < TABLES_PUBLISHERS; tm->npublishers++)
+		if (pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
+			break;
+	tm->publisher_running = tm->npublishers > 0;
 	for (tm->nworkers = 0; tm->nworkers < TABLES_WORKERS; tm->nworkers++) {
 		ret = pthread_create(&tm->workers[tm->nworkers], NULL, worker_main, tm);
 		if (ret)
@@ -345,17 +482,30 @@ int tables_start(struct table_manager *tm)
 	return tm->nworkers ? 0 : -ret;
 }
 
+/* Sets *flag, wakes the threads waiting on `cond` and joins them. */
+static void stop_threads(struct table_manager *tm, bool *flag, pthread_cond_t *cond,
+			 pthread_t *threads, uint32_t *n)
+{
+	pthread_mutex_lock(&tm->lock);
+	*flag = true;
+	pthread_cond_broadcast(cond);
+	pthread_mutex_unlock(&tm->lock);
+	while (*n)
+		pthread_join(threads[--*n], NULL);
+}
+
 void tables_stop(struct table_manager *tm)
 {
-	if (!tm->worker_running)
-		return;
-	pthread_mutex_lock(&tm->lock);
-	tm->stopping = true;
-	pthread_cond_broadcast(&tm->wake);
-	pthread_mutex_unlock(&tm->lock);
-	while (tm->nworkers)
-		pthread_join(tm->workers[--tm->nworkers], NULL);
-	tm->worker_running = false;
+	if (tm->worker_running) {
+		stop_threads(tm, &tm->stopping, &tm->wake, tm->workers, &tm->nworkers);
+		tm->worker_running = false;
+	}
+	/* After the workers: they publish what the workers filled last. */
+	if (tm->publisher_running) {
+		stop_threads(tm, &tm->publisher_stopping, &tm->publish_wake, tm->publishers,
+			     &tm->npublishers);
+		tm->publisher_running = false;
+	}
 }
 
 static int enqueue_locked(struct table_manager *tm, struct module *m)
@@ -388,6 +538,7 @@ void tables_request(struct table_manager *tm, struct module *m, uint64_t miss_ns
 			tm->stats.misses_ignored++;
 	} else {
 		m->miss_ns = miss_ns;
+		m->miss_seen_ns = mono_ns();
 		if (!enqueue_locked(tm, m))
 			m->table_state = TABLE_QUEUED;
 	}
@@ -407,7 +558,7 @@ int tables_wait(struct table_manager *tm, int timeout_ms)
 		deadline.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&tm->lock);
-	while ((tm->qlen || tm->nunloads || tm->busy) && tm->worker_running && !ret)
+	while (!idle_locked(tm) && tm->worker_running && !ret)
 		ret = pthread_cond_timedwait(&tm->idle, &tm->lock, &deadline);
 	pthread_mutex_unlock(&tm->lock);
 	return ret ? -ETIMEDOUT : 0;
@@ -499,7 +650,7 @@ const struct cfi_table *tables_user_table(struct table_manager *tm, struct modul
 		if (m->table_state == TABLE_IDLE && tm->worker_running && !enqueue_locked(tm, m)) {
 			m->table_state = TABLE_QUEUED;
 			if (!m->miss_ns)
-				m->miss_ns = now_ns;
+				m->miss_ns = m->miss_seen_ns = now_ns;
 		}
 	}
 	ret = m->user_table;
@@ -575,21 +726,76 @@ uint64_t percentile_u64(uint64_t *v, uint32_t n, double p)
 	return v[idx < n ? idx : n - 1];
 }
 
-uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+/* Percentile p of the latencies of objects up to max_size, each without
+ * its grace period if `in_kernel`. */
+static uint64_t latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count,
+			    bool in_kernel)
 {
 	uint64_t *v, r;
 	uint32_t i, n = 0;
 
 	pthread_mutex_lock(&tm->lock);
 	v = malloc((tm->nlatency + 1) * sizeof(*v));
-	for (i = 0; v && i < tm->nlatency; i++)
-		if (tm->latency[i].object_size <= max_size)
-			v[n++] = tm->latency[i].ns;
+	for (i = 0; v && i < tm->nlatency; i++) {
+		const struct table_latency *l = &tm->latency[i];
+		uint64_t grace = in_kernel ? (uint64_t)l->phase_us[TABLE_PHASE_GRACE] * 1000 : 0;
+
+		if (l->object_size <= max_size)
+			v[n++] = l->ns > grace ? l->ns - grace : 0;
+	}
 	pthread_mutex_unlock(&tm->lock);
 	*count = n;
 	r = v ? percentile_u64(v, n, p) : 0;
 	free(v);
 	return r;
+}
+
+uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+{
+	return latency_pct(tm, p, max_size, count, false);
+}
+
+uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count)
+{
+	return latency_pct(tm, p, max_size, count, true);
+}
+
+uint32_t tables_latency_phases(struct table_manager *tm, double p, uint64_t max_size,
+			       uint64_t out[TABLE_PHASE_NR], uint64_t out_pct[TABLE_PHASE_NR])
+{
+	uint64_t *v, cut;
+	uint32_t i, k, n = 0, nslow = 0;
+
+	memset(out, 0, TABLE_PHASE_NR * sizeof(*out));
+	memset(out_pct, 0, TABLE_PHASE_NR * sizeof(*out_pct));
+	pthread_mutex_lock(&tm->lock);
+	v = malloc((tm->nlatency + 1) * sizeof(*v));
+	for (i = 0; v && i < tm->nlatency; i++)
+		if (tm->latency[i].object_size <= max_size)
+			v[n++] = tm->latency[i].ns;
+	cut = v ? percentile_u64(v, n, p) : 0;
+	for (i = 0; v && n && i < tm->nlatency; i++) {
+		const struct table_latency *l = &tm->latency[i];
+
+		if (l->object_size > max_size || l->ns < cut)
+			continue;
+		for (k = 0; k < TABLE_PHASE_NR; k++)
+			out[k] += (uint64_t)l->phase_us[k] * 1000;
+		nslow++;
+	}
+	for (k = 0; v && n && k < TABLE_PHASE_NR; k++) {
+		uint32_t j = 0;
+
+		for (i = 0; i < tm->nlatency; i++)
+			if (tm->latency[i].object_size <= max_size)
+				v[j++] = (uint64_t)tm->latency[i].phase_us[k] * 1000;
+		out_pct[k] = percentile_u64(v, j, p);
+	}
+	pthread_mutex_unlock(&tm->lock);
+	free(v);
+	for (k = 0; nslow && k < TABLE_PHASE_NR; k++)
+		out[k] /= nslow;
+	return nslow;
 }
 
 uint32_t tables_for_each_failure(struct table_manager *tm,
@@ -614,6 +820,8 @@ uint32_t tables_for_each_failure(struct table_manager *tm,
 void tables_free(struct table_manager *tm)
 {
 	tables_stop(tm);
+	free(tm->publish);
+	tm->publish = NULL;
 	free(tm->queue);
 	free(tm->unloads);
 	free(tm->latency);

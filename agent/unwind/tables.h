@@ -26,6 +26,22 @@
 struct module;
 struct module_registry;
 
+/* Where a miss's wait for its table went (tables_latency_phases): from
+ * the walk's miss to the table in the kernel, one after another. */
+enum table_phase {
+	TABLE_PHASE_NOTIFY,  /* to the agent taking the miss record from the
+			      * ring buffer: wake-up, the records before it */
+	TABLE_PHASE_QUEUE,   /* waiting for a worker */
+	TABLE_PHASE_CACHE,   /* opening the object, reading the disk cache */
+	TABLE_PHASE_COMPILE, /* compiling (a cache miss), writing the cache */
+	TABLE_PHASE_FILL,    /* evictions, its inner map created and filled */
+	TABLE_PHASE_PUBLISH, /* waiting for a publisher */
+	TABLE_PHASE_GRACE,   /* the cfi_tables update: the table is in within
+			      * microseconds, and the call returns after the
+			      * RCU grace period the kernel then waits for */
+	TABLE_PHASE_NR,
+};
+
 enum table_state {
 	TABLE_NONE = 0,    /* no CFI in the object: the walker steps by frame pointer */
 	TABLE_IDLE,        /* not loaded; a miss will queue it */
@@ -53,6 +69,10 @@ struct table_stats {
 	double compile_cpu_ms;     /* the same in CPU time: the work done */
 };
 
+/* Two publishers: the tables filled while one waits out a grace period
+ * go in at once with the other. */
+#define TABLES_PUBLISHERS 2
+
 /* Two workers: one large object (cc1's table takes 100 ms of CPU to
  * compile) must not hold up the small ones queued behind it. */
 #define TABLES_WORKERS 2
@@ -78,10 +98,23 @@ struct table_manager {
 	struct module **unloads;   /* tables whose processes are gone */
 	uint32_t nunloads, cap_unloads;
 	struct table_stats stats;
-	struct table_latency { uint64_t ns, object_size; } *latency;
+	struct table_latency {
+		uint64_t ns, object_size;
+		uint32_t phase_us[TABLE_PHASE_NR];
+	} *latency;
 	uint32_t nlatency, cap_latency; /* miss to loaded, one per lazily loaded table:
 					 * the last TABLES_LATENCY_WINDOW of them */
 	uint64_t latency_total;         /* recorded ever */
+	/* The publishers: the threads that put filled tables into cfi_tables,
+	 * all those waiting in one call, so that the workers do not wait for
+	 * the kernel's RCU grace period after each (bpf_table_publish). */
+	pthread_cond_t publish_wake;
+	pthread_t publishers[TABLES_PUBLISHERS];
+	uint32_t npublishers;
+	bool publisher_running, publisher_stopping;
+	struct table_publish *publish; /* waiting for a publisher */
+	uint32_t npublish, cap_publish;
+	uint32_t publishing;           /* in the publishers' hands now */
 };
 
 /* Starts the workers.  Returns 0 or a negative errno. */
@@ -136,6 +169,18 @@ void tables_stats(struct table_manager *tm, struct table_stats *out);
 /* Percentile p (0..100) of the miss-to-loaded latency in ns, over the
  * tables of objects of at most `max_size` bytes; 0 if none. */
 uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
+
+/* tables_latency_pct up to the table being in cfi_tables, where walks
+ * find it: without the grace period its update's call then waits out. */
+uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
+
+/* Where the time of the slowest misses went: out[k], the mean of phase k
+ * in ns over the tables of objects of at most `max_size` bytes whose
+ * miss-to-loaded latency is at or above its percentile p (0..100), and,
+ * in out_pct[k], percentile p of phase k alone over all those tables.
+ * Returns how many tables the means are over. */
+uint32_t tables_latency_phases(struct table_manager *tm, double p, uint64_t max_size,
+			       uint64_t out[TABLE_PHASE_NR], uint64_t out_pct[TABLE_PHASE_NR]);
 
 /* Percentile p (0..100) of v[0..n) by nearest rank; sorts v.  0 if n is 0. */
 uint64_t percentile_u64(uint64_t *v, uint32_t n, double p);

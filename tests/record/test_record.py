@@ -1563,8 +1563,22 @@ def t_lazy_all(tmp):
     if misses < 2 or loaded < 2:
         raise Fail(f"want misses and loads for the program and libc: {misses} misses, "
                    f"{loaded} tables loaded")
-    if not re.search(r"^miss_to_loaded_ms: p50 [\d.]+ p99 [\d.]+ \(\d+ tables\)$", err, re.M):
+    loaded = re.search(r"^miss_to_loaded_ms: p50 ([\d.]+) p99 ([\d.]+) \((\d+) tables\)$", err, re.M)
+    if not loaded:
         raise Fail("--stats: no miss_to_loaded_ms line")
+    # Up to the table in cfi_tables: a part of miss to loaded, per table.
+    in_kernel = re.search(r"^miss_to_in_kernel_ms: p50 ([\d.]+) p99 ([\d.]+) \((\d+) tables\)$",
+                          err, re.M)
+    if not in_kernel or in_kernel.group(3) != loaded.group(3) or \
+            float(in_kernel.group(1)) > float(loaded.group(1)) or \
+            float(in_kernel.group(2)) > float(loaded.group(2)):
+        raise Fail(f"--stats: want a miss_to_in_kernel_ms line within {loaded.group(0)!r}: "
+                   f"{in_kernel.group(0) if in_kernel else None!r}")
+    phases = "notify queue cache compile fill publish grace".split()
+    for what in ("slowest", "phase_p99"):
+        if not re.search(rf"^miss_to_loaded_{what}_ms:" + "".join(rf" {p} [\d.]+" for p in phases),
+                         err, re.M):
+            raise Fail(f"--stats: no miss_to_loaded_{what}_ms line naming {phases}")
     check_stats(err, "-a")
 
 

@@ -27,6 +27,7 @@ static uint32_t nfds, cap_fds;
 static uint64_t calls[FAKE_BPF_OPS];
 static struct fault faults[FAKE_BPF_OPS];
 static bool held[FAKE_BPF_OPS];
+static int held_fd1[FAKE_BPF_OPS];     /* the held map's fd + 1; 0: any */
 static uint32_t blocked[FAKE_BPF_OPS], passes[FAKE_BPF_OPS];
 
 /* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
@@ -36,7 +37,7 @@ static int enter_locked(enum fake_bpf_op op, int fd)
 	struct fault *f = &faults[op];
 
 	calls[op]++;
-	if (held[op]) {
+	if (held[op] && (!held_fd1[op] || held_fd1[op] == fd + 1)) {
 		blocked[op]++;
 		pthread_cond_broadcast(&changed);
 		while (held[op] && !passes[op])
@@ -307,8 +308,14 @@ void fake_bpf_fail(enum fake_bpf_op op, int fd, int err, uint32_t skip, uint32_t
 
 void fake_bpf_hold(enum fake_bpf_op op)
 {
+	fake_bpf_hold_map(op, -1);
+}
+
+void fake_bpf_hold_map(enum fake_bpf_op op, int fd)
+{
 	pthread_mutex_lock(&lock);
 	held[op] = true;
+	held_fd1[op] = fd + 1;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -468,6 +475,7 @@ void fake_bpf_reset(void)
 	memset(calls, 0, sizeof(calls));
 	memset(faults, 0, sizeof(faults));
 	memset(held, 0, sizeof(held));
+	memset(held_fd1, 0, sizeof(held_fd1));
 	memset(passes, 0, sizeof(passes));
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);

@@ -63,6 +63,9 @@ void fake_bpf_hold(enum fake_bpf_op op);
 void fake_bpf_release(enum fake_bpf_op op);
 void fake_bpf_release_one(enum fake_bpf_op op);
 
+/* fake_bpf_hold for the calls on map `fd` only (-1: any map). */
+void fake_bpf_hold_map(enum fake_bpf_op op, int fd);
+
 /* Waits until `n` calls of `op` are blocked; false after `timeout_ms`. */
 bool fake_bpf_wait_blocked(enum fake_bpf_op op, uint32_t n, int timeout_ms);
 

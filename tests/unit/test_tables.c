@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "agent/util/clock.h"
+#include "agent/unwind/bpf_tables.h"
 #include "agent/unwind/cache.h"
 #include "unwind_fixture.h"
 
@@ -791,4 +792,133 @@ Test(tables, tables_queued_for_unloading_do_not_fail_a_load)
 	cr_expect_eq(uf_state(c), TABLE_LOADED, "state %d: %s", uf_state(c),
 		     c->error ? c->error : "");
 	check_accounting();
+}
+
+static uint32_t waiting_to_publish(void)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&tm.lock);
+	n = tm.npublish;
+	pthread_mutex_unlock(&tm.lock);
+	return n;
+}
+
+/* Waits until `n` filled tables wait for a publisher. */
+static bool publish_waits_reach(uint32_t n)
+{
+	struct timespec ms = { 0, 1000000 };
+	int waited;
+
+	for (waited = 0; waiting_to_publish() < n && waited < UF_WAIT_MS; waited++)
+		nanosleep(&ms, NULL);
+	return waiting_to_publish() >= n;
+}
+
+/* Both publishers stuck in the update of cfi_tables (a's and b's), and
+ * c and d filled meanwhile, waiting for them. */
+static void publishers_held(struct module *a, struct module *b, struct module *c, struct module *d)
+{
+	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
+	map_and_miss(a);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, 1, UF_WAIT_MS));
+	map_and_miss(b);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS, UF_WAIT_MS));
+	/* Both workers would otherwise be waiting with a's and b's. */
+	map_and_miss(c);
+	map_and_miss(d);
+	cr_assert(publish_waits_reach(2), "tables filled while the updates are held: %u",
+		  waiting_to_publish());
+	cr_expect_eq(uf_state(c), TABLE_QUEUED, "published before an update returned");
+}
+
+/* The update of cfi_tables, a map of maps, makes the kernel wait for an
+ * RCU grace period (tens of milliseconds on a busy machine): the workers
+ * do not wait for it, and the tables filled meanwhile go into cfi_tables
+ * in one call. */
+Test(tables, workers_do_not_wait_for_publishing)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3), *d = uf_obj(4);
+
+	publishers_held(a, b, c, d);
+	fake_bpf_release(FAKE_BPF_UPDATE);
+	settle();
+	cr_expect_eq(fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE), 3,
+		     "a's update, b's, then one for c and d: %llu",
+		     (unsigned long long)fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE));
+	cr_expect_eq(uf_state(a), TABLE_LOADED);
+	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	cr_expect_eq(uf_state(c), TABLE_LOADED);
+	cr_expect_eq(uf_state(d), TABLE_LOADED);
+	expect_stats((struct table_stats){ .misses = 4, .loads = 4, .compiled = 4, .loaded = 4,
+					   .kernel_bytes = 4 * CHUNK, .kernel_bytes_peak = 4 * CHUNK,
+					   .table_bytes_loaded = a->table_bytes + b->table_bytes +
+								 c->table_bytes + d->table_bytes });
+	check_accounting();
+}
+
+/* bpf_table_publish: an element of a batch that fails fails alone, and
+ * those after it go in with another call. */
+Test(tables, failed_element_of_a_publish_batch_fails_alone)
+{
+	struct cfi_table t = { 0 };
+	uint8_t blob[64] = { 1 };
+	uint32_t ids[4] = { 101, 102, 103, 104 };
+	int fds[4], rets[4] = { 1, 1, 1, 1 }, k;
+
+	t.blob = blob;
+	t.size = sizeof(blob);
+	for (k = 0; k < 4; k++) {
+		fds[k] = bpf_table_fill(&t);
+		cr_assert_geq(fds[k], 0);
+	}
+	close(fds[1]);
+	fds[1] = 1000; /* no map */
+	bpf_table_publish(outer_fd, ids, fds, rets, 4);
+	cr_expect_eq(rets[0], 0);
+	cr_expect_eq(rets[1], -EBADF);
+	cr_expect_eq(rets[2], 0);
+	cr_expect_eq(rets[3], 0);
+	cr_expect_eq(fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE), 2, "the batch, then 2 more in one");
+	cr_expect_not_null(fake_bpf_inner(outer_fd, 101));
+	cr_expect_null(fake_bpf_inner(outer_fd, 102));
+	cr_expect_not_null(fake_bpf_inner(outer_fd, 104));
+	for (k = 0; k < 4; k++) {
+		bpf_table_unload(outer_fd, ids[k]);
+		if (k != 1)
+			close(fds[k]);
+	}
+}
+
+/* A miss whose table was built after its process had gone (not loaded)
+ * is over: a later load's latency counts from its own request, not from
+ * that old miss. */
+Test(tables, latency_starts_at_the_miss_the_load_answers)
+{
+	struct module *m = uf_obj(1);
+	uint64_t now = mono_ns(), v;
+	bool wait;
+	uint32_t n;
+
+	if (now < 50 * SEC)
+		cr_skip_test("the monotonic clock is at %llu ns", (unsigned long long)now);
+	/* Both workers busy, so that m's process is gone when its turn comes. */
+	stuck_load(uf_obj(2));
+	stuck_load(uf_obj(3));
+	tables_ref(&tm, m);
+	tables_request(&tm, m, now - 30 * SEC);
+	tables_unref(&tm, m);
+	release_loads();
+	cr_assert_eq(uf_state(m), TABLE_IDLE, "built for no process: not loaded");
+
+	/* A new process maps it; a stack snapshot of it wants the table. */
+	tables_ref(&tm, m);
+	cr_expect_null(tables_user_table(&tm, m, mono_ns(), &wait));
+	cr_expect(wait);
+	settle();
+	cr_assert_eq(uf_state(m), TABLE_LOADED);
+	v = tables_latency_pct(&tm, 100, UINT64_MAX, &n);
+	cr_expect_eq(n, 3, "obj2's, obj3's and m's");
+	cr_expect(v < 30 * SEC, "the latency counts from the miss of a process gone: %llu ns",
+		  (unsigned long long)v);
 }
