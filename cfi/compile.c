@@ -65,11 +65,12 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 {
 	enum { BITS = 11, BUCKETS = 1 << BITS };
 	uint32_t *idx, *tmp, count[BUCKETS];
-	struct cfi_fde *out;
+	struct cfi_fde *sorted;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	unsigned shift;
 	size_t i;
 	bool by_offset = true;
+	int ret = -ENOMEM;
 
 	for (i = 0; i < n; i++) {
 		lo = fdes[i].start < lo ? fdes[i].start : lo;
@@ -84,13 +85,9 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 	}
 	idx = malloc(n * sizeof(*idx));
 	tmp = malloc(n * sizeof(*tmp));
-	out = malloc(n * sizeof(*out));
-	if (!idx || !tmp || !out) {
-		free(idx);
-		free(tmp);
-		free(out);
-		return -ENOMEM;
-	}
+	sorted = malloc(n * sizeof(*sorted));
+	if (!idx || !tmp || !sorted)
+		goto out;
 	for (i = 0; i < n; i++)
 		idx[i] = (uint32_t)i;
 	for (shift = 0; shift < 64 && ((hi - lo) >> shift); shift += BITS) {
@@ -116,12 +113,14 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 		swap = idx, idx = tmp, tmp = swap;
 	}
 	for (i = 0; i < n; i++)
-		out[i] = fdes[idx[i]];
-	memcpy(fdes, out, n * sizeof(*fdes));
+		sorted[i] = fdes[idx[i]];
+	memcpy(fdes, sorted, n * sizeof(*fdes));
+	ret = 0;
+out:
 	free(idx);
 	free(tmp);
-	free(out);
-	return 0;
+	free(sorted);
+	return ret;
 }
 
 /* Sorts a section's FDEs and turns them into disjoint segments the way a
