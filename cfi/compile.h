@@ -17,6 +17,11 @@ struct cfi_compile_opts {
 	const char *debug_dir;   /* NULL: /usr/lib/debug; "": do not look */
 	const char *path;        /* the object's path, for .gnu_debuglink; may be NULL */
 	bool no_debug_frame;     /* use .eh_frame only */
+	unsigned threads;        /* 1: interpret in the calling thread only; 0: a second
+				  * thread for large objects; 2: always (the table is the
+				  * same every way) */
+	size_t split_segment;    /* tests: where the second thread's share starts, in
+				  * segments (0: where the instruction bytes halve) */
 };
 
 struct cfi_compile_stats {
@@ -35,7 +40,7 @@ struct cfi_compile_stats {
 	uint64_t table_bytes;
 	uint64_t covered_bytes;     /* code bytes with unwind information */
 	double compile_ms;          /* wall time */
-	double compile_cpu_ms;      /* the compiling thread's CPU time: the work itself */
+	double compile_cpu_ms;      /* the compiling threads' CPU time: the work itself */
 	char debug_file[512];       /* separate debug file used, or "" */
 	bool go_systemstack;        /* Go: the table carries what walks need to continue
 					* through runtime.systemstack (struct cfi_go_info) */

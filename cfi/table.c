@@ -255,6 +255,7 @@ struct cfi_builder {
 	size_t nslots;
 	uint32_t last_interned;
 	bool have_last;
+	bool keep_leading_undef;
 };
 
 struct cfi_builder *cfi_builder_new(void)
@@ -402,6 +403,25 @@ static int intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx
 	return 0;
 }
 
+static int rows_reserve(struct cfi_builder *b, size_t ncap)
+{
+	uint64_t *a;
+	uint32_t *q;
+
+	if (ncap <= b->cap)
+		return 0;
+	a = realloc(b->addr, ncap * sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	b->addr = a;
+	q = realloc(b->rule, ncap * sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	b->rule = q;
+	b->cap = ncap;
+	return 0;
+}
+
 int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *r)
 {
 	uint32_t idx;
@@ -416,32 +436,61 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 		b->rule[b->n - 1] = idx;
 		/* Merge into the row before, and never start with "no info". */
 		if ((b->n > 1 && b->rule[b->n - 2] == idx) ||
-		    (b->n == 1 && r->cfa_type == CFI_CFA_UNDEF))
+		    (b->n == 1 && r->cfa_type == CFI_CFA_UNDEF && !b->keep_leading_undef))
 			b->n--;
 		return 0;
 	}
 	if (b->n && b->rule[b->n - 1] == idx)
 		return 0;
-	if (!b->n && r->cfa_type == CFI_CFA_UNDEF)
+	if (!b->n && r->cfa_type == CFI_CFA_UNDEF && !b->keep_leading_undef)
 		return 0;
-	if (b->n == b->cap) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		uint64_t *a = realloc(b->addr, ncap * sizeof(*a));
-		uint32_t *q;
-
-		if (!a)
-			return -ENOMEM;
-		b->addr = a;
-		q = realloc(b->rule, ncap * sizeof(*q));
-		if (!q)
-			return -ENOMEM;
-		b->rule = q;
-		b->cap = ncap;
-	}
+	if (b->n == b->cap && rows_reserve(b, b->cap ? b->cap * 2 : 4096))
+		return -ENOMEM;
 	b->addr[b->n] = addr;
 	b->rule[b->n] = idx;
 	b->n++;
 	return 0;
+}
+
+void cfi_builder_continues(struct cfi_builder *b)
+{
+	b->keep_leading_undef = true;
+}
+
+int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
+{
+	uint32_t *remap;
+	size_t i;
+	int ret;
+
+	if (!src->n)
+		return 0;
+	remap = malloc(src->nrules * sizeof(*remap));
+	if (!remap)
+		return -ENOMEM;
+	for (i = 0; i < src->nrules; i++) {
+		ret = intern(b, &src->rules[i], &remap[i]);
+		if (ret)
+			goto out;
+	}
+	/* The first row meets b's last one exactly as cfi_builder_add would
+	 * have (replace, merge, or drop a leading "no info"). */
+	ret = cfi_builder_add(b, src->addr[0], &src->rules[src->rule[0]]);
+	if (ret)
+		goto out;
+	/* Past it, src made every merge against the same rule as b would
+	 * have: its own first row's, which b now ends with too. */
+	ret = rows_reserve(b, b->n + src->n - 1);
+	if (ret)
+		goto out;
+	for (i = 1; i < src->n; i++) {
+		b->addr[b->n] = src->addr[i];
+		b->rule[b->n] = remap[src->rule[i]];
+		b->n++;
+	}
+out:
+	free(remap);
+	return ret;
 }
 
 /* The end of the page starting at ps.  A page at the very top of the

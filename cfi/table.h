@@ -65,6 +65,18 @@ void cfi_builder_free(struct cfi_builder *b);
  * one replaces it; a row equal to the last one is merged into it. */
 int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *rule);
 
+/* Marks `b` as building the rows that follow another builder's, to be
+ * appended to it: a leading "no info" row is then kept, since it may end
+ * the other builder's last row. */
+void cfi_builder_continues(struct cfi_builder *b);
+
+/* Appends the rows of `src` (built with cfi_builder_continues, all at or
+ * after b's last row) to `b`, with the same result as adding them one by
+ * one to `b` as they were added to `src`: so a table can be built by
+ * address range in parallel.  Returns 0 or a negative errno (-E2BIG: too
+ * many distinct rules). */
+int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src);
+
 /* Rows added so far, after merging. */
 size_t cfi_builder_rows(const struct cfi_builder *b);
 

@@ -3,6 +3,9 @@
  * `cfiprof cfi stats` does (minus the separate debug file search, which
  * would read the host's /usr/lib/debug).
  *
+ * Then compiled again split between two threads: the same bytes, or the
+ * same error.
+ *
  * The input goes through a memfd because cfi_elf_open_fd maps a file
  * descriptor: the same code path as a file on disk.
  */
@@ -50,9 +53,37 @@ static bool in_map(const struct cfi_elf *e, const struct cfi_section *sec)
 		sec->size <= e->size - (size_t)(sec->data - map));
 }
 
+/* The compile split between two threads (at the balanced point and after
+ * the first few segments) fails with the same message or builds the same
+ * bytes as the one-thread compile (ret, err, t). */
+static void same_when_split(const struct cfi_elf *e, const struct cfi_compile_opts *opts, int ret,
+			    const struct cfi_error *err, const struct cfi_table *t)
+{
+	static const size_t splits[] = { 0, 1, 2, 3 };
+	size_t i;
+
+	for (i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
+		struct cfi_compile_opts o = *opts;
+		struct cfi_compile_stats st;
+		struct cfi_error err2 = { { 0 } };
+		struct cfi_table t2 = { 0 };
+		int ret2;
+
+		o.threads = 2;
+		o.split_segment = splits[i];
+		ret2 = cfi_compile(e, &o, &t2, &st, &err2);
+		CHECK(ret2 == ret);
+		if (ret)
+			CHECK(!strcmp(err2.msg, err->msg));
+		else
+			CHECK(t2.size == t->size && !memcmp(t2.blob, t->blob, t->size));
+		cfi_table_free(&t2);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct cfi_compile_opts opts = { .debug_dir = "" };
+	struct cfi_compile_opts opts = { .debug_dir = "", .threads = 1 };
 	struct cfi_compile_stats st;
 	struct cfi_error err = { { 0 } };
 	struct cfi_table t = { 0 };
@@ -89,6 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(st.table_bytes == t.size);
 		fuzz_check_table(&t);
 	}
+	same_when_split(&e, &opts, ret, &err, &t);
 	cfi_table_free(&t);
 	cfi_elf_close(&e);
 	return 0;

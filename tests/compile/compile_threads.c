@@ -1,0 +1,97 @@
+/*
+ * The CFI compiler's two threads against its one: every object named on
+ * the command line is compiled single-threaded, then split between two
+ * threads at the balanced point and at many other segments (every one for
+ * small objects), and each table must be byte for byte the single-threaded
+ * one, with the same statistics.  A plain program, so that it also runs
+ * under ThreadSanitizer (build-tsan), which criterion cannot.
+ *
+ *   compile_threads OBJECT...      exits 1 with a message on a difference
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cfi/compile.h"
+
+/* Split points tried besides the balanced one: all of them up to this
+ * many segments, else this many spread over the object. */
+#define SWEEP 64
+
+static int failures;
+
+static void fail(const char *path, const char *what, size_t split)
+{
+	fprintf(stderr, "compile_threads: %s: split at %zu: %s\n", path, split, what);
+	failures++;
+}
+
+static int compile(const struct cfi_elf *e, const char *path, unsigned threads, size_t split,
+		   struct cfi_table *t, struct cfi_compile_stats *st)
+{
+	struct cfi_compile_opts o = { .path = path, .threads = threads, .split_segment = split };
+	struct cfi_error err = { { 0 } };
+	int ret = cfi_compile(e, &o, t, st, &err);
+
+	if (ret)
+		fprintf(stderr, "compile_threads: %s: %s\n", path, err.msg);
+	return ret;
+}
+
+static void check_split(const struct cfi_elf *e, const char *path, size_t split,
+			const struct cfi_table *want, const struct cfi_compile_stats *wst)
+{
+	struct cfi_compile_stats st;
+	struct cfi_table t;
+
+	if (compile(e, path, 2, split, &t, &st)) {
+		fail(path, "two threads failed where one did not", split);
+		return;
+	}
+	if (t.size != want->size || memcmp(t.blob, want->blob, t.size))
+		fail(path, "table differs from the single-threaded one", split);
+	if (st.rows != wst->rows || st.stored_rows != wst->stored_rows ||
+	    st.unsupported_rows != wst->unsupported_rows || st.reg_expr_rows != wst->reg_expr_rows ||
+	    st.reg_expr_signal_rows != wst->reg_expr_signal_rows ||
+	    st.covered_bytes != wst->covered_bytes || st.rules != wst->rules ||
+	    st.fdes_shadowed != wst->fdes_shadowed)
+		fail(path, "statistics differ from the single-threaded ones", split);
+	cfi_table_free(&t);
+}
+
+int main(int argc, char **argv)
+{
+	int i;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: compile_threads OBJECT...\n");
+		return 2;
+	}
+	for (i = 1; i < argc; i++) {
+		struct cfi_compile_stats wst;
+		struct cfi_error err = { { 0 } };
+		struct cfi_table want;
+		struct cfi_elf e;
+		size_t n, k, step;
+
+		if (cfi_elf_open_path(&e, argv[i], &err)) {
+			fprintf(stderr, "compile_threads: %s\n", err.msg);
+			return 1;
+		}
+		if (compile(&e, argv[i], 1, 0, &want, &wst)) {
+			cfi_elf_close(&e);
+			return 1;
+		}
+		/* Segments are at most the FDEs, plus the pieces Go marks cut. */
+		n = wst.fdes + 64;
+		check_split(&e, argv[i], 0, &want, &wst);
+		step = n <= SWEEP ? 1 : n / SWEEP;
+		for (k = 1; k <= n; k += step)
+			check_split(&e, argv[i], k, &want, &wst);
+		printf("%s: %llu rows, %zu ways split: identical\n", argv[i],
+		       (unsigned long long)wst.rows, (n - 1) / step + 2);
+		cfi_table_free(&want);
+		cfi_elf_close(&e);
+	}
+	return failures ? 1 : 0;
+}
