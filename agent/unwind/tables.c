@@ -58,9 +58,32 @@ static void delete_table(struct table_manager *tm, struct module *m)
 	pthread_mutex_unlock(&tm->lock);
 }
 
+/* Whether evicting every table that can be evicted would make room for
+ * `need` more bytes: the others are in flight (counted, not yet in the
+ * kernel) or being evicted. */
+static bool room_after_evictions_locked(const struct table_manager *tm, const struct module *self,
+					uint64_t need)
+{
+	uint64_t evictable = 0;
+	uint32_t i, tables = 0;
+
+	for (i = 0; i < tm->reg->n; i++) {
+		const struct module *m = tm->reg->mods[i];
+
+		if (m != self &&
+		    (m->table_state == TABLE_LOADED || m->table_state == TABLE_UNLOADING)) {
+			evictable += m->kernel_bytes;
+			tables++;
+		}
+	}
+	return tm->stats.kernel_bytes - evictable + need <= tm->budget &&
+	       (tm->stats.loaded < CFIPROF_MAX_TABLES || tables);
+}
+
 /* Picks least recently used tables to evict until `need` more bytes fit
- * the budget, into victims[].  Returns how many, or -E2BIG if even an
- * empty kernel could not hold them.  Called with the lock held. */
+ * the budget, into victims[].  Returns how many; -E2BIG if even an
+ * empty kernel could not hold them; -EAGAIN, evicting nothing, if tables
+ * in flight take the room for now.  Called with the lock held. */
 static int pick_victims_locked(struct table_manager *tm, const struct module *self, uint64_t need,
 			       struct module **victims, int max)
 {
@@ -68,6 +91,8 @@ static int pick_victims_locked(struct table_manager *tm, const struct module *se
 
 	if (need > tm->budget)
 		return -E2BIG;
+	if (!room_after_evictions_locked(tm, self, need))
+		return tm->inflight ? -EAGAIN : -E2BIG;
 	/* cfi_tables holds CFIPROF_MAX_TABLES: a full map is a budget too. */
 	while (tm->stats.kernel_bytes + need > tm->budget || tm->stats.loaded >= CFIPROF_MAX_TABLES) {
 		struct module *victim = NULL;
@@ -188,6 +213,8 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
 	if (p->fd >= 0)
 		close(p->fd);
 	pthread_mutex_lock(&tm->lock);
+	tm->inflight--;
+	pthread_cond_broadcast(&tm->landed);
 	if (ret) {
 		tm->stats.kernel_bytes -= p->kbytes;
 		set_error(m, "loading its CFI table into BPF: %s", strerror(-ret));
@@ -300,6 +327,12 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		return 0;
 	}
 	nvictims = pick_victims_locked(tm, m, kbytes, victims, 64);
+	/* Tables filled and waiting for a publisher are counted but cannot
+	 * be evicted yet: once they are in the kernel, they can. */
+	while (nvictims == -EAGAIN) {
+		pthread_cond_wait(&tm->landed, &tm->lock);
+		nvictims = pick_victims_locked(tm, m, kbytes, victims, 64);
+	}
 	if (nvictims < 0) {
 		char what[64];
 
@@ -314,6 +347,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	}
 	/* Counted now, so that no other load can overrun the budget. */
 	tm->stats.kernel_bytes += kbytes;
+	tm->inflight++;
 	pthread_mutex_unlock(&tm->lock);
 
 	for (i = 0; i < nvictims; i++)
@@ -467,6 +501,7 @@ int tables_start(struct table_manager *tm)
 	pthread_mutex_init(&tm->lock, NULL);
 	pthread_cond_init(&tm->wake, NULL);
 	pthread_cond_init(&tm->idle, NULL);
+	pthread_cond_init(&tm->landed, NULL);
 	pthread_cond_init(&tm->publish_wake, NULL);
 	/* Without them, the workers publish their tables themselves. */
 	for (tm->npublishers = 0; tm->npublishers < TABLES_PUBLISHERS; tm->npublishers++)

@@ -115,6 +115,11 @@ struct table_manager {
 	struct table_publish *publish; /* waiting for a publisher */
 	uint32_t npublish, cap_publish;
 	uint32_t publishing;           /* in the publishers' hands now */
+	/* Loads counted in the budget whose tables are not in the kernel
+	 * yet; `landed` is signalled as each lands (or fails): a load that
+	 * needs their room waits for them rather than fail. */
+	uint32_t inflight;
+	pthread_cond_t landed;
 };
 
 /* Starts the workers.  Returns 0 or a negative errno. */

@@ -857,6 +857,36 @@ Test(tables, workers_do_not_wait_for_publishing)
 	check_accounting();
 }
 
+/* Tables waiting for a publisher count in the budget but are not in the
+ * kernel yet, so they cannot be evicted: a load that needs their room
+ * waits until they land, then evicts, rather than failing for good
+ * ("exceeds --max-table-memory": record-table-budget's libc did, its
+ * process's other tables all in flight). */
+Test(tables, a_load_waits_for_tables_in_flight_to_make_room)
+{
+	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+
+	set_budget(2 * CHUNK);
+	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
+	map_and_miss(a);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, 1, UF_WAIT_MS));
+	map_and_miss(b);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS, UF_WAIT_MS));
+	/* The budget is a's and b's, both in the publishers' hands. */
+	map_and_miss(c);
+	usleep(100 * 1000);
+	cr_expect_neq(uf_state(c), TABLE_FAILED, "failed while a and b were in flight: %s",
+		      c->error ? c->error : "");
+	fake_bpf_release(FAKE_BPF_UPDATE);
+	settle();
+	cr_expect_eq(uf_state(c), TABLE_LOADED);
+	cr_expect_eq(tm.stats.failed, 0);
+	cr_expect_eq(tm.stats.evictions, 1);
+	cr_expect_eq(tm.stats.loaded, 2);
+	cr_expect_leq(tm.stats.kernel_bytes_peak, 2 * CHUNK);
+	check_accounting();
+}
+
 /* bpf_table_publish: an element of a batch that fails fails alone, and
  * those after it go in with another call. */
 Test(tables, failed_element_of_a_publish_batch_fails_alone)
