@@ -370,6 +370,36 @@ bool cfi_elf_in_exec(const struct cfi_elf *e, uint64_t addr)
 	return false;
 }
 
+size_t cfi_elf_load_segments(const struct cfi_elf *e, struct cfi_load_segment *out, size_t max)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < e->nload && n < max; i++, n++)
+		out[n] = (struct cfi_load_segment){
+			.vaddr = e->load[i].start, .offset = e->load[i].offset,
+			.filesz = e->load[i].filesz, .exec = cfi_elf_in_exec(e, e->load[i].start),
+		};
+	return n;
+}
+
+bool cfi_load_bias(const struct cfi_load_segment *seg, size_t n, uint64_t start, uint64_t offset,
+		   uint64_t *bias)
+{
+	size_t i, best = n;
+
+	for (i = 0; i < n; i++) {
+		uint64_t lo = seg[i].offset & ~(uint64_t)4095;
+
+		if (offset >= lo && offset < seg[i].offset + seg[i].filesz &&
+		    (best == n || (seg[i].exec && !seg[best].exec)))
+			best = i;
+	}
+	if (best == n)
+		return false;
+	*bias = start - (seg[best].vaddr + offset - seg[best].offset);
+	return true;
+}
+
 void cfi_elf_build_id_hex(const struct cfi_elf *e, char *buf, size_t size)
 {
 	size_t i;

@@ -57,6 +57,22 @@ void cfi_elf_ptr_ctx(const struct cfi_elf *e, struct cfi_ptr_ctx *ctx);
 bool cfi_elf_in_exec(const struct cfi_elf *e, uint64_t addr);
 
 /* Lower-case hex of the build-id into buf (2 * len + 1 bytes); "" if none. */
+/* A loadable segment, as a mapping's load bias needs it. */
+struct cfi_load_segment {
+	uint64_t vaddr, offset, filesz;
+	bool exec;
+};
+
+/* e's loadable segments, at most `max`, into `out`; returns how many. */
+size_t cfi_elf_load_segments(const struct cfi_elf *e, struct cfi_load_segment *out, size_t max);
+
+/* The load bias of a mapping at `start` of file offset `offset`: from the
+ * segment whose file range, rounded down to the page the kernel mapped it
+ * from, holds the offset; of two sharing that page, the executable one.
+ * False if no segment holds it. */
+bool cfi_load_bias(const struct cfi_load_segment *seg, size_t n, uint64_t start, uint64_t offset,
+		   uint64_t *bias);
+
 void cfi_elf_build_id_hex(const struct cfi_elf *e, char *buf, size_t size);
 
 /* Finds the separate debug file: by build-id under `debug_dir`

@@ -88,7 +88,7 @@ static int open_maps(int pid)
 
 /* One mapping after another, executable ones only: the kernel neither
  * visits the others for us nor formats a line. */
-static int query_fd(int fd, struct maps_set *set)
+static int query_fd(int fd, struct maps_set *set, bool build_ids)
 {
 	char name[PATH_MAX];
 	struct procmap_query q;
@@ -104,7 +104,7 @@ static int query_fd(int fd, struct maps_set *set)
 		q.query_addr = addr;
 		q.vma_name_addr = (uintptr_t)name;
 		q.vma_name_size = sizeof(name);
-		if (!set->skip_build_ids) {
+		if (build_ids) {
 			q.build_id_addr = (uintptr_t)m.build_id;
 			q.build_id_size = sizeof(m.build_id);
 		}
@@ -127,7 +127,7 @@ static int query_fd(int fd, struct maps_set *set)
 	}
 }
 
-static int read_query_kept(int pid, int *fd, struct maps_set *set)
+static int read_query_kept(int pid, int *fd, struct maps_set *set, bool build_ids)
 {
 	int ret;
 
@@ -137,14 +137,14 @@ static int read_query_kept(int pid, int *fd, struct maps_set *set)
 		*fd = -1;
 		return ret;
 	}
-	ret = query_fd(*fd, set);
+	ret = query_fd(*fd, set, build_ids);
 	set_seal(set);
 	return ret;
 }
 
 int procmaps_read_query(int pid, struct maps_set *set)
 {
-	int fd = -1, ret = read_query_kept(pid, &fd, set);
+	int fd = -1, ret = read_query_kept(pid, &fd, set, true);
 
 	if (fd >= 0)
 		close(fd);
@@ -251,12 +251,12 @@ int procmaps_read_text(int pid, struct maps_set *set)
  * Written by whichever thread finds out first; they all find the same. */
 static int query_works;
 
-int procmaps_read_kept(int pid, int *fd, struct maps_set *set)
+int procmaps_read_kept(int pid, int *fd, struct maps_set *set, bool build_ids)
 {
 	int works = __atomic_load_n(&query_works, __ATOMIC_RELAXED), ret;
 
 	if (works >= 0) {
-		ret = read_query_kept(pid, fd, set);
+		ret = read_query_kept(pid, fd, set, build_ids);
 		if (ret != -ENOTTY) {
 			if (!works && !ret)
 				__atomic_store_n(&query_works, 1, __ATOMIC_RELAXED);
@@ -273,7 +273,7 @@ int procmaps_read_kept(int pid, int *fd, struct maps_set *set)
 
 int procmaps_read(int pid, struct maps_set *set)
 {
-	int fd = -1, ret = procmaps_read_kept(pid, &fd, set);
+	int fd = -1, ret = procmaps_read_kept(pid, &fd, set, true);
 
 	if (fd >= 0)
 		close(fd);

@@ -41,11 +41,6 @@ struct maps_set {
 	size_t n, cap;
 	char *names;              /* the paths, one after another */
 	size_t names_len, names_cap;
-	/* Set by the reader: the query leaves build_id_size 0 (the kernel
-	 * reads each file's notes for a build-id: 6 % of a busy agent's CPU,
-	 * for files it mostly knows already); procmaps_build_id asks for one
-	 * mapping's. */
-	bool skip_build_ids;
 };
 
 /* Reads the executable mappings of `pid` into `set` (emptied first).
@@ -58,8 +53,11 @@ int procmaps_read(int pid, struct maps_set *set);
  * yet; then opened, and left in *fd for the caller to keep or close).
  * Such an fd shows the address space the process had when it was opened:
  * keep it only while the process runs the same program.  On an error
- * *fd may be left open too. */
-int procmaps_read_kept(int pid, int *fd, struct maps_set *set);
+ * *fd may be left open too.  Without `build_ids` every build_id_size is
+ * 0: the kernel reads each file's notes for a build-id, 6 % of a busy
+ * agent's CPU for files it mostly knows already, and procmaps_build_id
+ * asks for one mapping's. */
+int procmaps_read_kept(int pid, int *fd, struct maps_set *set, bool build_ids);
 
 /* The build-id of the file of mapping `m` (as read from `fd`, an open
  * /proc/PID/maps), asked of the kernel with PROCMAP_QUERY: 0 and *len

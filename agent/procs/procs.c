@@ -331,20 +331,16 @@ static bool mark_main(struct proc_registry *r, int pid)
 {
 	char path[64];
 	struct stat st;
-	uint32_t i;
+	struct module *m;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	if (stat(path, &st))
 		return false;
-	for (i = 0; i < r->mods->n; i++) {
-		struct module *m = r->mods->mods[i];
-
-		if (m->dev == st.st_dev && m->ino == st.st_ino) {
-			m->is_main = true;
-			return true;
-		}
-	}
-	return false;
+	m = modules_find_file(r->mods, st.st_dev, st.st_ino, st.st_size,
+			      (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec);
+	if (m)
+		m->is_main = true;
+	return m != NULL;
 }
 
 static bool same_maps(const struct code_mapping *a, uint32_t na, const struct code_mapping *b,
@@ -387,15 +383,14 @@ int procs_scan(struct proc_registry *r, int pid)
 		keep_fd = p->keep_maps_fd;
 		p->keep_maps_fd = false;
 	}
-	set->skip_build_ids = true;
-	ret = procmaps_read_kept(pid, &fd, set);
+	ret = procmaps_read_kept(pid, &fd, set, false);
 	/* An fd of a process gone whose pid is back, its records lost: of
 	 * another address space. */
 	if (ret == -ESRCH && reused) {
 		close(fd);
 		fd = -1;
 		reused = false;
-		ret = procmaps_read_kept(pid, &fd, set);
+		ret = procmaps_read_kept(pid, &fd, set, false);
 	}
 	r->maps_fd_reuses += reused && !ret;
 	if (ret)
@@ -425,13 +420,11 @@ int procs_scan(struct proc_registry *r, int pid)
 						    (ino_t)m->inode);
 			if (!o->mod) {
 				uint8_t id[MAPS_BUILD_ID_MAX];
-				uint32_t len = m->build_id_size;
+				uint32_t len = 0;
 
-				if (set->skip_build_ids && fd >= 0 &&
-				    procmaps_build_id(fd, m, id, &len))
+				if (fd < 0 || procmaps_build_id(fd, m, id, &len))
 					len = 0;
-				o->mod = modules_find_build_id(r->mods, set->skip_build_ids ? id : m->build_id,
-							       len);
+				o->mod = modules_find_build_id(r->mods, id, len);
 			}
 			if (!o->mod) {
 				int fd = open_mapping(pid, m);
@@ -456,13 +449,8 @@ int procs_scan(struct proc_registry *r, int pid)
 			if (r->mods->unwind == UNWIND_DWARF)
 				tables_load_now(r->mods->tables, mod);
 		}
-		bm[i].start = pm[i].start;
-		bm[i].end = pm[i].end;
-		bm[i].bias = pm[i].bias;
-		/* (Without a table manager no module has a table id.) */
-		bm[i].table_id = mod && r->mods->tables ? tables_walker_id(r->mods->tables, mod) : 0;
-		bm[i].module_id = mod ? mod->id : 0;
 	}
+	procs_walker_mappings(pm, k, r->mods->tables, bm);
 	if (!p && !(p = procs_add(r, pid))) {
 		ret = -ENOMEM;
 		goto out;
@@ -556,6 +544,19 @@ static int by_start(const void *a, const void *b)
 	const struct code_mapping *x = a, *y = b;
 
 	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+void procs_walker_mappings(const struct code_mapping *m, uint32_t n, struct table_manager *tm,
+			   struct walker_mapping *out)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = (struct walker_mapping){
+			.start = m[i].start, .end = m[i].end, .bias = m[i].bias,
+			.table_id = m[i].mod && tm ? tables_walker_id(tm, m[i].mod) : 0,
+			.module_id = m[i].mod ? m[i].mod->id : 0,
+		};
 }
 
 uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p)

@@ -187,6 +187,11 @@ bool procs_recorded_holds(const struct proc *p, uint64_t addr);
  * left out: walks end there (no_mapping).  Returns how many were added. */
 uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p);
 
+/* The walker's view of mappings m[0..n): their ranges, biases and each
+ * module's table and module ids (0 without a module or a manager). */
+void procs_walker_mappings(const struct code_mapping *m, uint32_t n, struct table_manager *tm,
+			   struct walker_mapping *out);
+
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct code_mapping *proc_find(const struct proc *p, uint64_t addr);
 

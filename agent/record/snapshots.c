@@ -165,19 +165,10 @@ static void give_up_in_exec(struct record_events *ev, struct proc *p, const stru
 static int walker_mappings(struct record_events *ev, const struct proc *p)
 {
 	struct snapshot_queue *q = &ev->snaps;
-	uint32_t i;
 
 	if (array_reserve_first(&q->maps, &q->cap_maps, p->n ? p->n : 1, 16))
 		return -ENOMEM;
-	for (i = 0; i < p->n; i++) {
-		const struct code_mapping *c = &p->maps[i];
-
-		q->maps[i] = (struct walker_mapping){
-			.start = c->start, .end = c->end, .bias = c->bias,
-			.table_id = c->mod ? tables_walker_id(ev->tables, c->mod) : 0,
-			.module_id = c->mod ? c->mod->id : 0,
-		};
-	}
+	procs_walker_mappings(p->maps, p->n, ev->tables, q->maps);
 	return 0;
 }
 

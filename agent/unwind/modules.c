@@ -279,7 +279,6 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 	struct module *m;
 	struct cfi_elf e;
 	struct stat st;
-	size_t i;
 
 	if (fstat(fd, &st))
 		return NULL;
@@ -314,19 +313,7 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 	m->ino = st.st_ino;
 	m->size = st.st_size;
 	m->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
-	for (i = 0; i < e.nload && m->nload < MODULE_MAX_LOADS; i++) {
-		m->load[m->nload].vaddr = e.load[i].start;
-		m->load[m->nload].offset = e.load[i].offset;
-		m->load[m->nload].filesz = e.load[i].filesz;
-		m->nload++;
-	}
-	for (i = 0; i < e.nexec; i++) {
-		int k;
-
-		for (k = 0; k < m->nload; k++)
-			if (m->load[k].vaddr == e.exec[i].start)
-				m->load[k].exec = true;
-	}
+	m->nload = (int)cfi_elf_load_segments(&e, m->load, MODULE_MAX_LOADS);
 	if (r->tables)
 		copts = r->tables->copts;
 	copts.path = path;
@@ -359,22 +346,7 @@ struct module *modules_get(struct module_registry *r, int fd, const char *path)
 
 bool module_bias(const struct module *m, uint64_t start, uint64_t offset, uint64_t *bias)
 {
-	int i, best = -1;
-
-	for (i = 0; i < m->nload; i++) {
-		/* The segment whose file range, rounded down to the page the
-		 * kernel mapped it from, holds the mapping's offset; of two
-		 * sharing a page, the executable one. */
-		uint64_t lo = m->load[i].offset & ~(uint64_t)4095;
-
-		if (offset >= lo && offset < m->load[i].offset + m->load[i].filesz &&
-		    (best < 0 || (m->load[i].exec && !m->load[best].exec)))
-			best = i;
-	}
-	if (best < 0)
-		return false;
-	*bias = start - (m->load[best].vaddr + offset - m->load[best].offset);
-	return true;
+	return cfi_load_bias(m->load, (size_t)m->nload, start, offset, bias);
 }
 
 void modules_free(struct module_registry *r)

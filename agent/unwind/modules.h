@@ -44,7 +44,7 @@ struct module {
 	struct cfi_table *user_table;
 	uint64_t user_table_used_ns;
 	bool user_table_wanted;
-	struct { uint64_t vaddr, offset, filesz; bool exec; } load[MODULE_MAX_LOADS];
+	struct cfi_load_segment load[MODULE_MAX_LOADS];
 	int nload;
 	dev_t dev;
 	ino_t ino;

@@ -8,23 +8,14 @@
 #include "cfi/compile.h"
 #include "tests/walker/replay.h"
 
-/* The bias of a mapping at `start` with file offset `offset`, as the
- * agent's module_bias computes it: the loadable segment whose file range,
- * from the page the kernel mapped it from, holds the offset. */
+/* The bias of a mapping at `start` with file offset `offset`, by the
+ * agent's rule (module_bias). */
 static bool mapping_bias(const struct cfi_elf *e, uint64_t start, uint64_t offset, uint64_t *bias)
 {
-	size_t i;
+	struct cfi_load_segment seg[64];
+	size_t n = cfi_elf_load_segments(e, seg, 64);
 
-	for (i = 0; i < e->nload; i++) {
-		uint64_t lo = e->load[i].offset & ~(uint64_t)4095;
-
-		if (offset >= lo && offset < e->load[i].offset + e->load[i].filesz &&
-		    cfi_elf_in_exec(e, e->load[i].start)) {
-			*bias = start - (e->load[i].start + offset - e->load[i].offset);
-			return true;
-		}
-	}
-	return false;
+	return cfi_load_bias(seg, n, start, offset, bias);
 }
 
 static int open_object(struct replay_object *o, const struct snap_object *so, struct cfi_error *err)
