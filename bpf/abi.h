@@ -291,6 +291,13 @@ struct cfiprof_miss_event {
 
 #define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
 
+/* The agent reads a process's mappings this long after it handles the
+ * process's fork or exec record (and after a mapping change it is told
+ * of).  A PROT_EXEC mmap sooner than this after the fork or exec (ld.so
+ * mapping the libraries) is in the ring buffer before that read, so its
+ * record does not wake the agent. */
+#define CFIPROF_SCAN_DELAY_NS (2ull * 1000 * 1000)
+
 /* Sampling events of one recording (record -e): sample_event.event is
  * below this.  Each is a perf event per CPU and two pprof sample types. */
 #define CFIPROF_MAX_EVENTS 64

@@ -50,7 +50,8 @@ static __always_inline int wanted_thread(__u32 tgid, __u32 tid)
 }
 
 /* `wake`: BPF_RB_FORCE_WAKEUP for the records the agent acts on at once
- * (exec, mmap: it reads the mappings while the process still exists),
+ * (exec, and mmap unless a read is due anyway: it reads the mappings
+ * while the process still exists),
  * BPF_RB_NO_WAKEUP for those that can wait for its next poll (fork only
  * schedules a read, and the child's first sample, meeting no mapping,
  * wakes it; exit only retires). */

@@ -259,10 +259,17 @@ int BPF_PROG(on_free, struct task_struct *p)
 static __always_inline int on_prot_exec(__u64 prot)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 *epoch;
 
-	if ((prot & PROT_EXEC) && wanted(tgid))
-		send_proc_event(EVENT_MMAP, tgid, 0, 0, 0, bpf_get_current_cgroup_id(),
-				BPF_RB_FORCE_WAKEUP);
+	if (!(prot & PROT_EXEC) || !wanted(tgid))
+		return 0;
+	/* Within CFIPROF_SCAN_DELAY_NS of the process's fork or exec the
+	 * agent has a read due after this record anyway: waking it for
+	 * each library ld.so maps was most of its wake-ups. */
+	epoch = bpf_map_lookup_elem(&proc_epochs, &tgid);
+	send_proc_event(EVENT_MMAP, tgid, 0, 0, 0, bpf_get_current_cgroup_id(),
+			epoch && bpf_ktime_get_ns() - *epoch < CFIPROF_SCAN_DELAY_NS ?
+			BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -110,8 +110,12 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* Already read after the exec (record -- CMD reads the program
 	 * before releasing it), and published in the exec's epoch: that
 	 * view is the new program's. */
-	if (p && p->state == PROC_READ && p->last_scan_ns > event_ns && procs_epoch_current(r, p))
+	if (p && p->state == PROC_READ && p->last_scan_ns > event_ns && procs_epoch_current(r, p)) {
+		/* (Still one read after ld.so's mmaps, whose records do not
+		 * wake us this soon after the exec: bpf/abi.h.) */
+		mark_due(r, pid, now);
 		return;
+	}
 	/* The walker no longer uses the old program's mappings (the exec
 	 * renewed the epoch): publish the new ones.  Reading over the old
 	 * entry, rather than forgetting it first, keeps the tables both

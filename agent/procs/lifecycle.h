@@ -40,7 +40,7 @@
  * the dynamic loader maps a program's libraries in a burst, and one read
  * after the burst is enough.  Short, so that a process living 20 ms is
  * still read while it exists. */
-#define PROCS_SCAN_DELAY_NS (2ull * 1000 * 1000)
+#define PROCS_SCAN_DELAY_NS CFIPROF_SCAN_DELAY_NS
 
 /* A walk that meets unknown code rereads the mappings at most this often
  * (a JIT's samples would otherwise read them at every sample). */
