@@ -12,6 +12,9 @@
 #   env WARMUP=SECS    left out of the slopes (default a sixth of the run,
 #                      at least 60 s)
 #   env CONTAINERS=1   also start a podman container every 30 s (0: none)
+#   env AGENT_ARGS=... more options for the agent (e.g. --dwarf-keep 0)
+#   env WORKLOAD=0     start no workload: a second agent beside another
+#                      soak.sh's, on the same machine's churn (default 1)
 #
 # What runs meanwhile, for the whole duration:
 #   processes   one slot of bench/busy_workload.sh (python3, gzip, xz, sort,
@@ -44,6 +47,10 @@
 #   bpf_map_bytes       all its maps' memory (fdinfo memlock), tables included
 #   metrics_table_bytes, cpu_s, samples    what /metrics says of table
 #                       memory, CPU time, samples taken so far (context)
+#   sym_results_kb, sym_strings_kb, sym_dwarf_kept_kb   the symbolizer's
+#                       results cached (bounded by --symbol-cache), interned
+#                       names, and the bound it counts for the DWARF kept
+#                       open (--dwarf-keep; an estimate, not a measure)
 # and rows of OUT/breakdown.csv (t_s, what, count): the fds by kind (file,
 # bpf-map, perf_event, ...) and the entries of each hash map by name.
 # At the end: OUT/soak.png (gnuplot: the four over time) and, per series,
@@ -113,18 +120,19 @@ else
 fi
 
 "$CFIPROF" agent -F "$F" --interval "$INTERVAL" --cache-dir "$tmp/cache" \
-  --listen "127.0.0.1:$port" "${push[@]}" 2> "$OUT/agent.log" &
+  --listen "127.0.0.1:$port" "${push[@]}" ${AGENT_ARGS:-} 2> "$OUT/agent.log" &
 agent=$!
 start=$(date +%s)
 end=$(( start + SECS ))
 echo "soak: agent pid $agent, $SECS s until $(date -u -d "@$end" +%T) UTC; /metrics on 127.0.0.1:$port"
 
 # The churn, each part until $end.
-busy_slot "$end" 0 2> /dev/null & pids+=($!)
-"$SHORT" churn 20 "$SECS" 5 20 > /dev/null & pids+=($!)
-( while [ "$(date +%s)" -lt "$end" ]; do "$DLOPEN" "$LATELIB" 1 > /dev/null; sleep 1; done ) & pids+=($!)
-if [ "$CONTAINERS" = 1 ]; then
-  python3 - "$RECDEEP" "$end" "$tmp" > "$OUT/containers.log" 2>&1 <<'PY' &
+if [ "${WORKLOAD:-1}" = 1 ]; then
+  busy_slot "$end" 0 2> /dev/null & pids+=($!)
+  "$SHORT" churn 20 "$SECS" 5 20 > /dev/null & pids+=($!)
+  ( while [ "$(date +%s)" -lt "$end" ]; do "$DLOPEN" "$LATELIB" 1 > /dev/null; sleep 1; done ) & pids+=($!)
+  if [ "$CONTAINERS" = 1 ]; then
+    python3 - "$RECDEEP" "$end" "$tmp" > "$OUT/containers.log" 2>&1 <<'PY' &
 import os, subprocess, sys, time
 sys.path.insert(0, "tests/container")
 import containers as c
@@ -145,7 +153,8 @@ subprocess.run(c.podman_cmd(store) + ["rm", "-a", "-f", "-t", "0"], stdout=subpr
                stderr=subprocess.DEVNULL)
 c._unmount_below(store)
 PY
-  pids+=($!)
+    pids+=($!)
+  fi
 fi
 
 # The sampler: a row every 10 s.
@@ -232,7 +241,7 @@ parts.write("t_s,what,count\n")
 with open(csv, "w") as f:
     f.write("t_s,rss_kb,kernel_table_bytes,fds,bpf_map_entries,bpf_map_bytes,"
                 "metrics_table_bytes,cpu_s,samples,rss_anon_kb,rss_file_kb,heap_in_use_kb,"
-                "heap_free_kb\n")
+                "heap_free_kb,sym_results_kb,sym_strings_kb,sym_dwarf_kept_kb\n")
     nxt = start + 10
     while time.time() < end:
         time.sleep(max(0, nxt - time.time()))
@@ -257,7 +266,10 @@ with open(csv, "w") as f:
                metric(text, "cfiprof_samples_total"), kb["RssAnon"],
                kb["RssFile"] + kb["RssShmem"],
                metric(text, 'cfiprof_agent_heap_bytes{state="in_use"}') / 1024,
-               metric(text, 'cfiprof_agent_heap_bytes{state="free"}') / 1024]
+               metric(text, 'cfiprof_agent_heap_bytes{state="free"}') / 1024,
+               metric(text, 'cfiprof_symbolizer_bytes{part="results"}') / 1024,
+               metric(text, 'cfiprof_symbolizer_bytes{part="strings"}') / 1024,
+               metric(text, 'cfiprof_symbolizer_bytes{part="dwarf_kept_bound"}') / 1024]
         f.write(",".join(str(x) for x in row) + "\n")
         f.flush()
         breakdown.update(fd_kinds())
@@ -284,7 +296,8 @@ set object 1 rectangle from graph 0, graph 0 to first $WARMUP, graph 1 fillcolor
 set ylabel "MiB"; set title "agent RSS"
 plot "$OUT/soak.csv" using 1:(\$2/1024) with lines lw 2 title "RSS", \\
      "" using 1:(\$10/1024) with lines title "anonymous", "" using 1:(\$11/1024) with lines title "file", \\
-     "" using 1:(\$12/1024) with lines title "malloc in use"
+     "" using 1:(\$12/1024) with lines title "malloc in use", \\
+     "" using 1:(\$14/1024) with lines title "symbols cached"
 set ylabel "MiB"; set title "kernel table memory"
 plot "$OUT/soak.csv" using 1:(\$3/1048576) with lines lw 2 notitle
 set ylabel "fds"; set title "open file descriptors"
@@ -301,7 +314,9 @@ warm = float(sys.argv[2])
 print(f"soak: {len(rows)} rows in {sys.argv[1]}; slopes over t > {warm:.0f} s")
 for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("rss_anon_kb", "MiB", 1 / 1024),
                          ("rss_file_kb", "MiB", 1 / 1024), ("heap_in_use_kb", "MiB", 1 / 1024),
-                         ("heap_free_kb", "MiB", 1 / 1024), ("kernel_table_bytes", "MiB", 1 / 2**20),
+                         ("heap_free_kb", "MiB", 1 / 1024), ("sym_results_kb", "MiB", 1 / 1024),
+                         ("sym_strings_kb", "MiB", 1 / 1024), ("sym_dwarf_kept_kb", "MiB", 1 / 1024),
+                         ("kernel_table_bytes", "MiB", 1 / 2**20),
                          ("fds", "fds", 1), ("bpf_map_entries", "entries", 1)):
     pts = [(float(r["t_s"]), float(r[key]) * scale) for r in rows
            if float(r["t_s"]) > warm and not math.isnan(float(r[key])) and float(r[key]) >= 0]

@@ -78,6 +78,7 @@ struct cached {
 	uint32_t nframes;
 	struct sym_frame *frames;   /* ours (malloc): freed with the entry; the
 				     * strings they point at are interned */
+	uint32_t round;             /* s->round when last looked up: the trim's clock */
 };
 
 struct symbolizer {
@@ -104,6 +105,8 @@ struct symbolizer {
 	size_t ncache, capcache;
 	size_t cache_frame_bytes;   /* of the entries' frames */
 	struct sym_table cache_index;
+	uint32_t round;             /* symbolizer_trim calls so far */
+	uint64_t cache_dropped;     /* entries symbolizer_trim dropped */
 
 	struct sym_kallsyms kallsyms;
 	bool kallsyms_loaded;
@@ -633,6 +636,7 @@ static int cache_add(struct symbolizer *s, int32_t module, uint64_t vaddr,
 	c = &s->cache[s->ncache];
 	c->vaddr = vaddr;
 	c->module = module;
+	c->round = s->round;
 	c->nframes = (uint32_t)n;
 	c->frames = malloc((size_t)n * sizeof(*frames));
 	if (!c->frames)
@@ -701,6 +705,7 @@ int symbolizer_lookup(struct symbolizer *s, int module, uint64_t vaddr,
 	m = &s->modules[module];
 	id = sym_table_find(&s->cache_index, cache_hash(module, vaddr), cache_eq, &k);
 	if (id >= 0) {
+		s->cache[id].round = s->round;
 		c = &s->cache[id];
 	} else {
 		struct sym_frame frames[SYM_MAX_CHAIN];
@@ -784,17 +789,107 @@ uint64_t symbolizer_symtab_builds(const struct symbolizer *s)
 	return s->symtab_builds;
 }
 
+/* An index's slots, as symbolizer_memory counts them. */
+static size_t table_bytes(const struct sym_table *t)
+{
+	return t->slots ? (t->mask + 1) * sizeof(*t->slots) : 0;
+}
+
+void symbolizer_memory(const struct symbolizer *s, struct symbolizer_memory *m)
+{
+	*m = (struct symbolizer_memory){
+		.results_bytes = s->capcache * sizeof(*s->cache) + s->cache_frame_bytes +
+				 table_bytes(&s->cache_index),
+		.results = s->ncache,
+		.strings_bytes = s->arena.bytes +
+				 s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
+				 table_bytes(&s->strings.index),
+		.symbol_index_bytes = s->symtab_kept_bytes,
+		.kallsyms_bytes = s->kallsyms.count * sizeof(*s->kallsyms.syms),
+		.dwarf_kept_bytes = s->kept_bytes,
+		.results_dropped = s->cache_dropped,
+		.modules_kept = s->nkept,
+	};
+}
+
 size_t symbolizer_cache_bytes(const struct symbolizer *s)
 {
-	const struct sym_table *tables[] = { &s->cache_index, &s->strings.index };
-	size_t n = s->capcache * sizeof(*s->cache) + s->cache_frame_bytes + s->arena.bytes +
-		   s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
-		   s->kallsyms.count * sizeof(*s->kallsyms.syms) + s->symtab_kept_bytes;
+	struct symbolizer_memory m;
 
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
-		if (tables[i]->slots)
-			n += (tables[i]->mask + 1) * sizeof(*tables[i]->slots);
-	return n;
+	symbolizer_memory(s, &m);
+	return m.results_bytes + m.strings_bytes + m.symbol_index_bytes + m.kallsyms_bytes;
+}
+
+/* What one cached entry holds: itself, its frames, and about two index
+ * slots (the index is kept at most half full). */
+static size_t cached_bytes(const struct cached *c)
+{
+	return sizeof(*c) + c->nframes * sizeof(*c->frames) + 2 * sizeof(struct sym_table_slot);
+}
+
+size_t symbolizer_trim(struct symbolizer *s, size_t budget)
+{
+	/* Ages in rounds; the oldest share the last bucket. */
+	enum { AGES = 64 };
+	size_t by_age[AGES] = { 0 }, kept, dropped = 0, j = 0;
+	uint32_t now = s->round, max_age = 0;
+	struct symbolizer_memory m;
+
+	s->round++;
+	symbolizer_memory(s, &m);
+	if (!budget || m.results_bytes <= budget)
+		return 0;
+	for (size_t i = 0; i < s->ncache; i++) {
+		uint32_t age = now - s->cache[i].round;
+		size_t b = cached_bytes(&s->cache[i]);
+
+		by_age[age < AGES ? age : AGES - 1] += b;
+	}
+	/* The youngest ages that fit half the budget stay; the round just
+	 * ended stays whatever its size. */
+	kept = by_age[0];
+	while (max_age + 1 < AGES && kept + by_age[max_age + 1] <= budget / 2)
+		kept += by_age[++max_age];
+	for (size_t i = 0; i < s->ncache; i++) {
+		struct cached *c = &s->cache[i];
+		uint32_t age = now - c->round;
+
+		if ((age < AGES ? age : AGES - 1) > max_age) {
+			s->cache_frame_bytes -= c->nframes * sizeof(*c->frames);
+			free(c->frames);
+			dropped++;
+			continue;
+		}
+		s->cache[j++] = *c;
+	}
+	s->ncache = j;
+	/* The index again, sized for what stays; an entry it cannot take
+	 * (out of memory) is dropped too, so that every entry is found. */
+	sym_table_free(&s->cache_index);
+	j = 0;
+	for (size_t i = 0; i < s->ncache; i++) {
+		struct cached *c = &s->cache[i];
+
+		if (sym_table_insert(&s->cache_index, cache_hash(c->module, c->vaddr), (int32_t)j)) {
+			s->cache_frame_bytes -= c->nframes * sizeof(*c->frames);
+			free(c->frames);
+			dropped++;
+			continue;
+		}
+		s->cache[j++] = *c;
+	}
+	s->ncache = j;
+	if (s->capcache > 1024 && s->capcache > 2 * s->ncache) {
+		size_t cap = s->ncache * 2 > 1024 ? s->ncache * 2 : 1024;
+		struct cached *nc = realloc(s->cache, cap * sizeof(*nc));
+
+		if (nc) {
+			s->cache = nc;
+			s->capcache = cap;
+		}
+	}
+	s->cache_dropped += dropped;
+	return dropped;
 }
 
 /* The bytes of the sections of `elf` named .debug* or .zdebug*, at

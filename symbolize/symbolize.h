@@ -73,6 +73,32 @@ uint64_t symbolizer_symtab_builds(const struct symbolizer *s);
  * kept within symbolizer_keep_open's budget: symbolizer_kept_bytes). */
 size_t symbolizer_cache_bytes(const struct symbolizer *s);
 
+/* What the symbolizer holds, by part (symbolizer_cache_bytes is the sum
+ * of the first four). */
+struct symbolizer_memory {
+	size_t results_bytes;       /* lookups' answers cached: entries, frames, index */
+	size_t results;             /* entries cached */
+	size_t strings_bytes;       /* interned names and files, and their index */
+	size_t symbol_index_bytes;  /* symbol indexes kept across releases */
+	size_t kallsyms_bytes;
+	size_t dwarf_kept_bytes;    /* symbolizer_kept_bytes: an estimate, a bound */
+	uint64_t results_dropped;   /* entries symbolizer_trim dropped, in all */
+	uint32_t modules_kept;      /* modules whose DWARF stays open */
+};
+
+void symbolizer_memory(const struct symbolizer *s, struct symbolizer_memory *m);
+
+/* Ends a round of lookups (a daemon's cut) and bounds the results
+ * cached: when they take more than `budget` bytes, the entries looked up
+ * least recently are dropped until they take at most half of it (so that
+ * a trim is rare, not at every round); entries of the round just ended
+ * always stay.  A long-lived object (libc, mapped by every process) is
+ * never removed, and the addresses seen in it only ever grow: without a
+ * bound its results would grow as long as a daemon runs.  A dropped
+ * address is symbolized again when next seen.  Strings returned before
+ * stay valid.  Returns the entries dropped. */
+size_t symbolizer_trim(struct symbolizer *s, size_t budget);
+
 /* Frees what symbolizing `module` took (its DWARF and its function
  * index; the symbol index stays),
  * once the addresses wanted now were looked up -- or, within the budget

@@ -52,6 +52,12 @@ static void usage(FILE *f)
 		"                          stack copied with a sample whose walk meets code\n"
 		"                          whose table is not loaded yet (default 16K, at most\n"
 		"                          64K; 0: none, a frame-pointer guess there instead)\n"
+		"      --symbol-cache SIZE\n"
+		"                          symbols of the addresses seen, kept across intervals\n"
+		"                          (default %lluM, at least 4K); the least recently seen\n"
+		"                          are dropped beyond it and symbolized again if seen\n"
+		"      --dwarf-keep SIZE   DWARF of objects kept open across intervals, counted\n"
+		"                          as twice their debug sections (default %lluM; 0: none)\n"
 		"\n"
 		"profiles:\n"
 		"      --interval TIME     cut a profile this often: 10s (default), 1m, ... (1s..24h)\n"
@@ -69,13 +75,14 @@ static void usage(FILE *f)
 		"  -q, --quiet             no summary at exit\n",
 		AGENT_FREQ_DEFAULT, CFIPROF_MAX_DEPTH_LIMIT, CFIPROF_MAX_DEPTH_DEFAULT,
 		CFIPROF_OFFCPU_DEPTH_DEFAULT,
-		CFI_CACHE_DEFAULT_DIR, MAX_TABLE_MEMORY_DEFAULT >> 20, AGENT_LISTEN_DEFAULT,
+		CFI_CACHE_DEFAULT_DIR, MAX_TABLE_MEMORY_DEFAULT >> 20,
+		AGENT_SYMBOL_CACHE_DEFAULT >> 20, AGENT_DWARF_KEEP_DEFAULT >> 20, AGENT_LISTEN_DEFAULT,
 		AGENT_PUSH_QUEUE_DEFAULT >> 20);
 }
 
 enum {
 	OPT_INTERVAL = OPT_RECORD_LAST + 1, OPT_LISTEN, OPT_PYROSCOPE, OPT_PUSH_HEADER,
-	OPT_PUSH_QUEUE, OPT_LOG, OPT_HOSTNAME
+	OPT_PUSH_QUEUE, OPT_LOG, OPT_HOSTNAME, OPT_SYMBOL_CACHE, OPT_DWARF_KEEP
 };
 
 static const struct option long_options[] = {
@@ -101,6 +108,8 @@ static const struct option long_options[] = {
 	{ "pyroscope-queue", required_argument, NULL, OPT_PUSH_QUEUE },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
+	{ "dwarf-keep", required_argument, NULL, OPT_DWARF_KEEP },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -200,6 +209,16 @@ static int handle_option(int key, char *arg, void *ctx)
 			return arg_invalid(PROG, "--pyroscope-queue",
 					   "'%s' is not a size of at least 4K, such as 16M", arg);
 		break;
+	case OPT_SYMBOL_CACHE:
+		if (arg_size(arg, &o->symbol_cache_bytes) || o->symbol_cache_bytes < 4096)
+			return arg_invalid(PROG, "--symbol-cache",
+					   "'%s' is not a size of at least 4K, such as 8M", arg);
+		break;
+	case OPT_DWARF_KEEP:
+		if (arg_size(arg, &o->dwarf_keep_bytes))
+			return arg_invalid(PROG, "--dwarf-keep", "'%s' is not a size, such as 32M or 0",
+					   arg);
+		break;
 	case OPT_LOG:
 		if (!*arg)
 			return arg_invalid(PROG, "--log", "empty path");
@@ -239,6 +258,8 @@ int agent_parse_args(int argc, char **argv, struct agent_opts *o)
 		.interval_ns = AGENT_INTERVAL_DEFAULT_NS,
 		.listen = AGENT_LISTEN_DEFAULT,
 		.push_queue_bytes = AGENT_PUSH_QUEUE_DEFAULT,
+		.symbol_cache_bytes = AGENT_SYMBOL_CACHE_DEFAULT,
+		.dwarf_keep_bytes = AGENT_DWARF_KEEP_DEFAULT,
 	};
 	record_opts_defaults(r);
 	r->freq = AGENT_FREQ_DEFAULT;

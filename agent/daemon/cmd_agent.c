@@ -112,16 +112,6 @@ static int open_log(const char *path)
 	return 0;
 }
 
-/* The DWARF of objects symbolized at a cut stays open for the next cuts
- * within this budget (bounded by twice their debug sections; least
- * recently used ended first): every cut otherwise parses again the units
- * and line tables of libc's debug file that its new addresses fall in,
- * 2.7 ms a cut for 20 new addresses against 0.45 ms kept
- * (bench/symbolize-libc cuts).  libc6-dbg's libc counts 28 MiB and holds
- * at most 22 (every unit parsed): within the issue's 64 MiB of steady RSS
- * with the agent's own ~30. */
-#define DWARF_KEEP_BYTES (32u << 20)
-
 /* The most pull requests waiting for their window at once; more get
  * the board's "too many" answer before they reach the loop. */
 #define PULLS_MAX 64
@@ -409,6 +399,9 @@ static void cut(struct agent *a, bool interval_end)
 	count_samples(&bp, &on, &off);
 	count_cut(a, interval_end, on, off, bp.p.nsamples, (uint64_t)bp.p.duration_nanos);
 	profile_built_free(&bp);
+	/* libc and the other objects every process maps are never
+	 * released, and the addresses seen in them only grow over months. */
+	symbolizer_trim(a->e.sym, a->o.symbol_cache_bytes);
 	/* Symbolizing a cut opens DWARF and builds the profile in short-lived
 	 * allocations that glibc keeps in its arenas once freed: give them
 	 * back, or the agent's RSS stays at the largest cut it ever made. */
@@ -691,7 +684,7 @@ int cmd_agent(int argc, char **argv)
 	if (!stop_requested && engine_load(&a->e))
 		goto out;
 	if (a->e.sym)
-		symbolizer_keep_open(a->e.sym, DWARF_KEEP_BYTES);
+		symbolizer_keep_open(a->e.sym, a->o.dwarf_keep_bytes);
 	if (stop_requested) {
 		status = 0;
 		goto out;

@@ -381,6 +381,33 @@ static void format_self(FILE *f, const struct engine_figures *fg)
 			fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
 		}
 	}
+	{
+		const struct { const char *part; uint64_t bytes; } parts[] = {
+			{ "results", fg->sym.results_bytes },
+			{ "strings", fg->sym.strings_bytes },
+			{ "symbol_indexes", fg->sym.symbol_index_bytes },
+			{ "kallsyms", fg->sym.kallsyms_bytes },
+			{ "dwarf_kept_bound", fg->sym.dwarf_kept_bytes },
+		};
+
+		family(f, "cfiprof_symbolizer_bytes", "gauge",
+		       "What the symbolizer holds between cuts: results cached (bounded), "
+		       "interned names, symbol indexes, kallsyms, and the bound on the DWARF "
+		       "kept open (an estimate, not a measure).");
+		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+			labelled(f, "cfiprof_symbolizer_bytes", "part", parts[i].part);
+			fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
+		}
+	}
+	family(f, "cfiprof_symbolizer_results", "gauge", "Addresses whose symbols are cached.");
+	fprintf(f, "cfiprof_symbolizer_results %llu\n", (unsigned long long)fg->sym.results);
+	family(f, "cfiprof_symbolizer_results_dropped_total", "counter",
+	       "Cached addresses dropped to keep the cache within its bound.");
+	fprintf(f, "cfiprof_symbolizer_results_dropped_total %llu\n",
+		(unsigned long long)fg->sym.results_dropped);
+	family(f, "cfiprof_symbolizer_modules_kept", "gauge",
+	       "Objects whose DWARF stays open across cuts.");
+	fprintf(f, "cfiprof_symbolizer_modules_kept %u\n", fg->sym.modules_kept);
 	family(f, "cfiprof_agent_heap_bytes", "gauge",
 	       "malloc's memory: in live blocks, and free but kept in its arenas.");
 	fprintf(f, "cfiprof_agent_heap_bytes{state=\"in_use\"} %llu\n",

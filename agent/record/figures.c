@@ -208,6 +208,8 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 	f->dwarf_peak_bytes = e->profile_mem.dwarf_peak;
 	f->dwarf_peak_module = e->profile_mem.dwarf_peak_module;
 	f->dwarf_restarts = e->profile_mem.dwarf_restarts;
+	if (e->sym)
+		symbolizer_memory(e->sym, &f->sym);
 	f->open_fds = open_fds();
 	f->start_unix_ns = (int64_t)e->wall_start.tv_sec * 1000000000ll + e->wall_start.tv_nsec;
 }

@@ -18,6 +18,7 @@
 #include "agent/unwind/debug_cache.h"
 #include "agent/unwind/tables.h"
 #include "agent/util/memstat.h"
+#include "symbolize/symbolize.h"
 
 struct record_engine;
 
@@ -101,6 +102,7 @@ struct engine_figures {
 	uint64_t ring_buffer_rss, stacks_bytes, symbols_bytes, dwarf_peak_bytes;
 	const char *dwarf_peak_module; /* the symbolizer's: NULL if none */
 	uint32_t dwarf_restarts;
+	struct symbolizer_memory sym;  /* the symbolizer's parts now */
 	struct timeval cpu_user, cpu_system;
 	int open_fds;                /* -1: unknown */
 	/* the profile's start (CLOCK_REALTIME) */

@@ -266,5 +266,61 @@ def t_push_receiver_down(tmp):
         raise Fail(f"pushes out of order: {froms}")
 
 
+@case("push-symbol-cache")
+def t_push_symbol_cache(tmp):
+    """--symbol-cache 4K, far below what the fixtures' addresses take:
+    /metrics shows entries dropped and the results cached reported, and
+    every push, those
+    after the drops included, still holds the fixtures' exact chains: a
+    dropped address is symbolized again, to the same names."""
+    logfile = os.path.join(tmp, "pushes.jsonl")
+    rcv = pr.Receiver(logfile, tmp, [HEADER])
+    listen = f"127.0.0.1:{free_port()}"
+    murl = "http://" + listen
+    threads = tr.start_bg([tr.fx("threads"), "60"])
+    deep = tr.start_bg([tr.fx("deep"), str(DEEP_DEPTH), "60"])
+    try:
+        tr.wait_started(threads, 0.6)
+        agent, err = start_agent(tmp, f"http://127.0.0.1:{rcv.port}",
+                                 ["-p", f"{threads.pid},{deep.pid}", "-F", "499",
+                                  "--interval", "1s", "--listen", listen,
+                                  "--symbol-cache", "4K"])
+        try:
+            deadline = time.monotonic() + 45
+            dropped = 0
+            while time.monotonic() < deadline:
+                dropped = metric(murl, "cfiprof_symbolizer_results_dropped_total") or 0
+                if dropped > 0 and len(read_pushes(logfile)) >= 8:
+                    break
+                time.sleep(0.5)
+            with urllib.request.urlopen(murl + "/metrics", timeout=10) as r:
+                text = r.read().decode()
+            m = re.search(r'^cfiprof_symbolizer_bytes\{part="results"\} (\S+)$', text, re.M)
+            results = float(m.group(1)) if m else None
+            log(f"results cached {results} bytes, {dropped:.0f} dropped")
+            if not dropped:
+                raise Fail("a 4K symbol cache and nothing dropped in 45 s")
+            if results is None or results <= 0:
+                raise Fail("/metrics has no cfiprof_symbolizer_bytes{part=\"results\"}")
+        finally:
+            agent.terminate()
+            finish_agent(agent, err)
+    finally:
+        tr.stop_bg(threads)
+        tr.stop_bg(deep)
+        rcv.stop()
+    pushes = read_pushes(logfile)
+    check_series(pushes)
+    # The last pushes came after entries were dropped: each on its own
+    # still names every frame of the chains.
+    late = sorted({r["from"] for r in pushes})[-4:-1]
+    for f in late:
+        stacks = traces([r["profile_file"] for r in pushes if r["from"] == f])
+        tr.check_chain(stacks, "deep_leaf", tr.deep_chain(DEEP_DEPTH), f"push from {f}, rec-deep",
+                       min_samples=1)
+        tr.check_chain(stacks, "main_leaf", MAIN_CHAIN, f"push from {f}, main thread",
+                       min_samples=1)
+
+
 if __name__ == "__main__":
     sys.exit(tr.main())

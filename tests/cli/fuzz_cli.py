@@ -88,6 +88,8 @@ AGENT_BAD = {
                   b"::1:80", b"[127.0.0.1]:80", b"1.2.3.4.5:80", b"127.0.0.1:+80"],
     b"--pyroscope": [b"", b"ftp://h/", b"127.0.0.1:4040", b"http:/h", b"\xff"],
     b"--pyroscope-queue": [b"", b"0", b"1", b"4095", b"-1M", b"x", BIG_NUMBER],
+    b"--symbol-cache": [b"", b"0", b"4095", b"-1M", b"x", BIG_NUMBER],
+    b"--dwarf-keep": [b"", b"-1", b"x", b"1Q", BIG_NUMBER],
     b"--max-depth": [b"0", b"-1", b"99999", b"", b"x"],
     b"--tag": [b"", b"=v", b"k", b"pid=1", b"comm=x"],
     b"--off-cpu-min": [b"", b"1", b"-1ms", b"inf", b"1x"],

@@ -1545,3 +1545,60 @@ Test(symbolize, kept_module_gives_back_file_pages)
 	}
 	symbolizer_free(s);
 }
+
+/* symbolizer_trim: results cached beyond the budget go, least recently
+ * looked up first, down to half the budget; the round just ended stays
+ * whatever its size; a dropped address is symbolized again, to the same
+ * answer; no budget (0) drops nothing. */
+Test(symbolize, trim_bounds_results_oldest_first)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t a = nm_symbol(fx, "outer_work", false, NULL);
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct symbolizer_memory m;
+	struct sym_frame f, first;
+	size_t budget;
+
+	cr_assert_geq(mod, 0);
+	/* Round 1: 3,000 addresses, most outside any function. */
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &first, 1), 1);
+	for (uint64_t i = 1; i < 3000; i++)
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x100000 + i, &f, 1), 1);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 3000);
+	cr_assert_eq(symbolizer_trim(s, 0), 0, "no budget: unbounded");
+	cr_assert_eq(symbolizer_trim(s, m.results_bytes), 0, "within the budget");
+
+	/* Round 3: ten of round 1 again, ten new. */
+	for (uint64_t i = 1; i <= 10; i++)
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x100000 + i, &f, 1), 1);
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	for (uint64_t i = 0; i < 9; i++)
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x200000 + i, &f, 1), 1);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 3009);
+	budget = m.results_bytes / 4;
+	cr_assert_eq(symbolizer_trim(s, budget), 2989);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 20);
+	cr_assert_eq(m.results_dropped, 2989);
+	cr_assert_leq(m.results_bytes, budget);
+	/* What stayed answers from the cache; what went, again and alike. */
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_eq(f.function, first.function, "the cached entry, its interned string");
+	cr_assert_eq(symbolizer_lookup(s, mod, 0x100000 + 500, &f, 1), 1);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 21, "dropped, so looked up again");
+	cr_assert(strstr(f.function, "+0x"), "%s", f.function);
+
+	/* A budget below the last round's own size keeps that round: the
+	 * two looked up since the trim stay, the 19 of the round before go. */
+	cr_assert_eq(symbolizer_trim(s, 1), 19);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 2, "the round just ended stays");
+	cr_assert_eq(symbolizer_trim(s, 1), 2, "a round later, it goes");
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_str_eq(f.function, "outer_work");
+	symbolizer_free(s);
+}

@@ -62,6 +62,10 @@ static struct engine_figures busy_figures(void)
 	f.cpu_user = (struct timeval){ 2, 500000 };
 	f.cpu_system = (struct timeval){ 0, 42 };
 	f.open_fds = 37;
+	f.sym = (struct symbolizer_memory){ .results_bytes = 4096, .results = 40, .strings_bytes = 2048,
+					    .symbol_index_bytes = 1024, .kallsyms_bytes = 512,
+					    .dwarf_kept_bytes = 1 << 20, .results_dropped = 9,
+					    .modules_kept = 1 };
 	f.start_unix_ns = 1795000000123456789ll;
 	return f;
 }
@@ -227,6 +231,14 @@ Test(metrics_render, known_values_in_base_units)
 	assert_line(text, "cfiprof_agent_cpu_seconds_total{mode=\"user\"} 2.500000");
 	assert_line(text, "cfiprof_agent_cpu_seconds_total{mode=\"system\"} 0.000042");
 	assert_line(text, "cfiprof_agent_open_fds 37");
+	assert_line(text, "cfiprof_symbolizer_bytes{part=\"results\"} 4096");
+	assert_line(text, "cfiprof_symbolizer_bytes{part=\"strings\"} 2048");
+	assert_line(text, "cfiprof_symbolizer_bytes{part=\"symbol_indexes\"} 1024");
+	assert_line(text, "cfiprof_symbolizer_bytes{part=\"kallsyms\"} 512");
+	assert_line(text, "cfiprof_symbolizer_bytes{part=\"dwarf_kept_bound\"} 1048576");
+	assert_line(text, "cfiprof_symbolizer_results 40");
+	assert_line(text, "cfiprof_symbolizer_results_dropped_total 9");
+	assert_line(text, "cfiprof_symbolizer_modules_kept 1");
 	assert_line(text, "cfiprof_start_time_seconds 1795000000.123456789");
 	assert_line(text, "cfiprof_intervals_total 6");
 	assert_line(text, "cfiprof_pushes_sent_total 5");
