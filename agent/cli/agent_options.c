@@ -215,7 +215,9 @@ static int handle_option(int key, char *arg, void *ctx)
 					   "'%s' is not a size of at least 4K, such as 8M", arg);
 		break;
 	case OPT_DWARF_KEEP:
-		if (arg_size(arg, &o->dwarf_keep_bytes))
+		/* (arg_size takes no 0: here it means none) */
+		o->dwarf_keep_bytes = 0;
+		if (strcmp(arg, "0") && arg_size(arg, &o->dwarf_keep_bytes))
 			return arg_invalid(PROG, "--dwarf-keep", "'%s' is not a size, such as 32M or 0",
 					   arg);
 		break;
