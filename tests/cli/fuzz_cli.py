@@ -176,7 +176,9 @@ def bad_value(rng, cmd, groups, operands):
 
 def bad_bytes_value(rng, cmd, groups, operands):
     table = bad_table(cmd)
-    opt = rng.choice([o for o in sorted(table) if o not in (b"--debug-dir", b"-x", b"--tag")])
+    # (paths and free text may hold any byte: --log's FILE too)
+    opt = rng.choice([o for o in sorted(table)
+                      if o not in (b"--debug-dir", b"-x", b"--tag", b"--log")])
     return insert(rng, groups, [opt, b"1" + rng.choice(BAD_BYTES)]), operands
 
 
