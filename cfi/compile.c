@@ -17,14 +17,29 @@ enum go_mark {
 	GO_MARK_TOP,      /* the outermost frame: return address undefined */
 };
 
-/* A piece of one FDE that is in force over [start, end). */
+/* Where a segment's FDE comes from: its section and the FDEs parsed
+ * from it. */
+enum seg_source { SEG_EH, SEG_DEBUG, SEG_SOURCES };
+
+struct seg_sources {
+	const struct cfi_fdeset *set[SEG_SOURCES];
+	const struct cfi_section *sec[SEG_SOURCES];
+};
+
+/* A piece of one FDE that is in force over [start, end).  24 bytes, not
+ * the 48 of three pointers: there is one per FDE (98,256 on libLLVM-15),
+ * and fresh pages cost more than the indexing. */
 struct segment {
 	uint64_t start, end;
-	const struct cfi_fde *fde;
-	const struct cfi_fdeset *set;
-	const struct cfi_section *sec;
-	enum go_mark mark;
+	uint32_t fde;     /* index into its source's FDEs */
+	uint8_t source;   /* enum seg_source */
+	uint8_t mark;     /* enum go_mark */
 };
+
+static const struct cfi_fde *seg_fde(const struct seg_sources *src, const struct segment *g)
+{
+	return &src->set[g->source]->fdes[g->fde];
+}
 
 struct segvec {
 	struct segment *v;
@@ -140,7 +155,7 @@ out:
  * runtime unwinder resolves overlaps: an address belongs to the FDE with
  * the greatest start at or below it, if it lies before that FDE's end. */
 static int section_segments(const struct cfi_elf *e, struct cfi_fdeset *set,
-			    const struct cfi_section *sec, struct segvec *out,
+			    enum seg_source source, struct segvec *out,
 			    struct cfi_compile_stats *st)
 {
 	size_t i, j, kept = 0;
@@ -154,6 +169,8 @@ static int section_segments(const struct cfi_elf *e, struct cfi_fdeset *set,
 		set->fdes[kept++] = set->fdes[i];
 	}
 	set->nfdes = kept;
+	if (kept > UINT32_MAX)
+		return -E2BIG;
 	for (i = 1; i < kept && sorted; i++)
 		sorted = cmp_fde(&set->fdes[i - 1], &set->fdes[i]) <= 0;
 	if (!sorted) {
@@ -164,7 +181,7 @@ static int section_segments(const struct cfi_elf *e, struct cfi_fdeset *set,
 	}
 
 	for (i = 0; i < kept; i = j) {
-		struct segment g = { .fde = &set->fdes[i], .set = set, .sec = sec };
+		struct segment g = { .fde = (uint32_t)i, .source = (uint8_t)source };
 
 		for (j = i + 1; j < kept && set->fdes[j].start == set->fdes[i].start; j++)
 			st->fdes_shadowed++;
@@ -410,7 +427,7 @@ static int segments_mark(const struct segvec *in, const struct go_ranges *gr, st
 				kk++;
 			piece.start = s;
 			if (kk < gr->n && gr->v[kk].start <= s) {
-				piece.mark = gr->v[kk].mark;
+				piece.mark = (uint8_t)gr->v[kk].mark;
 				piece.end = gr->v[kk].end < g.end ? gr->v[kk].end : g.end;
 			} else {
 				piece.mark = GO_MARK_NONE;
@@ -485,6 +502,7 @@ static double clock_ms(clockid_t clock)
  * before `from` included. */
 struct seg_job {
 	const struct segvec *use;
+	const struct seg_sources *src;
 	size_t from, to;
 	const struct cfi_ptr_ctx *ctx;
 	struct cfi_builder *b;
@@ -503,8 +521,11 @@ static int compile_range(struct seg_job *j)
 
 	for (i = j->from; i < j->to; i++) {
 		const struct segment *g = &j->use->v[i];
-		const struct cfi_cie *cie = &g->set->cies[g->fde->cie];
-		struct clip c = { .b = j->b, .start = g->start, .end = g->end, .mark = g->mark };
+		const struct cfi_fde *fde = seg_fde(j->src, g);
+		const struct cfi_section *sec = j->src->sec[g->source];
+		const struct cfi_cie *cie = &j->src->set[g->source]->cies[fde->cie];
+		struct clip c = { .b = j->b, .start = g->start, .end = g->end,
+				  .mark = (enum go_mark)g->mark };
 		struct cfi_ptr_ctx fctx = *j->ctx;
 
 		if (i > 0 && g->start > j->use->v[i - 1].end) {
@@ -512,9 +533,9 @@ static int compile_range(struct seg_job *j)
 			if (ret)
 				break;
 		}
-		if (!g->sec->is_eh)
+		if (!sec->is_eh)
 			fctx.has_text_base = fctx.has_data_base = false;
-		ret = cfi_interp_fde(&ip, g->sec, cie, g->fde, &fctx, clip_row, &c, &j->err);
+		ret = cfi_interp_fde(&ip, sec, cie, fde, &fctx, clip_row, &c, &j->err);
 		if (ret == 1)
 			ret = 0;
 		if (ret < 0)
@@ -540,6 +561,14 @@ static void *compile_range_thread(void *arg)
 	return NULL;
 }
 
+/* The work of a segment, for the split: its FDE's instruction bytes. */
+static uint64_t seg_insn_bytes(const struct seg_sources *src, const struct segment *g)
+{
+	const struct cfi_fde *fde = seg_fde(src, g);
+
+	return (uint64_t)(fde->insns_end - fde->insns) + 1;
+}
+
 /* Below this many segments a second thread costs more than it saves. */
 #define COMPILE_SPLIT_MIN 4096
 
@@ -549,12 +578,13 @@ static void *compile_range_thread(void *arg)
  * is byte for byte the one a single thread builds.  Returns 0, -EBADMSG
  * with the parser's reason in `err`, or another negative errno from the
  * builder. */
-static int compile_segments(const struct segvec *use, const struct cfi_ptr_ctx *ctx,
+static int compile_segments(const struct segvec *use, const struct seg_sources *src,
+			    const struct cfi_ptr_ctx *ctx,
 			    const struct cfi_compile_opts *opts, struct cfi_builder *b,
 			    struct cfi_compile_stats *st, struct cfi_error *err)
 {
-	struct seg_job lo = { .use = use, .from = 0, .to = use->n, .ctx = ctx, .b = b };
-	struct seg_job hi = { .use = use, .to = use->n, .ctx = ctx };
+	struct seg_job lo = { .use = use, .src = src, .from = 0, .to = use->n, .ctx = ctx, .b = b };
+	struct seg_job hi = { .use = use, .src = src, .to = use->n, .ctx = ctx };
 	uint64_t total = 0, half = 0;
 	pthread_t tid;
 	size_t i;
@@ -562,9 +592,9 @@ static int compile_segments(const struct segvec *use, const struct cfi_ptr_ctx *
 
 	if (opts->threads == 2 || (opts->threads == 0 && use->n >= COMPILE_SPLIT_MIN)) {
 		for (i = 0; i < use->n; i++)
-			total += (uint64_t)(use->v[i].fde->insns_end - use->v[i].fde->insns) + 1;
+			total += seg_insn_bytes(src, &use->v[i]);
 		for (i = 0; i < use->n && half < total / 2; i++)
-			half += (uint64_t)(use->v[i].fde->insns_end - use->v[i].fde->insns) + 1;
+			half += seg_insn_bytes(src, &use->v[i]);
 		if (opts->split_segment)
 			i = opts->split_segment < use->n ? opts->split_segment : use->n;
 		hi.from = lo.to = i;
@@ -620,6 +650,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	struct segvec seg_eh = { 0 }, seg_dbg = { 0 }, all = { 0 }, marked = { 0 };
 	const struct segvec *use;
 	struct go_ranges go = { 0 };
+	struct seg_sources src;
 	struct cfi_compile_opts defaults = { 0 };
 	struct cfi_builder *b = NULL;
 	struct cfi_elf dbg;
@@ -673,9 +704,16 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto out;
 	}
 
-	if (section_segments(e, &eh, &e->eh_frame, &seg_eh, st) ||
-	    section_segments(e, &dbgset, debug_frame, &seg_dbg, st)) {
-		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
+	src.set[SEG_EH] = &eh;
+	src.sec[SEG_EH] = &e->eh_frame;
+	src.set[SEG_DEBUG] = &dbgset;
+	src.sec[SEG_DEBUG] = debug_frame;
+	ret = section_segments(e, &eh, SEG_EH, &seg_eh, st);
+	if (!ret)
+		ret = section_segments(e, &dbgset, SEG_DEBUG, &seg_dbg, st);
+	if (ret) {
+		ret = cfi_fail(err, ret, "%s: %s", e->name,
+			       ret == -ENOMEM ? "out of memory" : "too many FDEs");
 		goto out;
 	}
 	use = &seg_eh;
@@ -703,7 +741,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
 		goto out;
 	}
-	ret = compile_segments(use, &ctx, opts, b, st, err);
+	ret = compile_segments(use, &src, &ctx, opts, b, st, err);
 	if (ret) {
 		if (ret == -EBADMSG)
 			goto fail_named;
