@@ -17,14 +17,29 @@ enum go_mark {
 	GO_MARK_TOP,      /* the outermost frame: return address undefined */
 };
 
-/* A piece of one FDE that is in force over [start, end). */
+/* Where a segment's FDE comes from: its section and the FDEs parsed
+ * from it (.eh_frame's in two parts when two threads parse it). */
+enum seg_source { SEG_EH, SEG_EH_UPPER, SEG_DEBUG, SEG_SOURCES };
+
+struct seg_sources {
+	const struct cfi_fdeset *set[SEG_SOURCES];
+	const struct cfi_section *sec[SEG_SOURCES];
+};
+
+/* A piece of one FDE that is in force over [start, end).  24 bytes, not
+ * the 48 of three pointers: there is one per FDE (98,256 on libLLVM-15),
+ * and fresh pages cost more than the indexing. */
 struct segment {
 	uint64_t start, end;
-	const struct cfi_fde *fde;
-	const struct cfi_fdeset *set;
-	const struct cfi_section *sec;
-	enum go_mark mark;
+	uint32_t fde;     /* index into its source's FDEs */
+	uint8_t source;   /* enum seg_source */
+	uint8_t mark;     /* enum go_mark */
 };
+
+static const struct cfi_fde *seg_fde(const struct seg_sources *src, const struct segment *g)
+{
+	return &src->set[g->source]->fdes[g->fde];
+}
 
 struct segvec {
 	struct segment *v;
@@ -65,7 +80,6 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 {
 	enum { BITS = 11, BUCKETS = 1 << BITS };
 	uint32_t *idx, *tmp, count[BUCKETS];
-	struct cfi_fde *sorted;
 	uint64_t lo = UINT64_MAX, hi = 0;
 	unsigned shift;
 	size_t i;
@@ -85,8 +99,7 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 	}
 	idx = malloc(n * sizeof(*idx));
 	tmp = malloc(n * sizeof(*tmp));
-	sorted = malloc(n * sizeof(*sorted));
-	if (!idx || !tmp || !sorted)
+	if (!idx || !tmp)
 		goto out;
 	for (i = 0; i < n; i++)
 		idx[i] = (uint32_t)i;
@@ -112,57 +125,112 @@ static int sort_fdes(struct cfi_fde *fdes, size_t n)
 		}
 		swap = idx, idx = tmp, tmp = swap;
 	}
-	for (i = 0; i < n; i++)
-		sorted[i] = fdes[idx[i]];
-	memcpy(fdes, sorted, n * sizeof(*fdes));
+	/* Permute in place, cycle by cycle (idx[i] == i marks a place done):
+	 * a sorted copy would be another 40 bytes an FDE of fresh pages,
+	 * and on a VM first touches of pages cost more than the moves. */
+	for (i = 0; i < n; i++) {
+		struct cfi_fde first = fdes[i];
+		size_t at = i;
+
+		if (idx[i] == i)
+			continue;
+		while (idx[at] != i) {
+			size_t from = idx[at];
+
+			fdes[at] = fdes[from];
+			idx[at] = (uint32_t)at;
+			at = from;
+		}
+		fdes[at] = first;
+		idx[at] = (uint32_t)at;
+	}
 	ret = 0;
 out:
 	free(idx);
 	free(tmp);
-	free(sorted);
 	return ret;
 }
 
-/* Sorts a section's FDEs and turns them into disjoint segments the way a
- * runtime unwinder resolves overlaps: an address belongs to the FDE with
- * the greatest start at or below it, if it lies before that FDE's end. */
-static int section_segments(const struct cfi_elf *e, struct cfi_fdeset *set,
-			    const struct cfi_section *sec, struct segvec *out,
-			    struct cfi_compile_stats *st)
+/* Drops the FDEs of code outside the executable segments and sorts the
+ * rest as cmp_fde.  Returns 0, -ENOMEM or -E2BIG (past segments' index). */
+static int fdes_keep_sorted(const struct cfi_elf *e, struct cfi_fdeset *set, uint64_t *outside)
 {
-	size_t i, j, kept = 0;
+	size_t i, kept = 0;
 	bool sorted = true;
 
 	for (i = 0; i < set->nfdes; i++) {
 		if (!cfi_elf_in_exec(e, set->fdes[i].start)) {
-			st->fdes_outside_text++;
+			(*outside)++;
 			continue;
 		}
 		set->fdes[kept++] = set->fdes[i];
 	}
 	set->nfdes = kept;
+	if (kept > UINT32_MAX)
+		return -E2BIG;
 	for (i = 1; i < kept && sorted; i++)
 		sorted = cmp_fde(&set->fdes[i - 1], &set->fdes[i]) <= 0;
-	if (!sorted) {
-		int ret = sort_fdes(set->fdes, kept);
+	return sorted ? 0 : sort_fdes(set->fdes, kept);
+}
 
-		if (ret)
-			return ret;
-	}
+/* The FDEs of a section's one or two sorted parts, in cmp_fde order:
+ * the lower part's entries come first in the section, so first among
+ * equal starts. */
+struct fde_merge {
+	const struct cfi_fdeset *set[2];
+	enum seg_source source[2];
+	size_t at[2];
+};
 
-	for (i = 0; i < kept; i = j) {
-		struct segment g = { .fde = &set->fdes[i], .set = set, .sec = sec };
+/* Which part holds the next FDE; false once both are done. */
+static bool merge_peek(const struct fde_merge *m, int *part)
+{
+	bool lower = m->at[0] < m->set[0]->nfdes;
+	bool upper = m->set[1] && m->at[1] < m->set[1]->nfdes;
 
-		for (j = i + 1; j < kept && set->fdes[j].start == set->fdes[i].start; j++)
+	if (!lower && !upper)
+		return false;
+	*part = !lower || (upper && cmp_fde(&m->set[1]->fdes[m->at[1]],
+					     &m->set[0]->fdes[m->at[0]]) < 0);
+	return true;
+}
+
+static const struct cfi_fde *merge_take(struct fde_merge *m, int part, struct segment *g)
+{
+	*g = (struct segment){ .fde = (uint32_t)m->at[part], .source = (uint8_t)m->source[part] };
+	return &m->set[part]->fdes[m->at[part]++];
+}
+
+/* Turns a section's sorted FDEs into disjoint segments the way a runtime
+ * unwinder resolves overlaps: an address belongs to the FDE with the
+ * greatest start at or below it, if it lies before that FDE's end. */
+static int section_segments(struct fde_merge *m, struct segvec *out, struct cfi_compile_stats *st)
+{
+	const struct cfi_fde *f, *next = NULL;
+	struct segment g, shadowed;
+	int part;
+
+	if (!merge_peek(m, &part))
+		return 0;
+	f = merge_take(m, part, &g);
+	for (;;) {
+		bool more;
+
+		while ((more = merge_peek(m, &part)) &&
+		       (next = &m->set[part]->fdes[m->at[part]])->start == f->start) {
+			merge_take(m, part, &shadowed);
 			st->fdes_shadowed++;
-		g.start = set->fdes[i].start;
-		g.end = set->fdes[i].end;
-		if (j < kept && set->fdes[j].start < g.end)
-			g.end = set->fdes[j].start;
+		}
+		g.start = f->start;
+		g.end = f->end;
+		if (more && next->start < g.end)
+			g.end = next->start;
 		if (seg_push(out, &g))
 			return -ENOMEM;
+		if (!more)
+			return 0;
+		f = merge_take(m, part, &g);
 	}
-	return 0;
 }
 
 /* Keeps the parts of `extra` (sorted, disjoint) that `base` (sorted,
@@ -397,7 +465,7 @@ static int segments_mark(const struct segvec *in, const struct go_ranges *gr, st
 				kk++;
 			piece.start = s;
 			if (kk < gr->n && gr->v[kk].start <= s) {
-				piece.mark = gr->v[kk].mark;
+				piece.mark = (uint8_t)gr->v[kk].mark;
 				piece.end = gr->v[kk].end < g.end ? gr->v[kk].end : g.end;
 			} else {
 				piece.mark = GO_MARK_NONE;
@@ -472,6 +540,7 @@ static double clock_ms(clockid_t clock)
  * before `from` included. */
 struct seg_job {
 	const struct segvec *use;
+	const struct seg_sources *src;
 	size_t from, to;
 	const struct cfi_ptr_ctx *ctx;
 	struct cfi_builder *b;
@@ -490,8 +559,11 @@ static int compile_range(struct seg_job *j)
 
 	for (i = j->from; i < j->to; i++) {
 		const struct segment *g = &j->use->v[i];
-		const struct cfi_cie *cie = &g->set->cies[g->fde->cie];
-		struct clip c = { .b = j->b, .start = g->start, .end = g->end, .mark = g->mark };
+		const struct cfi_fde *fde = seg_fde(j->src, g);
+		const struct cfi_section *sec = j->src->sec[g->source];
+		const struct cfi_cie *cie = &j->src->set[g->source]->cies[fde->cie];
+		struct clip c = { .b = j->b, .start = g->start, .end = g->end,
+				  .mark = (enum go_mark)g->mark };
 		struct cfi_ptr_ctx fctx = *j->ctx;
 
 		if (i > 0 && g->start > j->use->v[i - 1].end) {
@@ -499,9 +571,9 @@ static int compile_range(struct seg_job *j)
 			if (ret)
 				break;
 		}
-		if (!g->sec->is_eh)
+		if (!sec->is_eh)
 			fctx.has_text_base = fctx.has_data_base = false;
-		ret = cfi_interp_fde(&ip, g->sec, cie, g->fde, &fctx, clip_row, &c, &j->err);
+		ret = cfi_interp_fde(&ip, sec, cie, fde, &fctx, clip_row, &c, &j->err);
 		if (ret == 1)
 			ret = 0;
 		if (ret < 0)
@@ -527,6 +599,14 @@ static void *compile_range_thread(void *arg)
 	return NULL;
 }
 
+/* The work of a segment, for the split: its FDE's instruction bytes. */
+static uint64_t seg_insn_bytes(const struct seg_sources *src, const struct segment *g)
+{
+	const struct cfi_fde *fde = seg_fde(src, g);
+
+	return (uint64_t)(fde->insns_end - fde->insns) + 1;
+}
+
 /* Below this many segments a second thread costs more than it saves. */
 #define COMPILE_SPLIT_MIN 4096
 
@@ -536,12 +616,13 @@ static void *compile_range_thread(void *arg)
  * is byte for byte the one a single thread builds.  Returns 0, -EBADMSG
  * with the parser's reason in `err`, or another negative errno from the
  * builder. */
-static int compile_segments(const struct segvec *use, const struct cfi_ptr_ctx *ctx,
+static int compile_segments(const struct segvec *use, const struct seg_sources *src,
+			    const struct cfi_ptr_ctx *ctx,
 			    const struct cfi_compile_opts *opts, struct cfi_builder *b,
 			    struct cfi_compile_stats *st, struct cfi_error *err)
 {
-	struct seg_job lo = { .use = use, .from = 0, .to = use->n, .ctx = ctx, .b = b };
-	struct seg_job hi = { .use = use, .to = use->n, .ctx = ctx };
+	struct seg_job lo = { .use = use, .src = src, .from = 0, .to = use->n, .ctx = ctx, .b = b };
+	struct seg_job hi = { .use = use, .src = src, .to = use->n, .ctx = ctx };
 	uint64_t total = 0, half = 0;
 	pthread_t tid;
 	size_t i;
@@ -549,9 +630,9 @@ static int compile_segments(const struct segvec *use, const struct cfi_ptr_ctx *
 
 	if (opts->threads == 2 || (opts->threads == 0 && use->n >= COMPILE_SPLIT_MIN)) {
 		for (i = 0; i < use->n; i++)
-			total += (uint64_t)(use->v[i].fde->insns_end - use->v[i].fde->insns) + 1;
+			total += seg_insn_bytes(src, &use->v[i]);
 		for (i = 0; i < use->n && half < total / 2; i++)
-			half += (uint64_t)(use->v[i].fde->insns_end - use->v[i].fde->insns) + 1;
+			half += seg_insn_bytes(src, &use->v[i]);
 		if (opts->split_segment)
 			i = opts->split_segment < use->n ? opts->split_segment : use->n;
 		hi.from = lo.to = i;
@@ -586,6 +667,64 @@ static int compile_segments(const struct segvec *use, const struct cfi_ptr_ctx *
 	return ret;
 }
 
+/* The entries of [from, to) of .eh_frame, parsed and sorted by a second
+ * thread. */
+struct parse_job {
+	const struct cfi_elf *e;
+	const struct cfi_ptr_ctx *ctx;
+	uint64_t from;
+	struct cfi_fdeset set;
+	uint64_t outside;    /* FDEs of code outside the executable segments */
+	int ret, sort_ret;
+	struct cfi_error err;
+};
+
+static void *parse_thread(void *arg)
+{
+	struct parse_job *j = arg;
+
+	j->ret = cfi_parse_entries(&j->e->eh_frame, j->ctx, j->from, j->e->eh_frame.size,
+				   &j->set, &j->err);
+	if (!j->ret)
+		j->sort_ret = fdes_keep_sorted(j->e, &j->set, &j->outside);
+	return NULL;
+}
+
+/* Below this many bytes of .eh_frame its parse stays in one thread. */
+#define PARSE_SPLIT_MIN (256 << 10)
+
+/* Parses .eh_frame into `lower`; for a large one a second thread parses
+ * the entries of its upper half meanwhile into `upper` and sorts them
+ * (parse and sort are a tenth of the work on libLLVM-15, all of it before
+ * the interpretation splits).  Together they are the FDEs of one pass,
+ * and the error if any is its error: the lower half's comes first, and
+ * the halves meet at an entry's start. */
+static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx,
+			  const struct cfi_compile_opts *opts, struct cfi_fdeset *lower,
+			  struct parse_job *upper, struct cfi_error *err)
+{
+	const struct cfi_section *sec = &e->eh_frame;
+	pthread_t tid;
+	int ret;
+
+	upper->e = e;
+	upper->ctx = ctx;
+	if (opts->threads == 1 || (opts->threads == 0 && sec->size < PARSE_SPLIT_MIN))
+		return cfi_parse_section(sec, ctx, lower, err);
+	upper->from = cfi_section_entry_at(sec, opts->parse_split ? opts->parse_split
+								  : sec->size / 2);
+	if (!upper->from || pthread_create(&tid, NULL, parse_thread, upper))
+		return cfi_parse_section(sec, ctx, lower, err);
+	ret = cfi_parse_entries(sec, ctx, 0, upper->from, lower, err);
+	pthread_join(tid, NULL);
+	if (!ret && upper->ret) {
+		ret = upper->ret;
+		if (err)
+			*err = upper->err;
+	}
+	return ret;
+}
+
 bool cfi_compile_uses_debug_file(const struct cfi_elf *e, const struct cfi_compile_opts *opts)
 {
 	struct cfi_elf dbg;
@@ -604,9 +743,15 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		struct cfi_table *out, struct cfi_compile_stats *st, struct cfi_error *err)
 {
 	struct cfi_fdeset eh = { 0 }, dbgset = { 0 };
+	struct parse_job eh_upper = { 0 };
+	struct fde_merge merge_eh = { .set = { &eh, &eh_upper.set },
+				      .source = { SEG_EH, SEG_EH_UPPER } };
+	struct fde_merge merge_dbg = { .set = { &dbgset }, .source = { SEG_DEBUG } };
+	size_t upper_cies = 0;
 	struct segvec seg_eh = { 0 }, seg_dbg = { 0 }, all = { 0 }, marked = { 0 };
 	const struct segvec *use;
 	struct go_ranges go = { 0 };
+	struct seg_sources src;
 	struct cfi_compile_opts defaults = { 0 };
 	struct cfi_builder *b = NULL;
 	struct cfi_elf dbg;
@@ -625,10 +770,12 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	cfi_elf_ptr_ctx(e, &ctx);
 
 	if (e->eh_frame.size) {
-		ret = cfi_parse_section(&e->eh_frame, &ctx, &eh, err);
+		ret = parse_eh_frame(e, &ctx, opts, &eh, &eh_upper, err);
+		if (!ret && cfi_fdeset_count_new_cies(&eh_upper.set, &eh, &upper_cies))
+			ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->eh_frame.name);
 		if (ret)
 			goto fail_named;
-		st->fdes_eh = eh.nfdes;
+		st->fdes_eh = eh.nfdes + eh_upper.set.nfdes;
 	}
 	if (!opts->no_debug_frame) {
 		if (e->debug_frame.size) {
@@ -651,8 +798,8 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 			goto fail_named;
 		st->fdes_debug = dbgset.nfdes;
 	}
-	st->cies = eh.ncies + dbgset.ncies;
-	st->fdes = eh.nfdes + dbgset.nfdes;
+	st->cies = eh.ncies + upper_cies + dbgset.ncies;
+	st->fdes = st->fdes_eh + dbgset.nfdes;
 	if (!st->fdes) {
 		ret = cfi_fail(err, -ENODATA, "%s: no call frame information (%s)", e->name,
 			       e->eh_frame.size || debug_frame ? "no FDE describes any code"
@@ -660,9 +807,25 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto out;
 	}
 
-	if (section_segments(e, &eh, &e->eh_frame, &seg_eh, st) ||
-	    section_segments(e, &dbgset, debug_frame, &seg_dbg, st)) {
-		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
+	src.set[SEG_EH] = &eh;
+	src.sec[SEG_EH] = &e->eh_frame;
+	src.set[SEG_EH_UPPER] = &eh_upper.set;
+	src.sec[SEG_EH_UPPER] = &e->eh_frame;
+	src.set[SEG_DEBUG] = &dbgset;
+	src.sec[SEG_DEBUG] = debug_frame;
+	ret = fdes_keep_sorted(e, &eh, &st->fdes_outside_text);
+	st->fdes_outside_text += eh_upper.outside;
+	if (!ret)
+		ret = eh_upper.sort_ret;
+	if (!ret)
+		ret = fdes_keep_sorted(e, &dbgset, &st->fdes_outside_text);
+	if (!ret)
+		ret = section_segments(&merge_eh, &seg_eh, st);
+	if (!ret)
+		ret = section_segments(&merge_dbg, &seg_dbg, st);
+	if (ret) {
+		ret = cfi_fail(err, ret, "%s: %s", e->name,
+			       ret == -ENOMEM ? "out of memory" : "too many FDEs");
 		goto out;
 	}
 	use = &seg_eh;
@@ -690,7 +853,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
 		goto out;
 	}
-	ret = compile_segments(use, &ctx, opts, b, st, err);
+	ret = compile_segments(use, &src, &ctx, opts, b, st, err);
 	if (ret) {
 		if (ret == -EBADMSG)
 			goto fail_named;
@@ -752,6 +915,7 @@ out:
 	free(marked.v);
 	free(go.v);
 	cfi_fdeset_free(&eh);
+	cfi_fdeset_free(&eh_upper.set);
 	cfi_fdeset_free(&dbgset);
 	if (have_dbg)
 		cfi_elf_close(&dbg);

@@ -17,11 +17,14 @@ struct cfi_compile_opts {
 	const char *debug_dir;   /* NULL: /usr/lib/debug; "": do not look */
 	const char *path;        /* the object's path, for .gnu_debuglink; may be NULL */
 	bool no_debug_frame;     /* use .eh_frame only */
-	unsigned threads;        /* 1: interpret in the calling thread only; 0: a second
-				  * thread for large objects; 2: always (the table is the
-				  * same every way) */
+	unsigned threads;        /* 1: parse and interpret in the calling thread only;
+				  * 0: a second thread for large objects; 2: always (the
+				  * table is the same every way) */
 	size_t split_segment;    /* tests: where the second thread's share starts, in
 				  * segments (0: where the instruction bytes halve) */
+	size_t parse_split;      /* tests: the second thread parses the .eh_frame
+				  * entries from the first at or after this offset
+				  * (0: the section's middle) */
 };
 
 struct cfi_compile_stats {

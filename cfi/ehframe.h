@@ -57,6 +57,23 @@ struct cfi_fdeset {
 int cfi_parse_section(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
 		      struct cfi_fdeset *out, struct cfi_error *err);
 
+/* The same for the entries that start in [from, to) of the section; `from`
+ * must be where an entry starts.  The entries of [0, b) and of [b, size)
+ * parsed apart are, one after the other, the set the whole section
+ * gives, when b is an entry's start. */
+int cfi_parse_entries(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
+		      uint64_t from, uint64_t to, struct cfi_fdeset *out, struct cfi_error *err);
+
+/* The offset of the first entry that starts at or after `hint`, following
+ * the entries' lengths from the section's start; 0 if there is none
+ * (a malformed length or .eh_frame's terminator comes first). */
+uint64_t cfi_section_entry_at(const struct cfi_section *sec, uint64_t hint);
+
+/* How many of set's CIEs (by offset) `known` does not have: the CIEs two
+ * parts of one section's parse add up to.  Returns 0 or -ENOMEM. */
+int cfi_fdeset_count_new_cies(const struct cfi_fdeset *set, const struct cfi_fdeset *known,
+			       size_t *count);
+
 /* Parses the CIE at `offset` (with caching in `set`) and returns its index
  * or a negative errno.  Exposed for tests. */
 int cfi_parse_cie(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,

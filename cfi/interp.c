@@ -58,10 +58,26 @@ static bool advance_to(uint64_t loc, uint64_t delta, uint64_t code_align, uint64
 	return !__builtin_mul_overflow(delta, code_align, &d) && !__builtin_add_overflow(loc, d, out);
 }
 
+/* A register's rule as the table stores it, converted when an
+ * instruction sets it rather than for every row it is in force. */
 struct reg_state {
 	uint8_t type;  /* enum cfi_reg_type */
-	int64_t off;   /* offset from CFA, or register number */
+	bool too_big;  /* its offset or register number fits no field: off is 0 */
+	int16_t off;   /* offset from CFA, or register number */
 };
+
+static struct reg_state reg_state_of(uint8_t type, int64_t off)
+{
+	struct reg_state s = { .type = type };
+
+	if (type == CFI_REG_OFFSET || type == CFI_REG_VAL_OFFSET || type == CFI_REG_REGISTER) {
+		if (off < INT16_MIN || off > INT16_MAX)
+			s.too_big = true;
+		else
+			s.off = (int16_t)off;
+	}
+	return s;
+}
 
 struct cfa_state {
 	bool is_expr;
@@ -170,19 +186,6 @@ void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rul
 	}
 }
 
-static void reg_to_rule(const struct reg_state *s, uint8_t *type, int16_t *off, uint8_t *flags)
-{
-	*type = s->type;
-	*off = 0;
-	if (s->type == CFI_REG_OFFSET || s->type == CFI_REG_VAL_OFFSET ||
-	    s->type == CFI_REG_REGISTER) {
-		if (s->off < INT16_MIN || s->off > INT16_MAX)
-			*flags |= CFI_RULE_TOO_BIG;
-		else
-			*off = (int16_t)s->off;
-	}
-}
-
 static void state_to_rule(const struct frame_state *st, const struct cfi_cie *cie,
 			  struct cfi_rule *rule)
 {
@@ -204,15 +207,16 @@ static void state_to_rule(const struct frame_state *st, const struct cfi_cie *ci
 			rule->cfa_off = (int32_t)st->cfa.off;
 		}
 	}
-	reg_to_rule(&st->rbp, &rule->rbp_type, &rule->rbp_off, &rule->flags);
-	reg_to_rule(&st->ra, &rule->ra_type, &rule->ra_off, &rule->flags);
+	rule->rbp_type = st->rbp.type;
+	rule->rbp_off = st->rbp.off;
+	rule->ra_type = st->ra.type;
+	rule->ra_off = st->ra.off;
+	if (st->rbp.too_big || st->ra.too_big)
+		rule->flags |= CFI_RULE_TOO_BIG;
 	for (i = 0; i < CFI_CSR_NR; i++) {
-		uint8_t flags = 0;
-
 		/* A slot no field can hold loses that register only. */
-		reg_to_rule(&st->csr[i], &rule->csr_type[i], &rule->csr_off[i], &flags);
-		if (flags)
-			rule->csr_type[i] = CFI_REG_UNDEFINED;
+		rule->csr_type[i] = st->csr[i].too_big ? CFI_REG_UNDEFINED : st->csr[i].type;
+		rule->csr_off[i] = st->csr[i].off;
 	}
 	if (cie->signal)
 		rule->flags |= CFI_RULE_SIGNAL;
@@ -269,7 +273,9 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 		uint8_t op = cfi_read_u8(&r);
 		uint64_t reg = 0, new_loc = loc;
 		bool advance = false, wrapped = false;
-		struct reg_state rs = { 0 }, *target = NULL;
+		struct reg_state *target = NULL;
+		uint8_t rtype = CFI_REG_UNMENTIONED;
+		int64_t roff = 0;
 		bool set_reg = false;
 
 		switch (op & 0xc0) {
@@ -279,8 +285,8 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 			break;
 		case DW_CFA_offset:
 			reg = op & 0x3f;
-			rs.type = CFI_REG_OFFSET;
-			rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
+			rtype = CFI_REG_OFFSET;
+			roff = factored_u(cfi_read_uleb(&r), cie->data_align);
 			set_reg = true;
 			break;
 		case DW_CFA_restore:
@@ -326,33 +332,33 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				break;
 			case DW_CFA_offset_extended:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_OFFSET;
-				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
+				rtype = CFI_REG_OFFSET;
+				roff = factored_u(cfi_read_uleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_offset_extended_sf:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_OFFSET;
-				rs.off = factored_s(cfi_read_sleb(&r), cie->data_align);
+				rtype = CFI_REG_OFFSET;
+				roff = factored_s(cfi_read_sleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_GNU_negative_offset_extended:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_OFFSET;
-				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
-				rs.off = rs.off == INT64_MAX || rs.off == INT64_MIN ? INT64_MAX : -rs.off;
+				rtype = CFI_REG_OFFSET;
+				roff = factored_u(cfi_read_uleb(&r), cie->data_align);
+				roff = roff == INT64_MAX || roff == INT64_MIN ? INT64_MAX : -roff;
 				set_reg = true;
 				break;
 			case DW_CFA_val_offset:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_VAL_OFFSET;
-				rs.off = factored_u(cfi_read_uleb(&r), cie->data_align);
+				rtype = CFI_REG_VAL_OFFSET;
+				roff = factored_u(cfi_read_uleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_val_offset_sf:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_VAL_OFFSET;
-				rs.off = factored_s(cfi_read_sleb(&r), cie->data_align);
+				rtype = CFI_REG_VAL_OFFSET;
+				roff = factored_s(cfi_read_sleb(&r), cie->data_align);
 				set_reg = true;
 				break;
 			case DW_CFA_restore_extended:
@@ -360,18 +366,18 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				goto restore;
 			case DW_CFA_undefined:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_UNDEFINED;
+				rtype = CFI_REG_UNDEFINED;
 				set_reg = true;
 				break;
 			case DW_CFA_same_value:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_SAME;
+				rtype = CFI_REG_SAME;
 				set_reg = true;
 				break;
 			case DW_CFA_register:
 				reg = cfi_read_uleb(&r);
-				rs.type = CFI_REG_REGISTER;
-				rs.off = factored_u(cfi_read_uleb(&r), 1);
+				rtype = CFI_REG_REGISTER;
+				roff = factored_u(cfi_read_uleb(&r), 1);
 				set_reg = true;
 				break;
 			case DW_CFA_expression:
@@ -383,7 +389,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				if (r.err || len > cfi_reader_left(&r))
 					return BAD("truncated expression");
 				r.pos += len;
-				rs.type = op == DW_CFA_expression ? CFI_REG_EXPR : CFI_REG_VAL_EXPR;
+				rtype = op == DW_CFA_expression ? CFI_REG_EXPR : CFI_REG_VAL_EXPR;
 				set_reg = true;
 				break;
 			}
@@ -455,7 +461,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 			else if (csr_index(reg) >= 0)
 				target = &st->csr[csr_index(reg)];
 			if (target) {
-				*target = rs;
+				*target = reg_state_of(rtype, roff);
 				dirty = true;
 			}
 		} else if (!advance && op != DW_CFA_nop && op != DW_CFA_GNU_args_size) {

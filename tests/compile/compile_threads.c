@@ -2,8 +2,9 @@
  * The CFI compiler's two threads against its one: every object named on
  * the command line is compiled single-threaded, then split between two
  * threads at the balanced point and at many other segments (every one for
- * small objects), and each table must be byte for byte the single-threaded
- * one, with the same statistics.  A plain program, so that it also runs
+ * small objects), and its .eh_frame parse split at many offsets (every
+ * byte for small sections), and each table must be byte for byte the
+ * single-threaded one, with the same statistics.  A plain program, so that it also runs
  * under ThreadSanitizer (build-tsan), which criterion cannot.
  *
  *   compile_threads OBJECT...      exits 1 with a message on a difference
@@ -17,19 +18,23 @@
 /* Split points tried besides the balanced one: all of them up to this
  * many segments, else this many spread over the object. */
 #define SWEEP 64
+/* .eh_frame offsets the parse is split at, past 16 * SWEEP bytes. */
+#define PARSE_SWEEP 16
 
 static int failures;
 
-static void fail(const char *path, const char *what, size_t split)
+static void fail(const char *path, const char *what, size_t split, size_t parse_split)
 {
-	fprintf(stderr, "compile_threads: %s: split at %zu: %s\n", path, split, what);
+	fprintf(stderr, "compile_threads: %s: split at %zu, parse split at %zu: %s\n", path,
+		split, parse_split, what);
 	failures++;
 }
 
 static int compile(const struct cfi_elf *e, const char *path, unsigned threads, size_t split,
-		   struct cfi_table *t, struct cfi_compile_stats *st)
+		   size_t parse_split, struct cfi_table *t, struct cfi_compile_stats *st)
 {
-	struct cfi_compile_opts o = { .path = path, .threads = threads, .split_segment = split };
+	struct cfi_compile_opts o = { .path = path, .threads = threads, .split_segment = split,
+				      .parse_split = parse_split };
 	struct cfi_error err = { { 0 } };
 	int ret = cfi_compile(e, &o, t, st, &err);
 
@@ -39,23 +44,25 @@ static int compile(const struct cfi_elf *e, const char *path, unsigned threads, 
 }
 
 static void check_split(const struct cfi_elf *e, const char *path, size_t split,
-			const struct cfi_table *want, const struct cfi_compile_stats *wst)
+			size_t parse_split, const struct cfi_table *want,
+			const struct cfi_compile_stats *wst)
 {
 	struct cfi_compile_stats st;
 	struct cfi_table t;
 
-	if (compile(e, path, 2, split, &t, &st)) {
-		fail(path, "two threads failed where one did not", split);
+	if (compile(e, path, 2, split, parse_split, &t, &st)) {
+		fail(path, "two threads failed where one did not", split, parse_split);
 		return;
 	}
 	if (t.size != want->size || memcmp(t.blob, want->blob, t.size))
-		fail(path, "table differs from the single-threaded one", split);
+		fail(path, "table differs from the single-threaded one", split, parse_split);
 	if (st.rows != wst->rows || st.stored_rows != wst->stored_rows ||
 	    st.unsupported_rows != wst->unsupported_rows || st.reg_expr_rows != wst->reg_expr_rows ||
 	    st.reg_expr_signal_rows != wst->reg_expr_signal_rows ||
 	    st.covered_bytes != wst->covered_bytes || st.rules != wst->rules ||
-	    st.fdes_shadowed != wst->fdes_shadowed)
-		fail(path, "statistics differ from the single-threaded ones", split);
+	    st.fdes_shadowed != wst->fdes_shadowed || st.cies != wst->cies ||
+	    st.fdes != wst->fdes || st.fdes_outside_text != wst->fdes_outside_text)
+		fail(path, "statistics differ from the single-threaded ones", split, parse_split);
 	cfi_table_free(&t);
 }
 
@@ -72,24 +79,32 @@ int main(int argc, char **argv)
 		struct cfi_error err = { { 0 } };
 		struct cfi_table want;
 		struct cfi_elf e;
-		size_t n, k, step;
+		size_t n, k, step, ways;
 
 		if (cfi_elf_open_path(&e, argv[i], &err)) {
 			fprintf(stderr, "compile_threads: %s\n", err.msg);
 			return 1;
 		}
-		if (compile(&e, argv[i], 1, 0, &want, &wst)) {
+		if (compile(&e, argv[i], 1, 0, 0, &want, &wst)) {
 			cfi_elf_close(&e);
 			return 1;
 		}
 		/* Segments are at most the FDEs, plus the pieces Go marks cut. */
 		n = wst.fdes + 64;
-		check_split(&e, argv[i], 0, &want, &wst);
+		check_split(&e, argv[i], 0, 0, &want, &wst);
 		step = n <= SWEEP ? 1 : n / SWEEP;
 		for (k = 1; k <= n; k += step)
-			check_split(&e, argv[i], k, &want, &wst);
+			check_split(&e, argv[i], k, 0, &want, &wst);
+		ways = (n - 1) / step + 2;
+		/* The parse: split before every byte of a small .eh_frame, else
+		 * at PARSE_SWEEP offsets spread over it, where an entry starts
+		 * or not (the parse moves on to the next start). */
+		n = e.eh_frame.size;
+		step = n <= 16 * SWEEP ? 1 : n / PARSE_SWEEP + 1;
+		for (k = 1; k < n; k += step, ways++)
+			check_split(&e, argv[i], 0, k, &want, &wst);
 		printf("%s: %llu rows, %zu ways split: identical\n", argv[i],
-		       (unsigned long long)wst.rows, (n - 1) / step + 2);
+		       (unsigned long long)wst.rows, ways);
 		cfi_table_free(&want);
 		cfi_elf_close(&e);
 	}
