@@ -16,6 +16,9 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
+#ifndef barrier_var /* bpf_helpers.h's */
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
 
 /* The header fields a lookup needs.  The walker caches them for as long as
  * frames stay in one table; the agent has the header at hand. */
@@ -116,6 +119,8 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 		__u64 sub_lo = g->base + ((__u64)page << g->page_shift) +
 			       ((__u64)sub << CFI_SUBPAGE_SHIFT);
 		__u64 lo_addr = sub_lo, hi_addr = sub_lo + CFI_SUBPAGE_SIZE;
+		__u64 at;
+		__u8 row_lo, row_hi;
 
 		/* The row's part inside the sub-page: from its start, or the
 		 * sub-page's if it began before, to the next row's start, or
@@ -123,13 +128,19 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 		 * a search over first_row to place), or the table's.  Rows
 		 * out of order (a broken table) give an empty span, never
 		 * kept. */
-		x = row_off + lo;
-		if (x > CFI_CHUNK_SIZE - 2)
+		/* 64 bits, in one register for the check and the reads: a
+		 * copy of a 32-bit x zero-extended apart from the one
+		 * checked is unbounded to the verifier. */
+		at = row_off + lo;
+		barrier_var(at);
+		if (at > CFI_CHUNK_SIZE - 2)
 			return -1;
+		row_lo = blk[at];
+		row_hi = blk[at + 1];
 		if (lo >= first)
-			lo_addr += blk[x];
+			lo_addr += row_lo;
 		if (lo + 1 < last)
-			hi_addr = sub_lo + blk[x + 1];
+			hi_addr = sub_lo + row_hi;
 		if (hi_addr > g->end)
 			hi_addr = g->end;
 		span->lo = lo_addr;
