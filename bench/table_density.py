@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Estimates, from `cfiprof cfi dump --no-cache FILE`, the bytes per row of
-the CFI table (cfi/FORMAT.md, version 4) and of a denser candidate layout,
-for every page size, so that a format change can be judged before it is
-written.  Not a test: chunk-end padding and alignment are left out (about
+the CFI table in format version 4 and in the sub-page layout that became
+version 5 (cfi/FORMAT.md), for every page size, so that a format change can
+be judged before it is written.  Not a test: chunk-end padding and alignment are left out (about
 0.02 B/row on libLLVM-15), the rest is counted exactly.
 
     build/cfiprof cfi dump --no-cache FILE | python3 bench/table_density.py
 
 v4:      per page: u16 row_addr[n], u8 row_rule[n] (+1 if n is odd),
          u16 palette[p], an 8-byte page record.
-subpage: per page: u16 first_row[(page_size >> 8) + 1] (the first row of each
+subpage: (version 5) per page: u16 first_row[(page_size >> 8) + 1] (the first row of each
          256-byte sub-page; the last entry is n), u8 row_addr[n] (offset in
          its sub-page), u8 row_rule[n], u16 palette[p], the same 8-byte
          record.  The lookup reads first_row[sub] and first_row[sub + 1] and

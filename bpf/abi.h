@@ -14,20 +14,30 @@
 #include <linux/types.h>
 #endif
 
-/* ---- CFI table (format version 4) ----------------------------------- */
+/* ---- CFI table (format version 5) ----------------------------------- */
 
 #define CFI_TABLE_MAGIC   0x54494643u /* "CFIT" little-endian */
-#define CFI_TABLE_VERSION 4u
+#define CFI_TABLE_VERSION 5u
 
 /* A table is read by BPF in chunks: the agent loads the blob into an
  * array map whose values are CFI_CHUNK_SIZE bytes.  No element the lookup
  * reads ever straddles two chunks (see cfi/FORMAT.md). */
 #define CFI_CHUNK_SIZE 16384
 
-/* Page sizes a table may use: a row's address is stored as a u16 offset
- * from its page start, so pages are at most 64 KiB. */
+/* Page sizes a table may use: a page holds at most 65535 rows (u16
+ * counts and indexes), which 64 KiB of code never comes near. */
 #define CFI_PAGE_SHIFT_MIN 8
 #define CFI_PAGE_SHIFT_MAX 16
+
+/* A page is cut into sub-pages of 256 bytes, so that a row's address is
+ * one byte: its offset inside its sub-page. */
+#define CFI_SUBPAGE_SHIFT 8
+#define CFI_SUBPAGE_SIZE  (1u << CFI_SUBPAGE_SHIFT)
+#define CFI_SUBPAGES(page_shift) (1u << ((page_shift) - CFI_SUBPAGE_SHIFT))
+
+/* A sub-page has at most 256 rows (one per byte), so the search inside it,
+ * which starts one row earlier, takes at most 9 halvings of 257 rows. */
+#define CFI_SEARCH_STEPS 9
 
 /* A row's rule is a u8 index into its page's palette. */
 #define CFI_PALETTE_MAX 256
@@ -98,15 +108,19 @@ struct cfi_rule {
 	__s16 csr_off[CFI_CSR_NR];  /* offset from CFA, or register number */
 };
 
-/* Page p covers [base + (p << page_shift), base + ((p + 1) << page_shift)).
+/* Page p covers [base + (p << page_shift), base + ((p + 1) << page_shift)),
+ * cut into CFI_SUBPAGES(page_shift) sub-pages of CFI_SUBPAGE_SIZE bytes.
  * Its rows live in one block at byte offset block_off of the blob, wholly
  * inside one chunk:
- *     __u16 row_addr[nrows];     row start, as offset from the page start
+ *     __u16 first_row[nsub + 1]; the first row of each sub-page (rows
+ *                                 before it start in earlier ones);
+ *                                 first_row[0] = 0, first_row[nsub] = nrows
+ *     __u8  row_off[nrows];      row start, as offset inside its sub-page
  *     __u8  row_rule[nrows];     index into the palette below
- *     (one zero byte if nrows is odd)
  *     __u16 palette[npalette];   indexes into the rule dictionary
  * Row 0 is at offset 0 (the compiler repeats the rule in force when a page
- * starts mid-row), so a lookup never leaves its page. */
+ * starts mid-row), so a lookup never leaves its page; the row in force at
+ * the start of any other sub-page is the one before its first row. */
 struct cfi_page {
 	__u32 block_off;
 	__u16 nrows;
@@ -130,8 +144,10 @@ struct cfi_table_header {
 	__u32 pad[2];     /* zero; the header is 64 bytes */
 };
 
-/* Byte size of a page block with n rows and p palette entries. */
-#define CFI_BLOCK_SIZE(n, p) (3u * (n) + ((n) & 1u) + 2u * (p))
+/* Byte size of a page block with n rows and p palette entries in a table
+ * of pages of 1 << page_shift bytes (always even: blocks are 2-aligned). */
+#define CFI_BLOCK_SIZE(n, p, page_shift) \
+	(2u * (CFI_SUBPAGES(page_shift) + 1) + 2u * (n) + 2u * (p))
 
 /* Threads -t may name (target_tids' size). */
 #define CFIPROF_MAX_TIDS 4096

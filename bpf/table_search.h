@@ -16,6 +16,9 @@
 #ifndef __always_inline
 #define __always_inline inline __attribute__((always_inline))
 #endif
+#ifndef barrier_var /* bpf_helpers.h's */
+#define barrier_var(var) asm volatile("" : "+r"(var))
+#endif
 
 /* The header fields a lookup needs.  The walker caches them for as long as
  * frames stay in one table; the agent has the header at hand. */
@@ -50,7 +53,7 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 	const struct cfi_page *pg;
 	const __u8 *blk;
 	__u64 off;
-	__u32 page, key, lo, hi, o, nrows, x, pal_idx;
+	__u32 page, key, sub, lo, hi, first, last, o, row_off, nrows, x, pal_idx;
 	int i;
 
 	if (vaddr < g->base || vaddr >= g->end)
@@ -60,6 +63,8 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 		return -1;
 	page = off >> g->page_shift;
 	key = off & ((1u << g->page_shift) - 1);
+	sub = key >> CFI_SUBPAGE_SHIFT;
+	key &= CFI_SUBPAGE_SIZE - 1;
 	if (page >= g->npages)
 		return -1;
 	pg = (const void *)at(table, g->pages_off + page * sizeof(*pg), sizeof(*pg));
@@ -70,51 +75,76 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 	 * below are then against a constant the verifier knows. */
 	o = pg->block_off & (CFI_CHUNK_SIZE - 1);
 	blk = at(table, pg->block_off - o, 1);
-	if (!blk || nrows == 0)
+	if (!blk)
 		return -1;
-	/* The last row starting at or below key; row 0 starts the page. */
-	lo = 0;
-	hi = nrows;
-	/* A block fits a chunk, so nrows < 5462 and 13 halvings suffice. */
-	for (i = 0; i < 14 && hi - lo > 1; i++) {
+	x = o + 2 * sub;
+	if (x > CFI_CHUNK_SIZE - 4)
+		return -1;
+	first = *(const __u16 *)(blk + x);
+	last = *(const __u16 *)(blk + x + 2);
+	if (first > last || last > nrows || last == 0)
+		return -1;
+	row_off = o + 2 * (CFI_SUBPAGES(g->page_shift) + 1);
+	/* The last row starting at or below key: one of the sub-page's own, or
+	 * the row before them, in force at its start (row 0 starts the page,
+	 * so sub-page 0 has its own row at offset 0). */
+	lo = first ? first - 1 : 0;
+	hi = last;
+	for (i = 0; i < CFI_SEARCH_STEPS && hi - lo > 1; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		x = o + 2 * mid;
-		if (x > CFI_CHUNK_SIZE - 2)
+		x = row_off + mid;
+		if (x > CFI_CHUNK_SIZE - 1)
 			return -1;
-		if (*(const __u16 *)(blk + x) <= key)
+		if (blk[x] <= key)
 			lo = mid;
 		else
 			hi = mid;
 	}
+	if (hi - lo > 1)
+		return -1;
 	if (comparisons)
 		*comparisons = i;
-	x = o + 2 * nrows + lo;
+	x = row_off + nrows + lo;
 	if (x > CFI_CHUNK_SIZE - 1)
 		return -1;
 	pal_idx = blk[x];
 	if (pal_idx >= pg->npalette)
 		return -1;
-	x = o + 3 * nrows + (nrows & 1) + 2 * pal_idx;
+	x = row_off + 2 * nrows + 2 * pal_idx;
 	if (x > CFI_CHUNK_SIZE - 2)
 		return -1;
 	*rule_idx = *(const __u16 *)(blk + x);
 	if (span) {
-		__u64 page_lo = g->base + ((__u64)page << g->page_shift);
-		__u64 hi = page_lo + (1ull << g->page_shift);
+		__u64 sub_lo = g->base + ((__u64)page << g->page_shift) +
+			       ((__u64)sub << CFI_SUBPAGE_SHIFT);
+		__u64 lo_addr = sub_lo, hi_addr = sub_lo + CFI_SUBPAGE_SIZE;
+		__u64 at;
+		__u8 row_lo, row_hi;
 
-		/* From the row's start to the next row's, or the page's end
-		 * (rows never cross one), or the table's.  Rows out of order
-		 * (a broken table) give an empty span, never kept. */
-		x = o + 2 * lo;
-		if (x > CFI_CHUNK_SIZE - 4)
+		/* The row's part inside the sub-page: from its start, or the
+		 * sub-page's if it began before, to the next row's start, or
+		 * the sub-page's end (the rows of other sub-pages would take
+		 * a search over first_row to place), or the table's.  Rows
+		 * out of order (a broken table) give an empty span, never
+		 * kept. */
+		/* 64 bits, in one register for the check and the reads: a
+		 * copy of a 32-bit x zero-extended apart from the one
+		 * checked is unbounded to the verifier. */
+		at = row_off + lo;
+		barrier_var(at);
+		if (at > CFI_CHUNK_SIZE - 2)
 			return -1;
-		span->lo = page_lo + *(const __u16 *)(blk + x);
-		if (lo + 1 < nrows)
-			hi = page_lo + *(const __u16 *)(blk + x + 2);
-		if (hi > g->end)
-			hi = g->end;
-		span->hi = span->lo <= vaddr && vaddr < hi ? hi : span->lo;
+		row_lo = blk[at];
+		row_hi = blk[at + 1];
+		if (lo >= first)
+			lo_addr += row_lo;
+		if (lo + 1 < last)
+			hi_addr = sub_lo + row_hi;
+		if (hi_addr > g->end)
+			hi_addr = g->end;
+		span->lo = lo_addr;
+		span->hi = lo_addr <= vaddr && vaddr < hi_addr ? hi_addr : lo_addr;
 	}
 	return 1;
 }

@@ -11,20 +11,25 @@
  * object with far-apart FDEs can make the compiler spend. */
 #define CFI_PAGES_MAX (1u << 20)
 
-static inline const uint16_t *block_addr(const struct cfi_table *t, const struct cfi_page *pg)
+/* The parts of a page's block (bpf/abi.h). */
+static inline const uint16_t *block_first_row(const struct cfi_table *t, const struct cfi_page *pg)
 {
 	return (const uint16_t *)((const uint8_t *)t->blob + pg->block_off);
 }
 
+static inline const uint8_t *block_row_off(const struct cfi_table *t, const struct cfi_page *pg)
+{
+	return (const uint8_t *)t->blob + pg->block_off + 2u * (CFI_SUBPAGES(t->hdr->page_shift) + 1);
+}
+
 static inline const uint8_t *block_rule(const struct cfi_table *t, const struct cfi_page *pg)
 {
-	return (const uint8_t *)t->blob + pg->block_off + 2u * pg->nrows;
+	return block_row_off(t, pg) + pg->nrows;
 }
 
 static inline const uint16_t *block_palette(const struct cfi_table *t, const struct cfi_page *pg)
 {
-	return (const uint16_t *)((const uint8_t *)t->blob + pg->block_off + 3u * pg->nrows +
-				  (pg->nrows & 1u));
+	return (const uint16_t *)(block_row_off(t, pg) + 2u * pg->nrows);
 }
 
 static bool reg_type_valid(uint8_t t)
@@ -96,27 +101,35 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 	}
 	for (p = 0; p < h->npages; p++) {
 		const struct cfi_page *pg = &tmp.pages[p];
-		uint64_t bsize = CFI_BLOCK_SIZE((uint64_t)pg->nrows, pg->npalette);
-		uint32_t limit = 1u << h->page_shift;
-		const uint16_t *addr, *pal;
-		const uint8_t *rule;
+		uint64_t bsize = CFI_BLOCK_SIZE((uint64_t)pg->nrows, pg->npalette, h->page_shift);
+		uint32_t nsub = CFI_SUBPAGES(h->page_shift), s;
+		const uint16_t *first, *pal;
+		const uint8_t *off, *rule;
 
 		if (!pg->nrows || !pg->npalette || pg->npalette > CFI_PALETTE_MAX)
 			return BAD("page with no rows or a palette out of range");
 		if (pg->block_off % 2 || pg->block_off + bsize > size ||
 		    pg->block_off / CFI_CHUNK_SIZE != (pg->block_off + bsize - 1) / CFI_CHUNK_SIZE)
 			return BAD("page block out of bounds or across a chunk");
-		addr = block_addr(&tmp, pg);
+		first = block_first_row(&tmp, pg);
+		off = block_row_off(&tmp, pg);
 		rule = block_rule(&tmp, pg);
 		pal = block_palette(&tmp, pg);
-		if (addr[0] != 0)
+		if (first[0] != 0 || first[nsub] != pg->nrows)
+			return BAD("sub-page index does not span the page's rows");
+		if (first[1] == 0 || off[0] != 0)
 			return BAD("page does not start with a row");
-		for (i = 0; i < pg->nrows; i++) {
-			if (addr[i] >= limit || (i > 0 && addr[i] <= addr[i - 1]))
-				return BAD("row addresses not increasing within the page");
+		/* Then every entry is at most nrows, for the loop below. */
+		for (s = 0; s < nsub; s++)
+			if (first[s + 1] < first[s])
+				return BAD("sub-page index decreasing");
+		for (s = 0; s < nsub; s++)
+			for (i = first[s] + 1u; i < first[s + 1]; i++)
+				if (off[i] <= off[i - 1])
+					return BAD("row offsets not increasing within a sub-page");
+		for (i = 0; i < pg->nrows; i++)
 			if (rule[i] >= pg->npalette)
 				return BAD("row rule past its page palette");
-		}
 		for (i = 0; i < pg->npalette; i++)
 			if (pal[i] >= h->nrules)
 				return BAD("palette entry past the rules");
@@ -174,6 +187,7 @@ void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t)
 	it->t = t;
 	it->page = 0;
 	it->row = 0;
+	it->sub = 0;
 	it->prev_rule = -1;
 }
 
@@ -184,21 +198,27 @@ bool cfi_row_iter_next(struct cfi_row_iter *it, uint64_t *addr, uint32_t *rule)
 
 	while (it->page < h->npages) {
 		const struct cfi_page *pg = &t->pages[it->page];
+		const uint16_t *first = block_first_row(t, pg);
 		uint32_t r = it->row, q;
 
 		if (r >= pg->nrows) {
 			it->page++;
 			it->row = 0;
+			it->sub = 0;
 			continue;
 		}
 		it->row++;
+		/* first[nsub] = nrows > r ends this. */
+		while (first[it->sub + 1] <= r)
+			it->sub++;
 		q = block_palette(t, pg)[block_rule(t, pg)[r]];
 		/* A page-start row repeating the row before it is only there so a
 		 * lookup stays within one page: not a row of its own. */
 		if (r == 0 && (int32_t)q == it->prev_rule)
 			continue;
 		it->prev_rule = (int32_t)q;
-		*addr = h->base + ((uint64_t)it->page << h->page_shift) + block_addr(t, pg)[r];
+		*addr = h->base + ((uint64_t)it->page << h->page_shift) +
+			((uint64_t)it->sub << CFI_SUBPAGE_SHIFT) + block_row_off(t, pg)[r];
 		*rule = q;
 		return true;
 	}
@@ -536,7 +556,8 @@ static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsig
 			}
 			n++;
 		}
-		if (distinct > CFI_PALETTE_MAX || CFI_BLOCK_SIZE((uint64_t)n, distinct) > CFI_CHUNK_SIZE) {
+		if (distinct > CFI_PALETTE_MAX ||
+		    CFI_BLOCK_SIZE((uint64_t)n, distinct, shift) > CFI_CHUNK_SIZE) {
 			free(pg);
 			return false;
 		}
@@ -551,12 +572,14 @@ static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsig
 }
 
 /* qsort_r's comparator over page indexes; `pages` is the array they
- * index (a context of the call's own: table workers pack at once). */
+ * index (a context of the call's own: table workers pack at once).  All
+ * blocks of a table have the same sub-page index, so they order by their
+ * rows and palette alone. */
 static int cmp_block_size(const void *a, const void *b, void *pages)
 {
 	const struct cfi_page *x = &((const struct cfi_page *)pages)[*(const uint32_t *)a];
 	const struct cfi_page *y = &((const struct cfi_page *)pages)[*(const uint32_t *)b];
-	uint32_t sx = CFI_BLOCK_SIZE(x->nrows, x->npalette), sy = CFI_BLOCK_SIZE(y->nrows, y->npalette);
+	uint32_t sx = x->nrows + x->npalette, sy = y->nrows + y->npalette;
 
 	if (sx != sy)
 		return sx > sy ? -1 : 1;
@@ -568,7 +591,8 @@ static int cmp_block_size(const void *a, const void *b, void *pages)
  * space finds the first chunk with room in O(log chunks), so packing stays
  * O(pages log pages) even for a million tiny blocks.  Returns the blob
  * size in *size. */
-static int pack_blocks(struct cfi_page *pg, uint32_t npages, uint64_t start, uint64_t *size)
+static int pack_blocks(struct cfi_page *pg, uint32_t npages, unsigned shift, uint64_t start,
+		       uint64_t *size)
 {
 	uint64_t first = start / CFI_CHUNK_SIZE, used_end = start;
 	/* Every block fits a chunk, so npages chunks past `first` suffice. */
@@ -599,7 +623,7 @@ static int pack_blocks(struct cfi_page *pg, uint32_t npages, uint64_t start, uin
 
 	for (i = 0; i < npages; i++) {
 		struct cfi_page *p = &pg[order[i]];
-		uint32_t need = CFI_BLOCK_SIZE(p->nrows, p->npalette), at;
+		uint32_t need = CFI_BLOCK_SIZE(p->nrows, p->npalette, shift), at;
 		uint64_t n = 1, c;
 
 		/* Descend to the leftmost chunk with room (the root always has:
@@ -677,7 +701,7 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	h.pages_off = sizeof(h);
 	h.rules_off = (uint32_t)((h.pages_off + (uint64_t)h.npages * sizeof(struct cfi_page) +
 				  sizeof(struct cfi_rule) - 1) & ~(uint64_t)(sizeof(struct cfi_rule) - 1));
-	ret = pack_blocks(pages, h.npages, h.rules_off + (uint64_t)h.nrules * sizeof(struct cfi_rule),
+	ret = pack_blocks(pages, h.npages, shift, h.rules_off + (uint64_t)h.nrules * sizeof(struct cfi_rule),
 			  &size);
 	if (ret) {
 		ret = cfi_fail(err, ret, "out of memory");
@@ -708,27 +732,34 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	for (p = 0; p < h.npages; p++) {
 		const struct cfi_page *pg = &pages[p];
 		uint64_t ps = h.base + ((uint64_t)p << shift), pe = page_end(ps, shift);
-		uint16_t *row_addr = (uint16_t *)(blob + pg->block_off);
-		uint8_t *row_rule = blob + pg->block_off + 2u * pg->nrows;
-		uint16_t *palette = (uint16_t *)(blob + pg->block_off + 3u * pg->nrows + (pg->nrows & 1u));
+		uint32_t nsub = CFI_SUBPAGES(shift), sub = 0;
+		uint16_t *first_row = (uint16_t *)(blob + pg->block_off);
+		uint8_t *row_off = blob + pg->block_off + 2u * (nsub + 1);
+		uint8_t *row_rule = row_off + pg->nrows;
+		uint16_t *palette = (uint16_t *)(row_rule + pg->nrows);
 		uint32_t row = 0, pal = 0, mark = p + 1;
 
 #define EMIT(off, gidx) do {                                            \
-		uint32_t g_ = (gidx);                                   \
+		uint32_t g_ = (gidx), o_ = (uint32_t)(off);             \
 		if (stamp[g_] != mark) {                                \
 			stamp[g_] = mark;                               \
 			local[g_] = pal;                                \
 			palette[pal++] = (uint16_t)remap[g_];           \
 		}                                                       \
-		row_addr[row] = (uint16_t)(off);                        \
+		while (sub < o_ >> CFI_SUBPAGE_SHIFT)                   \
+			first_row[++sub] = (uint16_t)row;               \
+		row_off[row] = (uint8_t)o_;                             \
 		row_rule[row] = (uint8_t)local[g_];                     \
 		row++;                                                  \
 	} while (0)
+		first_row[0] = 0;
 		if (!(i < b->n && b->addr[i] == ps))
 			EMIT(0, b->rule[i - 1]);
 		for (; i < b->n && b->addr[i] < pe; i++)
 			EMIT(b->addr[i] - ps, b->rule[i]);
 #undef EMIT
+		while (sub < nsub)
+			first_row[++sub] = (uint16_t)row;
 	}
 	ret = cfi_table_open(out, blob, size, err);
 	if (!ret)

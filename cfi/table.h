@@ -41,7 +41,7 @@ int cfi_table_lookup(const struct cfi_table *t, uint64_t addr, unsigned *compari
  * exist because a page starts there.  Returns false at the end. */
 struct cfi_row_iter {
 	const struct cfi_table *t;
-	uint32_t page, row;
+	uint32_t page, row, sub;
 	int32_t prev_rule;
 };
 void cfi_row_iter_init(struct cfi_row_iter *it, const struct cfi_table *t);

@@ -72,10 +72,9 @@ static inline void fuzz_check_lookup(const struct cfi_table *t, uint64_t addr)
 		return;
 	}
 	CHECK(idx >= 0 && (uint32_t)idx < h->nrules);
-	/* The BPF walker bounds the search: a page holds at most
-	 * 2^page_shift rows, and its block (3 bytes a row) fits one chunk. */
-	CHECK(cmp <= h->page_shift);
-	CHECK((1u << cmp) < 2u * CFI_CHUNK_SIZE / 3);
+	/* The BPF walker bounds the search: a 256-byte sub-page holds at
+	 * most 256 rows, searched with the row before them. */
+	CHECK(cmp <= CFI_SEARCH_STEPS);
 }
 
 /* Runs every read a consumer of an opened table makes: lookups at and
@@ -105,6 +104,11 @@ static inline void fuzz_check_table(const struct cfi_table *t)
 		fuzz_check_lookup(t, h->base + k * page);
 		fuzz_check_lookup(t, h->base + ((span - 1) / page + 1 - k) * page - 1);
 		fuzz_check_lookup(t, h->base + ((span - 1) / page + 1 - k) * page);
+	}
+	/* and of the first sub-pages */
+	for (k = 1; k <= 4 && k * CFI_SUBPAGE_SIZE < span; k++) {
+		fuzz_check_lookup(t, h->base + k * CFI_SUBPAGE_SIZE - 1);
+		fuzz_check_lookup(t, h->base + k * CFI_SUBPAGE_SIZE);
 	}
 
 	cfi_row_iter_init(&it, t);

@@ -491,7 +491,7 @@ PAGE = struct.Struct("<IHH")
 # struct cfi_rule (format 3): the version 1 fields, then the callee-saved
 # registers' types, cfa_reg2 and their offsets.
 RULE = struct.Struct("<BBBBihhhBB5sB5h")
-TABLE_VERSION = 4  # CFI_TABLE_VERSION
+TABLE_VERSION = 5  # CFI_TABLE_VERSION
 MAGIC = 0x54494643
 CHUNK = 16384
 HDR_FIELDS = ["magic", "version", "base", "end", "page_shift", "npages", "pages_off", "nrules",
@@ -525,8 +525,12 @@ def encode_table(base, end, shift, rows, rules):
             emit(rows[i][0] - ps, rows[i][1])
             cur = rows[i][1]
             i += 1
-        blk = struct.pack("<%dH" % len(raddr), *raddr) + bytes(rrule)
-        blk += b"\0" * (len(raddr) & 1) + struct.pack("<%dH" % len(pal), *pal)
+        # u16 first_row[nsub + 1] (the first row of each 256-byte
+        # sub-page), u8 row_off[n], u8 row_rule[n], u16 palette[p]
+        nsub = 1 << (shift - 8)
+        first = [sum(1 for a in raddr if a < s << 8) for s in range(nsub + 1)]
+        blk = struct.pack("<%dH" % (nsub + 1), *first) + bytes(a & 0xFF for a in raddr)
+        blk += bytes(rrule) + struct.pack("<%dH" % len(pal), *pal)
         blocks.append((blk, len(raddr), len(pal)))
     pages_off = HDR.size
     rules_off = align(pages_off + npages * PAGE.size, RULE.size)
@@ -573,9 +577,18 @@ def table_seeds():
     seeds["top-of-memory"] = encode_table(0xFFFFFFFFFFFFF000, 0xFFFFFFFFFFFFFFFF, 8,
                                           [(0xFFFFFFFFFFFFF000, 0), (0xFFFFFFFFFFFFFF00, 1)],
                                           rules[:2])[0]
-    # Blocks that fill most of a chunk, so the next one starts a new chunk.
-    dense = [(base + 2 * i, i % 2) for i in range(5400)]
-    seeds["two-chunks"] = encode_table(base, base + 0x10000, 14, dense, rules[:2])[0]
+    # Blocks over half a chunk each, so the second one starts a new chunk.
+    dense = [(base + 2 * i, i % 2) for i in range(8192)]
+    seeds["two-chunks"] = encode_table(base, base + 0x10000, 13, dense, rules[:2])[0]
+    # 64 KiB pages whose sub-pages are full, empty, or start mid-row.
+    sparse = [(base + 0x2f0 * i + (i % 5) * 0x40, i % len(rules)) for i in range(200)]
+    sparse += [(sparse[-1][0] + 0x100 + j, j % 2) for j in range(256)]
+    seeds["subpages-shift16"] = encode_table(base, sparse[-1][0] + 0x300, 16, sparse, rules)[0]
+    sub, _ = encode_table(base, rows[-1][0] + 0x500, 12, rows, rules)
+    sub_blk = struct.unpack_from("<I", sub, HDR.size)[0]
+    b = bytearray(sub)
+    struct.pack_into("<H", b, sub_blk + 2 * 2, 0xFFFF)  # first_row[2] above first_row[3]
+    seeds["bad-first-row-decreasing"] = bytes(b)
 
     good, pages = encode_table(base, rows[-1][0] + 0x500, 8, rows, rules)
     h = list(HDR.unpack_from(good))
@@ -593,7 +606,9 @@ def table_seeds():
 
     pages_off, rules_off = h[6], h[8]
     blk, n, npal = pages[1]
-    raddr, rrule, pal = blk, blk + 2 * n, blk + 3 * n + (n & 1)
+    # shift 8: one sub-page, first_row[2]
+    first, roff = blk, blk + 4
+    rrule, pal = roff + n, roff + 2 * n
     seeds.update({
         "bad-magic": with_hdr(magic=0),
         "bad-version": with_hdr(version=TABLE_VERSION + 1),
@@ -617,9 +632,11 @@ def table_seeds():
         "bad-block-odd": poke(pages_off + PAGE.size, "<I", blk + 1),
         "bad-block-past-end": poke(pages_off + PAGE.size, "<I", len(good) - 4),
         "bad-block-across-chunk": poke(pages_off + PAGE.size, "<I", CHUNK - 4),
-        "bad-row0-offset": poke(raddr, "<H", 1),
-        "bad-row-order": poke(raddr + 4, "<H", 0),
-        "bad-row-past-page": poke(raddr + 2, "<H", 0x100),
+        "bad-row0-offset": poke(roff, "<B", 1),
+        "bad-row-order": poke(roff + 2, "<B", 0),
+        "bad-first-row-not-zero": poke(first, "<H", 1),
+        "bad-first-row-past-nrows": poke(first + 2, "<H", n + 1),
+        "bad-first-row-short": poke(first + 2, "<H", n - 1),
         "bad-row-rule": poke(rrule, "<B", 0xFF),
         "bad-palette": poke(pal, "<H", len(rules)),
         "short-header": good[:HDR.size - 1],

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cfi/table.h"
+#include "bpf/table_search.h"
 
 /* ---- model ------------------------------------------------------------ */
 
@@ -97,10 +98,11 @@ struct plan {
 	uint16_t *page_rows, *page_palette; /* per page, malloc'd */
 };
 
-/* Bytes of a page block: u16 addresses, u8 rules, pad to even, u16 palette. */
-static uint64_t block_size(uint64_t rows, uint64_t pal)
+/* Bytes of a page block: the u16 first row of each 256-byte sub-page and
+ * one past the last, u8 offsets, u8 rules, u16 palette. */
+static uint64_t block_size(uint64_t rows, uint64_t pal, unsigned shift)
 {
-	return 2 * rows + rows + (rows % 2) + 2 * pal;
+	return 2 * ((1ull << (shift - 8)) + 1) + 2 * rows + 2 * pal;
 }
 
 /* The largest page size for which no page needs more than 256 distinct
@@ -146,7 +148,7 @@ static struct plan model_plan(const struct model *m)
 				}
 				n++;
 			}
-			ok = distinct <= 256 && block_size(n, distinct) <= 16384;
+			ok = distinct <= 256 && block_size(n, distinct, shift) <= 16384;
 			p.page_rows[pg] = (uint16_t)n;
 			p.page_palette[pg] = (uint16_t)distinct;
 			rows += n;
@@ -162,6 +164,17 @@ static struct plan model_plan(const struct model *m)
 	}
 	cr_assert_fail("no page size fits");
 	return p;
+}
+
+/* Rows of the model starting in the 256-byte sub-page of `addr` (the
+ * table's pages are aligned to its base). */
+static uint32_t model_subpage_rows(const struct model *m, const struct cfi_table *t, uint64_t addr)
+{
+	uint64_t lo = addr - ((addr - t->hdr->base) & 255);
+	uint64_t last = lo + 255 < m->end ? lo + 255 : m->end - 1;
+
+	/* model_lookup gives -1 below the base */
+	return (uint32_t)(model_lookup(m, last) - model_lookup(m, lo - 1));
 }
 
 static unsigned ceil_log2(uint32_t n)
@@ -278,7 +291,7 @@ static void check_against_model(const struct gen *g)
 	cr_assert_eq(t.hdr->blob_size, t.size);
 	for (i = 0; i < p.npages; i++) {
 		const struct cfi_page *pg = &t.pages[i];
-		uint64_t bs = block_size(pg->nrows, pg->npalette);
+		uint64_t bs = block_size(pg->nrows, pg->npalette, t.hdr->page_shift);
 
 		cr_assert_eq(pg->nrows, p.page_rows[i], "page %zu: %u rows, want %u", i, pg->nrows,
 			     p.page_rows[i]);
@@ -338,14 +351,12 @@ static void check_against_model(const struct gen *g)
 				     "0x%llx: wrong rule (model row %ld at 0x%llx)",
 				     (unsigned long long)qs[i], want,
 				     (unsigned long long)m.v[want].addr);
-			cr_assert_leq(cmp, 20, "0x%llx: %u comparisons", (unsigned long long)qs[i], cmp);
-			{
-				const struct cfi_page *pg =
-					&t.pages[(qs[i] - t.hdr->base) >> t.hdr->page_shift];
-
-				cr_assert_leq(cmp, ceil_log2(pg->nrows), "0x%llx: %u comparisons for %u rows",
-					      (unsigned long long)qs[i], cmp, pg->nrows);
-			}
+			/* The search covers the address's 256-byte sub-page and the
+			 * row in force at its start. */
+			cr_assert_leq(cmp, CFI_SEARCH_STEPS, "0x%llx: %u comparisons",
+				      (unsigned long long)qs[i], cmp);
+			cr_assert_leq(cmp, ceil_log2(model_subpage_rows(&m, &t, qs[i]) + 1),
+				      "0x%llx: %u comparisons", (unsigned long long)qs[i], cmp);
 		}
 		free(qs);
 	}
@@ -437,25 +448,36 @@ Test(model, many_rows_force_smaller_blocks)
 	}
 }
 
-Test(model, block_size_limit_exact)
+/* A table of n rows alternating two rules every 2 bytes: its page shift. */
+static unsigned shift_for_rows(int n, uint32_t *page0_rows)
 {
 	struct cfi_builder *b = cfi_builder_new();
 	struct cfi_table t;
 	struct cfi_error err = { { 0 } };
+	unsigned shift;
 
-	/* 6000 rows alternating two rules every 2 bytes (12000 bytes): one
-	 * page would need 3 * 6000 + 2 * 2 > 16384 bytes; 8 KiB pages hold
-	 * 4096 rows, 12292 bytes. */
 	pool_init();
-	for (int i = 0; i < 6000; i++)
+	for (int i = 0; i < n; i++)
 		cr_assert_eq(cfi_builder_add(b, 0x10000 + 2 * (uint64_t)i, &pool[1 + i % 2]), 0);
-	cr_assert_eq(cfi_builder_finish(b, 0x10000 + 12000, &t, &err), 0, "%s", err.msg);
-	cr_assert_eq(t.hdr->page_shift, 13);
-	cr_assert_eq(t.hdr->npages, 2);
-	cr_assert_eq(t.pages[0].nrows, 4096);
-	cr_assert_eq(t.pages[1].nrows, 1904);
+	cr_assert_eq(cfi_builder_finish(b, 0x10000 + 2 * (uint64_t)n, &t, &err), 0, "%s", err.msg);
+	shift = t.hdr->page_shift;
+	*page0_rows = t.pages[0].nrows;
 	cfi_table_free(&t);
 	cfi_builder_free(b);
+	return shift;
+}
+
+Test(model, block_size_limit_exact)
+{
+	uint32_t rows;
+
+	/* A 64 KiB page's block: 257 u16 sub-page entries, 2 bytes a row and
+	 * 2 per palette entry: 514 + 2 * 7933 + 2 * 2 = 16384 bytes, a chunk
+	 * exactly.  One row more needs 32 KiB pages, which hold them all. */
+	cr_assert_eq(shift_for_rows(7933, &rows), 16);
+	cr_assert_eq(rows, 7933);
+	cr_assert_eq(shift_for_rows(7934, &rows), 15);
+	cr_assert_eq(rows, 7934);
 }
 
 /* ---- builder ---------------------------------------------------------- */
@@ -784,21 +806,29 @@ Test(format, exact_layout)
 	for (p = 0; p < 2; p++) {
 		uint32_t boff = get32(blob, pages_off + 8 * p);
 		uint16_t n = get16(blob, pages_off + 8 * p + 4), np = get16(blob, pages_off + 8 * p + 6);
-		uint32_t rule_at = boff + 2 * n, pal_at = boff + 3 * n + (n & 1);
-		uint32_t bend = pal_at + 2 * np;
+		/* 64 KiB pages: 256 sub-pages, first_row[257] */
+		uint32_t off_at = boff + 2 * 257, rule_at = off_at + n, pal_at = rule_at + n;
+		uint32_t bend = pal_at + 2 * np, sub;
 
 		cr_assert_eq(n, want_rows[p], "page %d rows", p);
 		cr_assert_eq(np, want_pal[p], "page %d palette", p);
 		cr_assert_eq(boff % 2, 0);
 		cr_assert_leq(bend, size);
 		cr_assert_eq(boff / CFI_CHUNK_SIZE, (bend - 1) / CFI_CHUNK_SIZE);
-		if (n & 1)
-			cr_assert_eq(blob[boff + 3 * n], 0, "page %d pad byte", p);
+		/* first_row[sub]: the rows before it start below sub * 256 */
+		for (sub = 0; sub <= 256; sub++) {
+			uint16_t want_first = 0;
+
+			while (want_first < n && row_addr[p][want_first] < sub * 256)
+				want_first++;
+			cr_assert_eq(get16(blob, boff + 2 * sub), want_first, "page %d first_row[%u]", p,
+				     sub);
+		}
 		for (i = 0; i < n; i++) {
 			uint8_t local = blob[rule_at + i];
 			uint16_t g;
 
-			cr_assert_eq(get16(blob, boff + 2 * i), row_addr[p][i], "page %d row %d addr", p, i);
+			cr_assert_eq(blob[off_at + i], row_addr[p][i] & 255, "page %d row %d offset", p, i);
 			cr_assert_lt(local, np);
 			g = get16(blob, pal_at + 2 * local);
 			cr_assert_lt(g, 5);
@@ -817,6 +847,126 @@ Test(format, exact_layout)
 		reg[3] = (struct region){ boff, bend, "block of page 0" };
 	}
 	cfi_table_free(&t);
+}
+
+/* cfi_table_at_fn over a blob in memory (cfi_table_lookup's own is
+ * private to cfi/table.c). */
+static const __u8 *test_blob_at(const void *table, __u32 off, __u32 size)
+{
+	const struct cfi_table *t = table;
+
+	if ((off & (CFI_CHUNK_SIZE - 1)) > CFI_CHUNK_SIZE - size || off + (uint64_t)size > t->size)
+		return NULL;
+	return (const __u8 *)t->blob + off;
+}
+
+/* The lookup at the edges of 256-byte sub-pages: a sub-page whose first
+ * row is not at its offset 0 (the row before is in force there), empty
+ * sub-pages, a full one (a row at every byte: the longest search), the
+ * page's last sub-page and the table's end inside a later page; and the
+ * span of each row found, cut at its sub-page's bounds. */
+Test(format, subpage_lookup_edges)
+{
+	enum { BASE = 0x40000, END = BASE + 0x10040 };
+	static uint64_t at[300];
+	static int id[300];
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_error err = { { 0 } };
+	struct cfi_table t;
+	struct cfi_table_geom g;
+	unsigned max_cmp_full = 0;
+	int n = 0, i, r;
+	uint64_t a;
+
+	pool_init();
+#define ROW(off, rule) (at[n] = BASE + (off), id[n] = (rule), n++)
+	ROW(0x000, 1);      /* sub-page 0: rows at 0, 0x10, 0xff */
+	ROW(0x010, 2);
+	ROW(0x0ff, 3);
+	ROW(0x120, 4);      /* sub-page 1: row 3 in force up to 0x11f */
+	ROW(0x180, 1);      /* sub-pages 2-4: empty, all in this row */
+	ROW(0x500, 2);      /* sub-page 5: a row at offset 0 */
+	for (i = 0; i < 256; i++)  /* sub-page 6: a row at every byte */
+		ROW(0x600 + i, 3 + i % 2);
+	ROW(0xff80, 5);     /* the last sub-page; the next page repeats it */
+#undef ROW
+	for (i = 0; i < n; i++)
+		cr_assert_eq(cfi_builder_add(b, at[i], &pool[id[i]]), 0);
+	cr_assert_eq(cfi_builder_finish(b, END, &t, &err), 0, "%s", err.msg);
+	cfi_builder_free(b);
+	cr_assert_eq(t.hdr->page_shift, 16);
+	cr_assert_eq(t.hdr->npages, 2);
+	g = (struct cfi_table_geom){ .base = t.hdr->base, .end = t.hdr->end,
+				     .page_shift = t.hdr->page_shift, .npages = t.hdr->npages,
+				     .pages_off = t.hdr->pages_off };
+
+	for (a = BASE, r = 0; a < END; a++) {
+		uint64_t sub_lo = a & ~(uint64_t)(CFI_SUBPAGE_SIZE - 1), want_lo, want_hi;
+		struct cfi_row_span span;
+		__u32 idx, cmp = 99;
+
+		while (r + 1 < n && at[r + 1] <= a)
+			r++;
+		want_lo = at[r] > sub_lo ? at[r] : sub_lo;
+		want_hi = r + 1 < n && at[r + 1] < sub_lo + CFI_SUBPAGE_SIZE ? at[r + 1]
+									    : sub_lo + CFI_SUBPAGE_SIZE;
+		if (want_hi > END)
+			want_hi = END;
+		cr_assert_eq(cfi_table_search_span(&g, &t, test_blob_at, a, &idx, &cmp, &span), 1,
+			     "%#llx", (unsigned long long)a);
+		cr_assert_lt(idx, t.hdr->nrules);
+		cr_assert_eq(memcmp(&t.rules[idx], &pool[id[r]], sizeof(struct cfi_rule)), 0,
+			     "%#llx: not the rule of the row at %#llx", (unsigned long long)a,
+			     (unsigned long long)at[r]);
+		cr_assert_leq(cmp, CFI_SEARCH_STEPS, "%#llx: %u comparisons", (unsigned long long)a, cmp);
+		if (a >= BASE + 0x600 && a < BASE + 0x700 && cmp > max_cmp_full)
+			max_cmp_full = cmp;
+		cr_assert(span.lo == want_lo && span.hi == want_hi,
+			  "%#llx: span [%#llx, %#llx), want [%#llx, %#llx)", (unsigned long long)a,
+			  (unsigned long long)span.lo, (unsigned long long)span.hi,
+			  (unsigned long long)want_lo, (unsigned long long)want_hi);
+	}
+	/* 257 candidates: the bound is reached, not just respected */
+	cr_assert_eq(max_cmp_full, CFI_SEARCH_STEPS);
+	for (a = BASE - 1; a != END + 1; a = a == BASE - 1 ? END : END + 1) {
+		__u32 idx;
+
+		cr_assert_eq(cfi_table_search_span(&g, &t, test_blob_at, a, &idx, NULL, NULL), 0);
+	}
+	cfi_table_free(&t);
+}
+
+/* A table whose only flaw is a row offset decreasing inside a sub-page
+ * (the single corruptions' sample has one row per sub-page). */
+Test(validator, row_offsets_decreasing_in_a_subpage)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_error err = { { 0 } };
+	struct cfi_table t;
+	const struct cfi_page *pg;
+	uint8_t *blob, *row_off;
+	size_t size;
+
+	pool_init();
+	cr_assert_eq(cfi_builder_add(b, 0x1000, &pool[1]), 0);
+	cr_assert_eq(cfi_builder_add(b, 0x1010, &pool[2]), 0);
+	cr_assert_eq(cfi_builder_add(b, 0x1020, &pool[1]), 0);
+	cr_assert_eq(cfi_builder_finish(b, 0x1100, &t, &err), 0, "%s", err.msg);
+	cfi_builder_free(b);
+	size = t.size;
+	blob = malloc(size);
+	cr_assert_not_null(blob);
+	memcpy(blob, t.blob, size);
+	pg = &t.pages[0];
+	row_off = blob + pg->block_off + 2 * (CFI_SUBPAGES(t.hdr->page_shift) + 1);
+	cr_assert_eq(pg->nrows, 3);
+	cr_assert_eq(row_off[1], 0x10);
+	cr_assert_eq(row_off[2], 0x20);
+	cfi_table_free(&t);
+	row_off[2] = 0x0f;
+	cr_assert_eq(cfi_table_open(&t, blob, size, &err), -EBADMSG);
+	cr_assert(strstr(err.msg, "sub-page"), "%s", err.msg);
+	free(blob);
 }
 
 Test(format, lookup_and_iteration)
@@ -843,7 +993,7 @@ Test(format, lookup_and_iteration)
 		cr_assert_geq(idx, 0, "0x%llx", (unsigned long long)q[i].addr);
 		cr_assert_eq(memcmp(&t.rules[idx], q[i].r, sizeof(struct cfi_rule)), 0,
 			     "0x%llx", (unsigned long long)q[i].addr);
-		/* At most 4 rows per page: a binary search needs <= 2. */
+		/* One row per sub-page here: at most 2 candidates, one halving. */
 		cr_assert_leq(cmp, 2);
 	}
 	cr_assert_eq(cfi_table_lookup(&t, 0xffff, NULL), -ENOENT);
@@ -940,8 +1090,11 @@ Test(validator, single_corruptions)
 	cfi_table_free(&t);
 	po = get32(good, H_PAGES_OFF);
 	ro = get32(good, H_RULES_OFF);
-	b0 = get32(good, po);      /* 4 rows: addr +0, rule +8, palette +12 */
-	b1 = get32(good, po + 8);  /* 3 rows: addr +0, rule +6, pad +9, palette +10 */
+	/* first_row[257] +0, then 4 rows at 0, 0x100, 0x200, 0x5000:
+	 * row_off +514, row_rule +518, palette +522 */
+	b0 = get32(good, po);
+	/* 3 rows at 0, 0x3000, 0x8000: row_off +514, row_rule +517, palette +520 */
+	b1 = get32(good, po + 8);
 	{
 		const struct corruption cases[] = {
 			{ "bad magic", H_MAGIC, 4, 0x54494644, false, -EBADMSG },
@@ -969,14 +1122,20 @@ Test(validator, single_corruptions)
 			{ "page 1 palette of 257", po + 8 + 6, 2, 257, false, -EBADMSG },
 			{ "page 0 block odd", po, 4, 1, true, -EBADMSG },
 			{ "page 1 block past the end", po + 8, 4, (int64_t)size, false, -EBADMSG },
-			{ "palette entry == nrules", b0 + 12 + 2, 2, 5, false, -EBADMSG },
-			{ "palette entry 0xffff", b1 + 10 + 4, 2, 0xffff, false, -EBADMSG },
-			{ "row_rule past page 1 palette", b1 + 6 + 2, 1, 3, false, -EBADMSG },
-			{ "row_rule past page 0 palette", b0 + 8 + 3, 1, 3, false, -EBADMSG },
-			{ "row_addr repeated", b0 + 4, 2, 0x100, false, -EBADMSG },
-			{ "row_addr decreasing", b0 + 6, 2, 0x150, false, -EBADMSG },
-			{ "page 1 not starting at 0", b1, 2, 1, false, -EBADMSG },
-			{ "page 0 not starting at 0", b0, 2, 0x50, false, -EBADMSG },
+			{ "palette entry == nrules", b0 + 522 + 2, 2, 5, false, -EBADMSG },
+			{ "palette entry 0xffff", b1 + 520 + 4, 2, 0xffff, false, -EBADMSG },
+			{ "row_rule past page 1 palette", b1 + 517 + 2, 1, 3, false, -EBADMSG },
+			{ "row_rule past page 0 palette", b0 + 518 + 3, 1, 3, false, -EBADMSG },
+			/* rows 1 and 2 (both at offset 0) in sub-page 1 */
+			{ "row offset repeated in a sub-page", b0 + 2 * 2, 2, 3, false, -EBADMSG },
+			{ "first_row decreasing", b0 + 2 * 3, 2, 1, false, -EBADMSG },
+			{ "first_row past nrows", b1 + 2 * 0x90, 2, 4, false, -EBADMSG },
+			{ "first_row[0] not 0", b1, 2, 1, false, -EBADMSG },
+			{ "first_row[256] above nrows", b0 + 2 * 256, 2, 5, false, -EBADMSG },
+			{ "first_row[256] below nrows", b0 + 2 * 256, 2, 3, false, -EBADMSG },
+			{ "sub-page 0 empty", b1 + 2, 2, 0, false, -EBADMSG },
+			{ "page 1 not starting at 0", b1 + 514, 1, 1, false, -EBADMSG },
+			{ "page 0 not starting at 0", b0 + 514, 1, 0x50, false, -EBADMSG },
 			{ "unknown cfa_type", ro + 0, 1, CFI_CFA_TYPE_MAX + 1, false, -EBADMSG },
 			{ "unknown rbp_type", ro + 32 + 2, 1, CFI_REG_VAL_EXPR + 1, false, -EBADMSG },
 			{ "unknown ra_type", ro + 64 + 3, 1, 0xff, false, -EBADMSG },
@@ -1003,6 +1162,32 @@ Test(validator, single_corruptions)
 	free(good);
 }
 
+/* A 64 KiB page's block by hand: u16 first_row[257], u8 row_off[n],
+ * u8 row_rule[n], u16 palette[3]. */
+#define HAND_BLOCK(n) (2 * 257 + 2 * (n) + 2 * 3)
+#define HAND_BLOCK0 HAND_BLOCK(4)
+#define HAND_BLOCK1 HAND_BLOCK(3)
+
+static void hand_block(uint8_t *blk, const uint16_t *addr, const uint8_t *rule, int n,
+		       const uint16_t *pal)
+{
+	int sub, i = 0;
+
+	for (sub = 0; sub <= 256; sub++) {
+		uint16_t first;
+
+		while (i < n && addr[i] < sub * 256)
+			i++;
+		first = (uint16_t)i;
+		memcpy(blk + 2 * sub, &first, 2);
+	}
+	for (i = 0; i < n; i++) {
+		blk[2 * 257 + i] = (uint8_t)addr[i];
+		blk[2 * 257 + n + i] = rule[i];
+	}
+	memcpy(blk + 2 * 257 + 2 * n, pal, 6);
+}
+
 /* The sample table assembled by hand from the format description, with
  * the arrays and blocks wherever the caller puts them. */
 static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, uint32_t b1,
@@ -1012,7 +1197,7 @@ static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, u
 	static const uint8_t rule0[4] = { 0, 1, 2, 0 }, rule1[3] = { 0, 1, 2 };
 	static const uint16_t pal0[3] = { 0, 1, 2 }, pal1[3] = { 0, 3, 4 };
 	const struct cfi_rule *rules[5] = { &rA, &rB, &rC, &rD, &rE };
-	size_t size = b1 + 3 * 2 + 3 + 1 + 3 * 2;
+	size_t size = b1 + HAND_BLOCK1;
 	uint8_t *blob;
 	uint32_t v;
 	uint64_t w;
@@ -1024,8 +1209,8 @@ static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, u
 	rC = pool[12];
 	rD = pool[13];
 	rE = pool[14];
-	if (b0 + 4 * 2 + 4 + 3 * 2 > size)
-		size = b0 + 4 * 2 + 4 + 3 * 2;
+	if (b0 + HAND_BLOCK0 > size)
+		size = b0 + HAND_BLOCK0;
 	blob = calloc(1, size);
 	cr_assert_not_null(blob);
 	memcpy(blob + H_MAGIC, "CFIT", 4);
@@ -1048,12 +1233,8 @@ static uint8_t *hand_blob(uint32_t pages_off, uint32_t rules_off, uint32_t b0, u
 	memcpy(blob + pages_off + 14, &(uint16_t){ 3 }, 2);
 	for (i = 0; i < 5; i++)
 		memcpy(blob + rules_off + 32 * i, rules[i], 32);
-	memcpy(blob + b0, addr0, 8);
-	memcpy(blob + b0 + 8, rule0, 4);
-	memcpy(blob + b0 + 12, pal0, 6);
-	memcpy(blob + b1, addr1, 6);
-	memcpy(blob + b1 + 6, rule1, 3);
-	memcpy(blob + b1 + 10, pal1, 6); /* after one pad byte: 3 rows is odd */
+	hand_block(blob + b0, addr0, rule0, 4, pal0);
+	hand_block(blob + b1, addr1, rule1, 3, pal1);
 	*size_out = size;
 	return blob;
 }
@@ -1081,13 +1262,14 @@ Test(validator, hand_assembled_blob)
 	struct cfi_error err;
 	struct cfi_rule got;
 
-	/* Tightly packed, the blocks in reverse order, and a block ending
-	 * exactly at the end of chunk 0: all valid. */
-	cr_assert_eq(open_hand(64, 96, 256, 274, &t, &err), 0, "%s", err.msg);
+	/* Tightly packed (rules end at 256), the blocks in reverse order, and
+	 * a block ending exactly at the end of chunk 0: all valid. */
+	cr_assert_eq(open_hand(64, 96, 256, 256 + HAND_BLOCK0, &t, &err), 0, "%s", err.msg);
 	cfi_table_free(&t);
-	cr_assert_eq(open_hand(64, 96, 296, 256, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 256 + HAND_BLOCK1, 256, &t, &err), 0, "%s", err.msg);
 	cfi_table_free(&t);
-	cr_assert_eq(open_hand(64, 96, 296, CFI_CHUNK_SIZE - 16, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 296, CFI_CHUNK_SIZE - HAND_BLOCK1, &t, &err), 0, "%s",
+		     err.msg);
 	cr_assert_eq(lookup_rule(&t, 0x10200, &got), 2);
 	cr_assert_eq(memcmp(&got, &rC, 32), 0);
 	cr_assert_eq(lookup_rule(&t, 0x2ffff, &got), 4);
@@ -1102,13 +1284,14 @@ Test(validator, hand_assembled_misplacements)
 {
 	struct cfi_table t;
 	struct cfi_error err;
+	uint32_t b1 = 296 + HAND_BLOCK0;
 
 	/* Each blob is valid but for the one misplacement named. */
-	cr_assert_eq(open_hand(68, 96, 296, 326, &t, &err), -EBADMSG, "pages_off 68: %s", err.msg);
-	cr_assert_eq(open_hand(64, 112, 296, 326, &t, &err), -EBADMSG, "rules_off 112: %s", err.msg);
-	cr_assert_eq(open_hand(64, 96, 257, 296, &t, &err), -EBADMSG, "odd block: %s", err.msg);
-	/* Page 1's 16-byte block starting 14 bytes before a chunk boundary. */
-	cr_assert_eq(open_hand(64, 96, 256, CFI_CHUNK_SIZE - 14, &t, &err), -EBADMSG,
+	cr_assert_eq(open_hand(68, 96, 296, b1, &t, &err), -EBADMSG, "pages_off 68: %s", err.msg);
+	cr_assert_eq(open_hand(64, 112, 296, b1, &t, &err), -EBADMSG, "rules_off 112: %s", err.msg);
+	cr_assert_eq(open_hand(64, 96, 257, b1, &t, &err), -EBADMSG, "odd block: %s", err.msg);
+	/* Page 1's block starting 2 bytes too late to end in chunk 0. */
+	cr_assert_eq(open_hand(64, 96, 256, CFI_CHUNK_SIZE - HAND_BLOCK1 + 2, &t, &err), -EBADMSG,
 		     "block across a chunk: %s", err.msg);
 	cr_assert_eq(open_hand(64, 96, CFI_CHUNK_SIZE - 8, CFI_CHUNK_SIZE + 64, &t, &err), -EBADMSG,
 		     "block across a chunk: %s", err.msg);
