@@ -39,6 +39,7 @@
 #include "agent/record/engine.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
+#include "agent/util/malloc_setup.h"
 #include "symbolize/symbolize.h"
 
 /* How often the loop looks up from the ring buffer when nothing is due:
@@ -630,28 +631,12 @@ static void stop_serving(struct agent *a)
 		profile_merge_free(a->interval[k]);
 }
 
-/* glibc's defaults suit a program that ends, not one that runs for
- * months through cuts that each allocate and free tens of MiB: freeing a
- * large block raises the threshold below which blocks come from the
- * arenas (up to 32 MiB) and the free top an arena keeps (up to 64 MiB),
- * and every thread that allocates gets an arena of its own (up to 8 per
- * core).  Fixed thresholds and two arenas: large blocks are mapped and
- * unmapped, arenas give their free top back.  Measured side by side
- * under the soak workload, 11 min: anonymous RSS 37 MiB mean with the
- * defaults, 16 MiB with these (bench/README.md). */
-static void malloc_for_a_daemon(void)
-{
-	mallopt(M_ARENA_MAX, 2);
-	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 512 * 1024);
-}
-
 int cmd_agent(int argc, char **argv)
 {
 	struct agent *a;
 	int ret, status = 1;
 
-	malloc_for_a_daemon();
+	malloc_setup_for_agent();
 	a = calloc(1, sizeof(*a));
 	if (!a) {
 		fprintf(stderr, "cfiprof agent: out of memory\n");

@@ -194,15 +194,30 @@ static int cmp_sym_addr(const void *x, const void *y)
  * session ends) and the module's indexes; the results cached meanwhile
  * are the symbolizer's, not the session's.  (Not the resident set: the
  * pages of the files libdw maps are read once per session, and a
- * session begun again would read them again.) */
+ * session begun again would read them again: dwarf_tally_files.) */
 struct dwarf_tally {
-	uint64_t heap0, kept0;
+	uint64_t heap0, kept0, files0;
 };
 
 static void dwarf_tally_begin(struct dwarf_tally *t, const struct symbolizer *sym)
 {
 	t->heap0 = memstat_heap_in_use();
 	t->kept0 = symbolizer_cache_bytes(sym);
+	t->files0 = memstat_file_resident();
+}
+
+/* The pages of files touched since `*t` was begun: libelf maps the
+ * object or its debug file whole, and each section libdw reads stays
+ * resident until the session ends (libpython's DWARF: 8 MiB, as much as
+ * the session's heap).  Reported, not held to the budget: most are read
+ * as the session opens, which a new session reads again (measured: held
+ * to the budget, libpython's sessions began again 70 to 140 times, and
+ * record -a's CPU time grew by half). */
+static uint64_t dwarf_tally_files(const struct dwarf_tally *t)
+{
+	uint64_t files = memstat_file_resident();
+
+	return files > t->files0 ? files - t->files0 : 0;
 }
 
 static uint64_t dwarf_tally_now(const struct dwarf_tally *t, const struct symbolizer *sym)
@@ -218,12 +233,14 @@ static uint64_t dwarf_tally_now(const struct dwarf_tally *t, const struct symbol
 static bool dwarf_end_session(struct symbolizer *sym, int module, const struct dwarf_tally *t,
 			      struct profile_build_mem *mem)
 {
-	uint64_t took = dwarf_tally_now(t, sym);
+	uint64_t took = dwarf_tally_now(t, sym), files = dwarf_tally_files(t);
 
 	if (took > mem->dwarf_peak) {
 		mem->dwarf_peak = took;
 		mem->dwarf_peak_module = symbolizer_module_path(sym, module);
 	}
+	if (files > mem->dwarf_files_peak)
+		mem->dwarf_files_peak = files;
 	/* Give the freed DWARF indexes back, or the heap keeps the largest
 	 * module's high-water mark for the next (a module kept open, the
 	 * daemon's symbolizer_keep_open, frees nothing). */
@@ -239,7 +256,7 @@ static bool dwarf_end_session(struct symbolizer *sym, int module, const struct d
  * not all of them.  Within a module too: libdw keeps every unit's line
  * table it read until the session ends, which for a large object with
  * many units sampled is tens of MiB, so a session past `budget` bytes
- * ends and the next address opens a new one (the
+ * of the heap ends and the next address opens a new one (the
  * addresses are in order: units already read are seldom read again).
  * The lookups below are answered from the symbolizer's cache.  Without
  * memory for the list, they are simply done below, all modules held. */

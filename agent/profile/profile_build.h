@@ -54,6 +54,9 @@ struct profile_build_mem {
 	 * PROFILE_DWARF_BUDGET. */
 	uint64_t dwarf_peak;
 	const char *dwarf_peak_module;
+	/* The most of its files' pages one session had made resident (the
+	 * object's or its debug file's sections libelf maps), any module's */
+	uint64_t dwarf_files_peak;
 	uint32_t dwarf_restarts;
 };
 

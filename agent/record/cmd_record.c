@@ -31,6 +31,7 @@
 #include "agent/record/engine.h"
 #include "agent/record/perf_output.h"
 #include "agent/record/report.h"
+#include "agent/util/malloc_setup.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -90,6 +91,9 @@ int cmd_record(int argc, char **argv)
 	int ret, status = 1;
 
 	catch_stop_signals();
+	/* Before the table workers start: the peak of a system-wide run is
+	 * while they compile (bench/record_rss.sh). */
+	malloc_setup_for_agent();
 	/* The command line as typed: parsing reorders argv and splits
 	 * --tag values in place. */
 	if (profile_comments_init(&comments, argc, argv)) {

@@ -98,8 +98,10 @@ struct engine_figures {
 	long peak_rss_kb, peak_rss_recording_kb;
 	/* held at their largest, bytes: the ring buffer mapped (until
 	 * engine_stop), the aggregation and the symbolizer's keep (when the
-	 * profile was built), one module's DWARF session (while it was) */
+	 * profile was built), one module's DWARF session (while it was): its
+	 * heap, and apart the pages of its files */
 	uint64_t ring_buffer_rss, stacks_bytes, symbols_bytes, dwarf_peak_bytes;
+	uint64_t dwarf_files_peak_bytes;
 	const char *dwarf_peak_module; /* the symbolizer's: NULL if none */
 	uint32_t dwarf_restarts;
 	struct symbolizer_memory sym;  /* the symbolizer's parts now */

@@ -329,11 +329,12 @@ static void print_agent_stats(const struct engine_figures *f)
 		(unsigned long long)(f->mem.heap_free / 1024));
 	/* The parts of the peak: each at its own largest, so they need not
 	 * add up to it (the ring buffer is gone before symbolizing starts). */
-	fprintf(stderr, "agent_memory_kb: ring_buffer %llu, stacks %llu, symbols %llu, libdw %llu\n",
-		(unsigned long long)(f->ring_buffer_rss / 1024),
+	fprintf(stderr, "agent_memory_kb: ring_buffer %llu, stacks %llu, symbols %llu, libdw %llu, "
+		"libdw_files %llu\n", (unsigned long long)(f->ring_buffer_rss / 1024),
 		(unsigned long long)(f->stacks_bytes / 1024),
 		(unsigned long long)(f->symbols_bytes / 1024),
-		(unsigned long long)(f->dwarf_peak_bytes / 1024));
+		(unsigned long long)(f->dwarf_peak_bytes / 1024),
+		(unsigned long long)(f->dwarf_files_peak_bytes / 1024));
 	if (f->dwarf_peak_module)
 		fprintf(stderr, "agent_libdw_largest: %s (%u sessions restarted over the budget)\n",
 			f->dwarf_peak_module, f->dwarf_restarts);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define MEMSTAT_ASAN 1
@@ -100,6 +101,20 @@ uint64_t memstat_heap_in_use(void)
 
 	heap_read(&m);
 	return m.heap_in_use;
+}
+
+uint64_t memstat_file_resident(void)
+{
+	unsigned long long size, resident, shared = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f)
+		return 0;
+	/* statm's third field: the pages of files and of shared memory */
+	if (fscanf(f, "%llu %llu %llu", &size, &resident, &shared) != 3)
+		shared = 0;
+	fclose(f);
+	return shared * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 int memstat_read(struct memstat *m)

@@ -33,4 +33,9 @@ int memstat_read(struct memstat *m);
  * smaps: cheap enough to call between lookups. */
 uint64_t memstat_heap_in_use(void);
 
+/* Resident bytes of the files the process maps (its code included), from
+ * /proc/self/statm without reading smaps: cheap enough to call between
+ * lookups.  0 if statm is unreadable. */
+uint64_t memstat_file_resident(void);
+
 #endif

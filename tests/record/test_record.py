@@ -1519,7 +1519,8 @@ def check_stats(err, what, preloaded_for=None, cmd=False):
     # The ring buffer's pages, mapped twice, were measured while it was
     # mapped, and unmapped before symbolizing: what BPF maps the agent
     # still has mapped at the end is the skeleton's few pages.
-    m = line(r"^agent_memory_kb: ring_buffer (\d+), stacks (\d+), symbols (\d+), libdw (\d+)$")
+    m = line(r"^agent_memory_kb: ring_buffer (\d+), stacks (\d+), symbols (\d+), libdw (\d+), "
+             r"libdw_files (\d+)$")
     ring = int(m.group(1))
     if ring < 2 * 4096:
         raise Fail(f"{what}: {m.group(0)!r}: the 4 MiB ring buffer, mapped twice, not counted")

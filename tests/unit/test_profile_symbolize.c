@@ -149,3 +149,18 @@ Test(profile_symbolize, a_session_over_its_budget_begins_again_with_the_same_fra
 	free_names(whole, nwhole);
 	free_names(bounded, nbounded);
 }
+
+/* libelf maps the object whole, and the sections libdw reads stay
+ * resident until the session ends: --stats' libdw_files counts them, apart
+ * from the session's heap (this program's DWARF: hundreds of KiB). */
+Test(profile_symbolize, a_session_counts_the_pages_of_its_files)
+{
+	char **names;
+	uint32_t nnames;
+	struct profile_build_mem one;
+
+	one = build(UINT64_MAX, &names, &nnames);
+	free_names(names, nnames);
+	cr_expect_gt(one.dwarf_files_peak, 16 * 4096, "%llu bytes of files",
+		     (unsigned long long)one.dwarf_files_peak);
+}
