@@ -850,27 +850,15 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget)
 	kept = by_age[0];
 	while (max_age + 1 < AGES && kept + by_age[max_age + 1] <= budget / 2)
 		kept += by_age[++max_age];
+	/* What stays is indexed afresh, the index sized for it; an entry it
+	 * cannot take (out of memory) goes too, so that every entry is found. */
+	sym_table_free(&s->cache_index);
 	for (size_t i = 0; i < s->ncache; i++) {
 		struct cached *c = &s->cache[i];
 		uint32_t age = now - c->round;
 
-		if ((age < AGES ? age : AGES - 1) > max_age) {
-			s->cache_frame_bytes -= c->nframes * sizeof(*c->frames);
-			free(c->frames);
-			dropped++;
-			continue;
-		}
-		s->cache[j++] = *c;
-	}
-	s->ncache = j;
-	/* The index again, sized for what stays; an entry it cannot take
-	 * (out of memory) is dropped too, so that every entry is found. */
-	sym_table_free(&s->cache_index);
-	j = 0;
-	for (size_t i = 0; i < s->ncache; i++) {
-		struct cached *c = &s->cache[i];
-
-		if (sym_table_insert(&s->cache_index, cache_hash(c->module, c->vaddr), (int32_t)j)) {
+		if ((age < AGES ? age : AGES - 1) > max_age ||
+		    sym_table_insert(&s->cache_index, cache_hash(c->module, c->vaddr), (int32_t)j)) {
 			s->cache_frame_bytes -= c->nframes * sizeof(*c->frames);
 			free(c->frames);
 			dropped++;

@@ -362,27 +362,38 @@ static void format_offcpu(FILE *f, const struct engine_figures *fg)
 	simple(f, m, sizeof(m) / sizeof(m[0]));
 }
 
+/* A gauge family of byte counts labelled by part. */
+struct part {
+	const char *part;
+	uint64_t bytes;
+};
+
+static void by_part(FILE *f, const char *name, const char *help, const struct part *parts, size_t n)
+{
+	family(f, name, "gauge", help);
+	for (size_t i = 0; i < n; i++) {
+		labelled(f, name, "part", parts[i].part);
+		fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
+	}
+}
+
 static void format_self(FILE *f, const struct engine_figures *fg)
 {
 	family(f, "cfiprof_agent_resident_memory_bytes", "gauge", "The agent's resident memory.");
 	fprintf(f, "cfiprof_agent_resident_memory_bytes %llu\n", (unsigned long long)fg->rss_bytes);
 	if (fg->mem_ok) {
-		const struct { const char *part; uint64_t bytes; } parts[] = {
+		const struct part parts[] = {
 			{ "bpf_maps", fg->mem.bpf_maps }, { "code", fg->mem.code },
 			{ "files", fg->mem.files }, { "anonymous", fg->mem.anonymous },
 		};
 
-		family(f, "cfiprof_agent_resident_memory_part_bytes", "gauge",
-		       "The agent's resident memory by what maps it: BPF maps (the ring "
-		       "buffer), its code, other files (objects being symbolized), anonymous "
-		       "(heap, stacks).");
-		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-			labelled(f, "cfiprof_agent_resident_memory_part_bytes", "part", parts[i].part);
-			fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
-		}
+		by_part(f, "cfiprof_agent_resident_memory_part_bytes",
+			"The agent's resident memory by what maps it: BPF maps (the ring "
+			"buffer), its code, other files (objects being symbolized), anonymous "
+			"(heap, stacks).", parts, sizeof(parts) / sizeof(parts[0]));
 	}
 	{
-		const struct { const char *part; uint64_t bytes; } parts[] = {
+		const struct part parts[] = {
 			{ "results", fg->sym.results_bytes },
 			{ "strings", fg->sym.strings_bytes },
 			{ "symbol_indexes", fg->sym.symbol_index_bytes },
@@ -390,14 +401,10 @@ static void format_self(FILE *f, const struct engine_figures *fg)
 			{ "dwarf_kept_bound", fg->sym.dwarf_kept_bytes },
 		};
 
-		family(f, "cfiprof_symbolizer_bytes", "gauge",
-		       "What the symbolizer holds between cuts: results cached (bounded), "
-		       "interned names, symbol indexes, kallsyms, and the bound on the DWARF "
-		       "kept open (an estimate, not a measure).");
-		for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
-			labelled(f, "cfiprof_symbolizer_bytes", "part", parts[i].part);
-			fprintf(f, "%llu\n", (unsigned long long)parts[i].bytes);
-		}
+		by_part(f, "cfiprof_symbolizer_bytes",
+			"What the symbolizer holds between cuts: results cached (bounded), "
+			"interned names, symbol indexes, kallsyms, and the bound on the DWARF "
+			"kept open (an estimate, not a measure).", parts, sizeof(parts) / sizeof(parts[0]));
 	}
 	family(f, "cfiprof_symbolizer_results", "gauge", "Addresses whose symbols are cached.");
 	fprintf(f, "cfiprof_symbolizer_results %llu\n", (unsigned long long)fg->sym.results);
