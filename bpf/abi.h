@@ -194,9 +194,11 @@ enum cfiprof_walk_end {
 	WALK_END_FP_FAILED   = 8, /* frame-pointer fallback (no CFI here) found no frame */
 	WALK_END_STACK_SWITCH = 9, /* Go's runtime switched stacks here (CFI_RULE_STACK_SWITCH):
 				    * the callers are on another stack */
-	WALK_END_IN_EXEC     = 10, /* set by the agent: the sample came while execve replaced
-				    * the program, after the old address space was gone: its
-				    * user registers are the old program's; no user frames */
+	WALK_END_IN_EXEC     = 10, /* the sample came while execve replaced the program, after
+				    * the old address space was gone: its user registers are
+				    * the old program's; no user frames.  Set by BPF (in execve,
+				    * the pc in no mapping of the new address space) or by the
+				    * agent (a snapshot's sample, known by the exec record) */
 	WALK_END_NR
 };
 

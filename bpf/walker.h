@@ -829,6 +829,41 @@ static __always_inline void walk_init_regs(struct walk_state *st, const struct p
 	walk_init_done(st);
 }
 
+#define WALK_ENOENT 2 /* (vmlinux.h has no errno values) */
+
+/* bpf_find_vma callback: the address is mapped. */
+static long vma_holds(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	*(int *)data = 1;
+	return 0;
+}
+
+/* Whether the current task is inside an execve past its point of no
+ * return: its registers saved at entry are the old program's, whose
+ * address space is gone.  Nothing of the old program can be walked
+ * (reads go to the new address space, and could even find something
+ * there) and nothing of the new one exists yet.  The new mm is known by
+ * its code, not placed until the program is mapped (load_elf_binary sets
+ * start_code just before it starts the new program), and after that by
+ * the pc, in none of its mappings (bpf_find_vma; it cannot tell while the
+ * mm's lock is held, and the walk goes on).  Rare: in_execve is set for
+ * the length of an execve. */
+static __always_inline int old_program_gone(__u64 pc)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct mm_struct *mm;
+	int mapped = 0;
+
+	if (!BPF_CORE_READ_BITFIELD(task, in_execve))
+		return 0;
+	mm = task->mm;
+	if (!mm)
+		return 0;
+	if (!mm->start_code)
+		return 1;
+	return bpf_find_vma(task, pc, vma_holds, &mapped, 0) == -WALK_ENOENT && !mapped;
+}
+
 /* Walks the user stack of the current task from `regs` into sc->ev.
  * Sets ev->nuser and ev->end_reason. */
 static __always_inline void walk_user(struct sample_scratch *sc, const struct pt_regs *regs, __u32 tgid)
@@ -839,6 +874,11 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 
 	walk_begin(st, tgid);
 	walk_init_regs(st, regs);
+	if (old_program_gone(regs->ip)) {
+		sc->ev.nuser = 0;
+		sc->ev.end_reason = WALK_END_IN_EXEC;
+		return;
+	}
 
 	pi = proc_info_current(tgid);
 	st->nmappings = pi ? pi->nmappings : 0;

@@ -82,8 +82,10 @@ struct cached {
 };
 
 struct symbolizer {
-	struct sym_arena arena;
+	struct sym_arena arena;     /* the interned strings' (compact_strings) */
 	struct sym_intern strings;
+	size_t strings_live_bytes;  /* the arena after the last compaction */
+	uint64_t strings_compactions;
 	bool demangle;
 	char *debug_dir;            /* NULL: no separate debug files */
 	int (*debug_prepared)(void *ctx, const char *build_id_hex, int fd);
@@ -109,6 +111,7 @@ struct symbolizer {
 	uint64_t cache_dropped;     /* entries symbolizer_trim dropped */
 
 	struct sym_kallsyms kallsyms;
+	struct sym_arena kallsyms_arena;   /* its names: never compacted */
 	bool kallsyms_loaded;
 	uint64_t symtab_builds;     /* symbol indexes sorted (symbolizer_symtab_builds) */
 	size_t symtab_kept_bytes;   /* of the indexes kept across releases */
@@ -281,6 +284,7 @@ void symbolizer_free(struct symbolizer *s)
 	free(s->cache);
 	sym_table_free(&s->cache_index);
 	sym_kallsyms_free(&s->kallsyms);
+	sym_arena_free(&s->kallsyms_arena);
 	sym_intern_free(&s->strings);
 	sym_arena_free(&s->arena);
 	free(s->debug_dir);
@@ -770,7 +774,7 @@ int symbolizer_kernel(struct symbolizer *s, uint64_t addr, struct sym_frame *out
 	if (!s->kallsyms_loaded) {
 		/* Unreadable kallsyms behaves as restricted: "[kernel]+0x...". */
 		s->kallsyms_loaded = true;
-		if (sym_kallsyms_load(&s->kallsyms, KALLSYMS_PATH, &s->arena) == -ENOMEM)
+		if (sym_kallsyms_load(&s->kallsyms, KALLSYMS_PATH, &s->kallsyms_arena) == -ENOMEM)
 			s->kallsyms_loaded = false;
 	}
 	k = sym_kallsyms_find(&s->kallsyms, addr);
@@ -805,9 +809,11 @@ void symbolizer_memory(const struct symbolizer *s, struct symbolizer_memory *m)
 				 s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
 				 table_bytes(&s->strings.index),
 		.symbol_index_bytes = s->symtab_kept_bytes,
-		.kallsyms_bytes = s->kallsyms.count * sizeof(*s->kallsyms.syms),
+		.kallsyms_bytes = s->kallsyms.count * sizeof(*s->kallsyms.syms) +
+				  s->kallsyms_arena.bytes,
 		.dwarf_kept_bytes = s->kept_bytes,
 		.results_dropped = s->cache_dropped,
+		.strings_compactions = s->strings_compactions,
 		.modules_kept = s->nkept,
 	};
 }
@@ -827,15 +833,15 @@ static size_t cached_bytes(const struct cached *c)
 	return sizeof(*c) + c->nframes * sizeof(*c->frames) + 2 * sizeof(struct sym_table_slot);
 }
 
-size_t symbolizer_trim(struct symbolizer *s, size_t budget)
+/* Drops the results looked up least recently (symbolizer_trim). */
+static size_t trim_results(struct symbolizer *s, size_t budget, uint32_t now)
 {
 	/* Ages in rounds; the oldest share the last bucket. */
 	enum { AGES = 64 };
 	size_t by_age[AGES] = { 0 }, kept, dropped = 0, j = 0;
-	uint32_t now = s->round, max_age = 0;
+	uint32_t max_age = 0;
 	struct symbolizer_memory m;
 
-	s->round++;
 	symbolizer_memory(s, &m);
 	if (!budget || m.results_bytes <= budget)
 		return 0;
@@ -877,6 +883,92 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget)
 		}
 	}
 	s->cache_dropped += dropped;
+	return dropped;
+}
+
+/* The interned strings are compacted once their arena is twice what the
+ * last compaction left, and at least this. */
+#define STRINGS_COMPACT_MIN (1u << 20)
+
+/* Interns *p into `to`, and points *p at the copy if `repoint`. */
+static int move_string(struct sym_intern *to, const char **p, bool repoint)
+{
+	const char *c;
+
+	if (!*p)
+		return 0;
+	c = sym_intern(to, *p);
+	if (!c)
+		return -ENOMEM;
+	if (repoint)
+		*p = c;
+	return 0;
+}
+
+/* Every string the symbolizer refers to (its modules' names, its cached
+ * results' names and files) into `to`; pointed at there if `repoint`.
+ * A removed module's names are no one's: "" (its id is reused whole). */
+static int move_strings(struct symbolizer *s, struct sym_intern *to, bool repoint)
+{
+	for (size_t i = 0; i < s->nmodules; i++) {
+		struct module *m = &s->modules[i];
+
+		if (m->removed) {
+			if (repoint)
+				m->path = m->base = m->build_id = "";
+			continue;
+		}
+		if (move_string(to, &m->path, repoint) || move_string(to, &m->base, repoint) ||
+		    move_string(to, &m->build_id, repoint))
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < s->ncache; i++) {
+		for (uint32_t k = 0; k < s->cache[i].nframes; k++) {
+			struct sym_frame *f = &s->cache[i].frames[k];
+
+			if (move_string(to, &f->function, repoint) ||
+			    move_string(to, &f->system_name, repoint) ||
+			    move_string(to, &f->file, repoint))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Interned strings are never freed one by one: those of results dropped
+ * and of modules removed would pile up as long as a daemon runs (every
+ * new program's paths and names).  So they are copied, those still
+ * referred to, into a fresh arena, and the old one freed: a copy in two
+ * passes, so that running out of memory halfway changes nothing. */
+static void compact_strings(struct symbolizer *s)
+{
+	struct sym_arena arena = { 0 };
+	struct sym_intern to;
+
+	if (s->arena.bytes < STRINGS_COMPACT_MIN || s->arena.bytes < 2 * s->strings_live_bytes)
+		return;
+	sym_intern_init(&to, &arena);
+	if (move_strings(s, &to, false)) {
+		sym_intern_free(&to);
+		sym_arena_free(&arena);
+		return;
+	}
+	/* (each found now: no allocation, no failure) */
+	move_strings(s, &to, true);
+	sym_intern_free(&s->strings);
+	sym_arena_free(&s->arena);
+	s->arena = arena;
+	s->strings = to;
+	s->strings.arena = &s->arena;
+	s->strings_live_bytes = s->arena.bytes;
+	s->strings_compactions++;
+}
+
+size_t symbolizer_trim(struct symbolizer *s, size_t budget)
+{
+	size_t dropped = trim_results(s, budget, s->round++);
+
+	compact_strings(s);
 	return dropped;
 }
 
@@ -1147,8 +1239,8 @@ int symbolizer_remove(struct symbolizer *s, int module)
 				 module);
 	drop_entries(&s->by_file, s->files, &s->nfiles, sizeof(*s->files), file_of, module,
 		     file_entry_hash);
-	/* (The strings their frames name stay: profiles built before may
-	 * point at them.) */
+	/* (The strings their frames name stay until the next compaction:
+	 * profiles being built may point at them.) */
 	for (size_t i = 0; i < s->ncache; i++) {
 		if (s->cache[i].module != module)
 			continue;

@@ -83,6 +83,7 @@ struct symbolizer_memory {
 	size_t kallsyms_bytes;
 	size_t dwarf_kept_bytes;    /* symbolizer_kept_bytes: an estimate, a bound */
 	uint64_t results_dropped;   /* entries symbolizer_trim dropped, in all */
+	uint64_t strings_compactions;   /* times symbolizer_trim compacted the strings */
 	uint32_t modules_kept;      /* modules whose DWARF stays open */
 };
 
@@ -95,8 +96,13 @@ void symbolizer_memory(const struct symbolizer *s, struct symbolizer_memory *m);
  * always stay.  A long-lived object (libc, mapped by every process) is
  * never removed, and the addresses seen in it only ever grow: without a
  * bound its results would grow as long as a daemon runs.  A dropped
- * address is symbolized again when next seen.  Strings returned before
- * stay valid.  Returns the entries dropped. */
+ * address is symbolized again when next seen.  Then, once the interned
+ * strings take twice what they took after their last compaction (1 MiB
+ * at least), those still referred to are copied afresh and the rest
+ * freed: names and paths of results dropped and modules removed.  So
+ * strings returned before a trim (lookups', symbolizer_module_path's)
+ * are not valid after it: copy what must outlive the round.  Returns the
+ * entries dropped. */
 size_t symbolizer_trim(struct symbolizer *s, size_t budget);
 
 /* Frees what symbolizing `module` took (its DWARF and its function

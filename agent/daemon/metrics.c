@@ -412,6 +412,11 @@ static void format_self(FILE *f, const struct engine_figures *fg)
 	       "Cached addresses dropped to keep the cache within its bound.");
 	fprintf(f, "cfiprof_symbolizer_results_dropped_total %llu\n",
 		(unsigned long long)fg->sym.results_dropped);
+	family(f, "cfiprof_symbolizer_string_compactions_total", "counter",
+	       "Times the interned names were copied afresh, those of dropped results and "
+	       "removed objects freed.");
+	fprintf(f, "cfiprof_symbolizer_string_compactions_total %llu\n",
+		(unsigned long long)fg->sym.strings_compactions);
 	family(f, "cfiprof_symbolizer_modules_kept", "gauge",
 	       "Objects whose DWARF stays open across cuts.");
 	fprintf(f, "cfiprof_symbolizer_modules_kept %u\n", fg->sym.modules_kept);

@@ -237,7 +237,8 @@ static bool dwarf_end_session(struct symbolizer *sym, int module, const struct d
 
 	if (took > mem->dwarf_peak) {
 		mem->dwarf_peak = took;
-		mem->dwarf_peak_module = symbolizer_module_path(sym, module);
+		snprintf(mem->dwarf_peak_module, sizeof(mem->dwarf_peak_module), "%s",
+			 symbolizer_module_path(sym, module) ?: "");
 	}
 	if (files > mem->dwarf_files_peak)
 		mem->dwarf_files_peak = files;

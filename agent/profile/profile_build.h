@@ -2,6 +2,7 @@
 #ifndef AGENT_PROFILE_BUILD_H
 #define AGENT_PROFILE_BUILD_H
 
+#include <limits.h>
 #include <stdbool.h>
 
 #include "agent/profile/profile.h"
@@ -53,7 +54,7 @@ struct profile_build_mem {
 	 * and that module's path; sessions ended early to stay near
 	 * PROFILE_DWARF_BUDGET. */
 	uint64_t dwarf_peak;
-	const char *dwarf_peak_module;
+	char dwarf_peak_module[PATH_MAX];   /* "" if none (a copy: a trim moves the symbolizer's) */
 	/* The most of its files' pages one session had made resident (the
 	 * object's or its debug file's sections libelf maps), any module's */
 	uint64_t dwarf_files_peak;

@@ -207,7 +207,7 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 	f->symbols_bytes = e->profile_mem.symbols;
 	f->dwarf_peak_bytes = e->profile_mem.dwarf_peak;
 	f->dwarf_files_peak_bytes = e->profile_mem.dwarf_files_peak;
-	f->dwarf_peak_module = e->profile_mem.dwarf_peak_module;
+	memcpy(f->dwarf_peak_module, e->profile_mem.dwarf_peak_module, sizeof(f->dwarf_peak_module));
 	f->dwarf_restarts = e->profile_mem.dwarf_restarts;
 	if (e->sym)
 		symbolizer_memory(e->sym, &f->sym);

@@ -9,6 +9,7 @@
 #ifndef AGENT_RECORD_FIGURES_H
 #define AGENT_RECORD_FIGURES_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/time.h>
@@ -102,7 +103,7 @@ struct engine_figures {
 	 * heap, and apart the pages of its files */
 	uint64_t ring_buffer_rss, stacks_bytes, symbols_bytes, dwarf_peak_bytes;
 	uint64_t dwarf_files_peak_bytes;
-	const char *dwarf_peak_module; /* the symbolizer's: NULL if none */
+	char dwarf_peak_module[PATH_MAX]; /* "" if none */
 	uint32_t dwarf_restarts;
 	struct symbolizer_memory sym;  /* the symbolizer's parts now */
 	struct timeval cpu_user, cpu_system;

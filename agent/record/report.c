@@ -335,7 +335,7 @@ static void print_agent_stats(const struct engine_figures *f)
 		(unsigned long long)(f->symbols_bytes / 1024),
 		(unsigned long long)(f->dwarf_peak_bytes / 1024),
 		(unsigned long long)(f->dwarf_files_peak_bytes / 1024));
-	if (f->dwarf_peak_module)
+	if (f->dwarf_peak_module[0])
 		fprintf(stderr, "agent_libdw_largest: %s (%u sessions restarted over the budget)\n",
 			f->dwarf_peak_module, f->dwarf_restarts);
 	if (f->rusage_ok) {

@@ -1751,8 +1751,10 @@ def t_snap_short_all(tmp):
         raise Fail("no stack snapshot was taken: the programs' first samples came too late to "
                    "test anything")
     check_stats(err, "-a, snapshots")
-    # (An exec takes a fraction of a 5 ms program's life: ~2% of its samples.)
-    if in_exec > 0.05 * (total + in_exec):
+    # (An exec takes a fraction of a 5 ms program's life: 2-4.5% of its
+    # samples here, BPF labelling each one taken past the exec's point of
+    # no return.  Walkable samples mislabelled would be many more.)
+    if in_exec > 0.08 * (total + in_exec):
         raise Fail(f"{in_exec} of {total + in_exec} samples labelled in_exec: more than execve's share")
     if exact < EXACT * total:
         raise Fail(f"{exact} of {total} samples ({100.0 * exact / total:.1f}%) exact from "

@@ -1586,7 +1586,7 @@ Test(symbolize, trim_bounds_results_oldest_first)
 	cr_assert_leq(m.results_bytes, budget);
 	/* What stayed answers from the cache; what went, again and alike. */
 	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
-	cr_assert_eq(f.function, first.function, "the cached entry, its interned string");
+	cr_assert_str_eq(f.function, first.function, "the cached entry");
 	cr_assert_eq(symbolizer_lookup(s, mod, 0x100000 + 500, &f, 1), 1);
 	symbolizer_memory(s, &m);
 	cr_assert_eq(m.results, 21, "dropped, so looked up again");
@@ -1601,4 +1601,60 @@ Test(symbolize, trim_bounds_results_oldest_first)
 	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
 	cr_assert_str_eq(f.function, "outer_work");
 	symbolizer_free(s);
+}
+
+/* symbolizer_trim compacts the interned strings once they have doubled:
+ * the names of results dropped go, those still cached stay right, and so
+ * do the modules' paths and build-ids (a copy of the object, another
+ * inode, still finds its module by build-id).  Two rounds of unknown
+ * addresses (a name each, 60,000 then 80,000: 1.9 then 2.6 MB): the
+ * first round's are freed when the second's are added and the first's
+ * results dropped. */
+Test(symbolize, trim_compacts_strings)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t a = nm_symbol(fx, "outer_work", false, NULL);
+	char *copy = tmp_path("fixture-copy");
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	struct symbolizer_memory m;
+	struct sym_frame f;
+	char want[64], bid[2 * 64 + 1];
+	size_t before;
+
+	cr_assert_geq(mod, 0);
+	snprintf(bid, sizeof(bid), "%s", symbolizer_module_build_id(s, mod));
+	cr_assert_eq(strlen(bid), 40);
+	for (uint64_t i = 0; i < 60000; i++)
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x1000000 + i, &f, 1), 1);
+	cr_assert_eq(symbolizer_trim(s, 1), 0, "the round just ended stays");
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.strings_compactions, 1, "over 1 MiB: compacted, all still referred to");
+
+	for (uint64_t i = 0; i < 80000; i++)
+		cr_assert_eq(symbolizer_lookup(s, mod, 0x2000000 + i, &f, 1), 1);
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	symbolizer_memory(s, &m);
+	before = m.strings_bytes;
+	cr_assert_eq(symbolizer_trim(s, 1), 60000, "the first round's results go");
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.strings_compactions, 2);
+	fprintf(stderr, "strings: %zu bytes before the trim, %zu after\n", before, m.strings_bytes);
+	cr_assert_lt(m.strings_bytes, before * 7 / 10, "strings %zu bytes, before %zu",
+		     m.strings_bytes, before);
+
+	/* What stayed, from the cache, moved: the same names. */
+	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
+	cr_assert_str_eq(f.function, "outer_work");
+	cr_assert_eq(symbolizer_lookup(s, mod, 0x2000000 + 777, &f, 1), 1);
+	snprintf(want, sizeof(want), "+0x%x", 0x2000000 + 777);
+	cr_assert(strstr(f.function, want), "%s", f.function);
+	symbolizer_memory(s, &m);
+	cr_assert_eq(m.results, 80001, "found in the cache, not looked up again");
+	cr_assert_str_eq(symbolizer_module_path(s, mod), fx);
+	cr_assert_str_eq(symbolizer_module_build_id(s, mod), bid);
+	free(run("cp '%s' '%s'", fx, copy));
+	cr_assert_eq(add_path(s, copy), mod, "found by its build-id, compared by pointer");
+	symbolizer_free(s);
+	free(copy);
 }

@@ -65,7 +65,7 @@ static struct engine_figures busy_figures(void)
 	f.sym = (struct symbolizer_memory){ .results_bytes = 4096, .results = 40, .strings_bytes = 2048,
 					    .symbol_index_bytes = 1024, .kallsyms_bytes = 512,
 					    .dwarf_kept_bytes = 1 << 20, .results_dropped = 9,
-					    .modules_kept = 1 };
+					    .strings_compactions = 3, .modules_kept = 1 };
 	f.start_unix_ns = 1795000000123456789ll;
 	return f;
 }
@@ -238,6 +238,7 @@ Test(metrics_render, known_values_in_base_units)
 	assert_line(text, "cfiprof_symbolizer_bytes{part=\"dwarf_kept_bound\"} 1048576");
 	assert_line(text, "cfiprof_symbolizer_results 40");
 	assert_line(text, "cfiprof_symbolizer_results_dropped_total 9");
+	assert_line(text, "cfiprof_symbolizer_string_compactions_total 3");
 	assert_line(text, "cfiprof_symbolizer_modules_kept 1");
 	assert_line(text, "cfiprof_start_time_seconds 1795000000.123456789");
 	assert_line(text, "cfiprof_intervals_total 6");
