@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent/cli/args.h"
+#include "agent/daemon/netlibs.h"
 #include "agent/util/errbuf.h"
 
 /* A connection idle this long (no request, or a request that stalls) is
@@ -25,6 +25,10 @@
 #define HTTP_STOP_DRAIN_MS 2000
 /* A value echoed in an error message is cut to this many bytes. */
 #define HTTP_ECHO_MAX 64
+
+/* libmicrohttpd, bound by the first http_server_start (netlibs.h): the
+ * handlers run only for a server it started. */
+static const struct mhd_lib *mhd;
 
 struct http_server {
 	struct MHD_Daemon *daemon;
@@ -79,8 +83,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct http_server *s,
 
 	if (!r)
 		return MHD_NO;
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
+	ret = mhd->queue_response(c, status, r);
+	mhd->destroy_response(r);
 	if (ret == MHD_YES)
 		pull_board_count(s->board, ep, status);
 	return ret;
@@ -91,7 +95,7 @@ static struct MHD_Response *response_owning(void *body, size_t len)
 {
 	struct MHD_Response *r;
 
-	r = MHD_create_response_from_buffer_with_free_callback(len, body, free);
+	r = mhd->create_response_from_buffer_with_free_callback(len, body, free);
 	if (!r)
 		free(body);
 	return r;
@@ -105,9 +109,9 @@ static struct MHD_Response *text_response(char *body, size_t len)
 
 	if (!r)
 		return NULL;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Go-Pprof", "1");
+	mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	mhd->add_response_header(r, "X-Content-Type-Options", "nosniff");
+	mhd->add_response_header(r, "X-Go-Pprof", "1");
 	return r;
 }
 
@@ -127,9 +131,9 @@ static enum MHD_Result error_reply(struct MHD_Connection *c, struct http_server 
 		return MHD_NO;
 	r = text_response(body, (size_t)n);
 	if (r && status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+		mhd->add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
 	if (r && status == MHD_HTTP_SERVICE_UNAVAILABLE)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+		mhd->add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	return queue(c, s, ep, status, r);
 }
 
@@ -152,12 +156,12 @@ static enum MHD_Result profile_reply(struct MHD_Connection *c, struct http_serve
 		return queue(c, s, PULL_EP_PROFILE, (unsigned)status, text_response((char *)body, len));
 	}
 	r = body ? response_owning(body, len)
-		 : MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+		 : mhd->create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
+	mhd->add_response_header(r, "X-Content-Type-Options", "nosniff");
+	mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/octet-stream");
+	mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
 				kind == PULL_OFFCPU ? "attachment; filename=\"offcpu\""
 						    : "attachment; filename=\"profile\"");
 	return queue(c, s, PULL_EP_PROFILE, MHD_HTTP_OK, r);
@@ -259,7 +263,7 @@ static bool wait_answer(struct MHD_Connection *c, struct pull_wait *w)
 	int n = 1;
 
 	p[0] = (struct pollfd){ .fd = pull_wait_fd(w), .events = POLLIN };
-	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	ci = mhd->get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (ci)
 		p[n++] = (struct pollfd){ .fd = ci->connect_fd, .events = POLLRDHUP };
 	for (;;) {
@@ -285,7 +289,7 @@ static enum MHD_Result serve_profile(struct MHD_Connection *c, struct http_serve
 	size_t len = 0;
 	int status = 0, err;
 
-	MHD_get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+	mhd->get_connection_values_n(c, MHD_GET_ARGUMENT_KIND, query_arg, &q);
 	if (q.err[0])
 		return error_reply(c, s, PULL_EP_PROFILE, MHD_HTTP_BAD_REQUEST, "cfiprof: %s\n", q.err);
 	err = pull_board_submit(s->board, &req, &w);
@@ -327,7 +331,7 @@ static enum MHD_Result serve_metrics(struct MHD_Connection *c, struct http_serve
 				   "cfiprof: agent: no metrics yet\n");
 	r = response_owning(text, len);
 	if (r)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+		mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 					"text/plain; version=0.0.4; charset=utf-8");
 	return queue(c, s, PULL_EP_METRICS, MHD_HTTP_OK, r);
 }
@@ -342,11 +346,11 @@ static enum MHD_Result serve_index(struct MHD_Connection *c, struct http_server 
 		"/metrics                        Prometheus metrics\n";
 	struct MHD_Response *r;
 
-	r = MHD_create_response_from_buffer(sizeof(index_text) - 1, (void *)index_text,
+	r = mhd->create_response_from_buffer(sizeof(index_text) - 1, (void *)index_text,
 					    MHD_RESPMEM_PERSISTENT);
 	if (r) {
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
-		MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+		mhd->add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+		mhd->add_response_header(r, "X-Content-Type-Options", "nosniff");
 	}
 	return queue(c, s, PULL_EP_OTHER, MHD_HTTP_OK, r);
 }
@@ -541,6 +545,9 @@ int http_server_start(struct http_server **out, const char *where, struct pull_b
 		errbuf_set(err, errlen, "%s", reason);
 		return -EINVAL;
 	}
+	mhd = mhd_lib_get(err, errlen);
+	if (!mhd)
+		return -ENOENT;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errbuf_set(err, errlen, "out of memory");
@@ -562,7 +569,7 @@ int http_server_start(struct http_server **out, const char *where, struct pull_b
 	/* The threads inherit the mask: signals stay the main loop's. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, handle, s,
+	s->daemon = mhd->start_daemon(flags, 0, NULL, NULL, handle, s,
 				     MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
@@ -609,7 +616,7 @@ void http_server_stop(struct http_server *s)
 	if (!s)
 		return;
 	/* No new connection; those open are served until stopped below. */
-	fd = MHD_quiesce_daemon(s->daemon);
+	fd = mhd->quiesce_daemon(s->daemon);
 	pull_board_close(s->board);
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += HTTP_STOP_DRAIN_MS / 1000;
@@ -623,7 +630,7 @@ void http_server_stop(struct http_server *s)
 		if (pthread_cond_timedwait(&s->drained, &s->lock, &deadline) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&s->lock);
-	MHD_stop_daemon(s->daemon);
+	mhd->stop_daemon(s->daemon);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
 	pthread_cond_destroy(&s->drained);

@@ -14,7 +14,6 @@
 #include "agent/daemon/pyroscope.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -24,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/daemon/netlibs.h"
 #include "agent/util/clock.h"
 #include "agent/util/errbuf.h"
 
@@ -31,6 +31,10 @@
 #define TRANSFER_TIMEOUT_MS 30000
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
+
+/* libcurl, bound by the first pyroscope_open (netlibs.h): every other
+ * entry point takes a pusher that open made. */
+static const struct curl_lib *lc;
 
 struct push_item {
 	struct push_item *next;
@@ -234,7 +238,7 @@ static int check_header(const char *h, char **out, char *err, size_t errlen)
 
 static bool curl_has_protocol(const char *proto)
 {
-	const curl_version_info_data *vi = curl_version_info(CURLVERSION_NOW);
+	const curl_version_info_data *vi = lc->version_info(CURLVERSION_NOW);
 
 	for (const char *const *pr = vi->protocols; pr && *pr; pr++)
 		if (!strcasecmp(*pr, proto))
@@ -248,7 +252,7 @@ static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 {
 	char *scheme = NULL, *host = NULL, *path = NULL, *query = NULL, *frag = NULL;
 	char *npath = NULL, *full = NULL;
-	CURLU *u = curl_url();
+	CURLU *u = lc->url();
 	int ret = -EINVAL;
 	CURLUcode rc;
 	size_t plen;
@@ -256,12 +260,12 @@ static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 	*out = NULL;
 	if (!u)
 		return -ENOMEM;
-	rc = curl_url_set(u, CURLUPART_URL, base, CURLU_NON_SUPPORT_SCHEME);
+	rc = lc->url_set(u, CURLUPART_URL, base, CURLU_NON_SUPPORT_SCHEME);
 	if (rc) {
-		errbuf_set(err, errlen, "--pyroscope '%s': %s", base, curl_url_strerror(rc));
+		errbuf_set(err, errlen, "--pyroscope '%s': %s", base, lc->url_strerror(rc));
 		goto out;
 	}
-	if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
+	if (lc->url_get(u, CURLUPART_SCHEME, &scheme, 0) ||
 	    (strcasecmp(scheme, "http") && strcasecmp(scheme, "https"))) {
 		errbuf_set(err, errlen, "--pyroscope '%s': not an http:// or https:// URL", base);
 		goto out;
@@ -270,17 +274,17 @@ static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 		errbuf_set(err, errlen, "--pyroscope '%s': this libcurl has no %s support", base, scheme);
 		goto out;
 	}
-	if (curl_url_get(u, CURLUPART_HOST, &host, 0) || !host[0]) {
+	if (lc->url_get(u, CURLUPART_HOST, &host, 0) || !host[0]) {
 		errbuf_set(err, errlen, "--pyroscope '%s': no host", base);
 		goto out;
 	}
-	if (curl_url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_NO_QUERY ||
-	    curl_url_get(u, CURLUPART_FRAGMENT, &frag, 0) != CURLUE_NO_FRAGMENT) {
+	if (lc->url_get(u, CURLUPART_QUERY, &query, 0) != CURLUE_NO_QUERY ||
+	    lc->url_get(u, CURLUPART_FRAGMENT, &frag, 0) != CURLUE_NO_FRAGMENT) {
 		errbuf_set(err, errlen, "--pyroscope '%s': a base URL takes no query or fragment", base);
 		goto out;
 	}
 	ret = -ENOMEM;
-	if (curl_url_get(u, CURLUPART_PATH, &path, 0))
+	if (lc->url_get(u, CURLUPART_PATH, &path, 0))
 		goto out;
 	for (plen = strlen(path); plen && path[plen - 1] == '/'; plen--)
 		;
@@ -288,19 +292,19 @@ static int ingest_url(const char *base, char **out, char *err, size_t errlen)
 		npath = NULL;
 		goto out;
 	}
-	if (curl_url_set(u, CURLUPART_PATH, npath, 0) || curl_url_get(u, CURLUPART_URL, &full, 0))
+	if (lc->url_set(u, CURLUPART_PATH, npath, 0) || lc->url_get(u, CURLUPART_URL, &full, 0))
 		goto out;
 	*out = strdup(full);
 	ret = *out ? 0 : -ENOMEM;
 out:
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(path);
-	curl_free(query);
-	curl_free(frag);
-	curl_free(full);
+	lc->free(scheme);
+	lc->free(host);
+	lc->free(path);
+	lc->free(query);
+	lc->free(frag);
+	lc->free(full);
 	free(npath);
-	curl_url_cleanup(u);
+	lc->url_cleanup(u);
 	return ret;
 }
 
@@ -387,36 +391,36 @@ static enum send_result send_one(struct pyroscope_pusher *p, struct push_item *i
 		if (left < connect_timeout)
 			connect_timeout = left;
 	}
-	curl_easy_reset(p->curl);
-	mime = curl_mime_init(p->curl);
+	lc->easy_reset(p->curl);
+	mime = lc->mime_init(p->curl);
 	if (!mime)
 		return SEND_RETRY;
-	part = curl_mime_addpart(mime);
-	if (!part || curl_mime_name(part, "profile") || curl_mime_filename(part, "profile.pprof") ||
-	    curl_mime_type(part, "application/octet-stream") ||
-	    curl_mime_data_cb(part, (curl_off_t)it->len, body_read, body_seek, NULL, &cur)) {
-		curl_mime_free(mime);
+	part = lc->mime_addpart(mime);
+	if (!part || lc->mime_name(part, "profile") || lc->mime_filename(part, "profile.pprof") ||
+	    lc->mime_type(part, "application/octet-stream") ||
+	    lc->mime_data_cb(part, (curl_off_t)it->len, body_read, body_seek, NULL, &cur)) {
+		lc->mime_free(mime);
 		return SEND_RETRY;
 	}
-	curl_easy_setopt(p->curl, CURLOPT_URL, it->url);
-	curl_easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(p->curl, CURLOPT_MIMEPOST, mime);
-	curl_easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
-	curl_easy_setopt(p->curl, CURLOPT_USERAGENT, "cfiprof/" CFIPROF_VERSION);
+	lc->easy_setopt(p->curl, CURLOPT_URL, it->url);
+	lc->easy_setopt(p->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	lc->easy_setopt(p->curl, CURLOPT_MIMEPOST, mime);
+	lc->easy_setopt(p->curl, CURLOPT_HTTPHEADER, p->headers);
+	lc->easy_setopt(p->curl, CURLOPT_USERAGENT, "cfiprof/" CFIPROF_VERSION);
 	/* A redirect would carry the auth headers elsewhere: not followed. */
-	curl_easy_setopt(p->curl, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout);
-	curl_easy_setopt(p->curl, CURLOPT_TIMEOUT_MS, timeout);
-	curl_easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, answer_write);
-	curl_easy_setopt(p->curl, CURLOPT_WRITEDATA, &ans);
-	curl_easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, transfer_progress);
-	curl_easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
-	rc = curl_easy_perform(p->curl);
+	lc->easy_setopt(p->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	lc->easy_setopt(p->curl, CURLOPT_NOSIGNAL, 1L);
+	lc->easy_setopt(p->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout);
+	lc->easy_setopt(p->curl, CURLOPT_TIMEOUT_MS, timeout);
+	lc->easy_setopt(p->curl, CURLOPT_WRITEFUNCTION, answer_write);
+	lc->easy_setopt(p->curl, CURLOPT_WRITEDATA, &ans);
+	lc->easy_setopt(p->curl, CURLOPT_NOPROGRESS, 0L);
+	lc->easy_setopt(p->curl, CURLOPT_XFERINFOFUNCTION, transfer_progress);
+	lc->easy_setopt(p->curl, CURLOPT_XFERINFODATA, p);
+	rc = lc->easy_perform(p->curl);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &code);
-	curl_mime_free(mime);
+		lc->easy_getinfo(p->curl, CURLINFO_RESPONSE_CODE, &code);
+	lc->mime_free(mime);
 
 	if (rc != CURLE_OK)
 		res = SEND_RETRY;
@@ -436,7 +440,7 @@ static enum send_result send_one(struct pyroscope_pusher *p, struct push_item *i
 				fprintf(stderr, "cfiprof: pyroscope: %s: pushes resumed\n", p->ingest_url);
 		} else if (rc != CURLE_OK) {
 			fprintf(stderr, "cfiprof: pyroscope: %s: %s; %s\n", p->ingest_url,
-				curl_easy_strerror(rc),
+				lc->easy_strerror(rc),
 				__atomic_load_n(&p->stopping, __ATOMIC_ACQUIRE) ? "giving up" :
 										  "queueing and retrying");
 		} else {
@@ -568,13 +572,16 @@ int pyroscope_open(struct pyroscope_pusher **out, const struct pyroscope_opts *o
 		errbuf_set(err, errlen, "--pyroscope: empty URL");
 		return -EINVAL;
 	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+	lc = curl_lib_get(err, errlen);
+	if (!lc)
+		return -ENOENT;
+	if (lc->global_init(CURL_GLOBAL_DEFAULT)) {
 		errbuf_set(err, errlen, "pyroscope: libcurl failed to initialize");
 		return -ENOMEM;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		curl_global_cleanup();
+		lc->global_cleanup();
 		errbuf_set(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -595,7 +602,7 @@ int pyroscope_open(struct pyroscope_pusher **out, const struct pyroscope_opts *o
 		ret = check_header(o->headers[i], &h, err, errlen);
 		if (ret)
 			goto fail;
-		l = curl_slist_append(p->headers, h);
+		l = lc->slist_append(p->headers, h);
 		free(h);
 		if (!l)
 			goto fail_nomem;
@@ -604,13 +611,13 @@ int pyroscope_open(struct pyroscope_pusher **out, const struct pyroscope_opts *o
 	/* libcurl would ask for 100-continue before a large body: one round
 	 * trip per push for nothing, the receiver takes any profile. */
 	{
-		struct curl_slist *l = curl_slist_append(p->headers, "Expect:");
+		struct curl_slist *l = lc->slist_append(p->headers, "Expect:");
 
 		if (!l)
 			goto fail_nomem;
 		p->headers = l;
 	}
-	p->curl = curl_easy_init();
+	p->curl = lc->easy_init();
 	if (!p->curl)
 		goto fail_nomem;
 	pthread_condattr_init(&ca);
@@ -637,11 +644,11 @@ fail_nomem:
 	ret = -ENOMEM;
 fail:
 	if (p->curl)
-		curl_easy_cleanup(p->curl);
-	curl_slist_free_all(p->headers);
+		lc->easy_cleanup(p->curl);
+	lc->slist_free_all(p->headers);
 	free(p->ingest_url);
 	free(p);
-	curl_global_cleanup();
+	lc->global_cleanup();
 	return ret;
 }
 
@@ -655,7 +662,7 @@ int pyroscope_enqueue(struct pyroscope_pusher *p, const char *app, const char *c
 
 	if (!it || !name)
 		goto fail;
-	ename = curl_easy_escape(NULL, name, 0);
+	ename = lc->easy_escape(NULL, name, 0);
 	if (!ename)
 		goto fail;
 	if (asprintf(&it->url, "%s?name=%s&from=%lld&until=%lld&spyName=cfiprof&sampleRate=%u"
@@ -667,7 +674,7 @@ int pyroscope_enqueue(struct pyroscope_pusher *p, const char *app, const char *c
 	it->body = body;
 	it->len = len;
 	it->cost = len + strlen(it->url) + 1 + sizeof(*it);
-	curl_free(ename);
+	lc->free(ename);
 	free(name);
 
 	pthread_mutex_lock(&p->lock);
@@ -690,7 +697,7 @@ int pyroscope_enqueue(struct pyroscope_pusher *p, const char *app, const char *c
 	pthread_mutex_unlock(&p->lock);
 	return 0;
 fail:
-	curl_free(ename);
+	lc->free(ename);
 	free(name);
 	if (it)
 		free(it->url);
@@ -732,13 +739,13 @@ void pyroscope_close_stats(struct pyroscope_pusher *p, unsigned timeout_ms,
 	}
 	if (final)
 		*final = p->st;
-	curl_easy_cleanup(p->curl);
-	curl_slist_free_all(p->headers);
+	lc->easy_cleanup(p->curl);
+	lc->slist_free_all(p->headers);
 	pthread_cond_destroy(&p->wake);
 	pthread_mutex_destroy(&p->lock);
 	free(p->ingest_url);
 	free(p);
-	curl_global_cleanup();
+	lc->global_cleanup();
 }
 
 void pyroscope_close(struct pyroscope_pusher *p, unsigned timeout_ms)

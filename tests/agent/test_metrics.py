@@ -208,5 +208,80 @@ def t_metrics_deep(tmp):
         raise Fail(f"cfiprof agent exited with {status} after SIGTERM")
 
 
+def lib_path(soname):
+    """The file the dynamic loader takes for SONAME (ldconfig's cache)."""
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        if line.strip().startswith(soname + " ") and "x86-64" in line:
+            return os.path.realpath(line.split("=>")[1].strip())
+    raise Fail(f"ldconfig -p has no {soname}")
+
+
+def mapped_objects(pid):
+    """The base names of the files process PID maps."""
+    with open(f"/proc/{pid}/maps") as f:
+        return {os.path.basename(line.split()[5]) for line in f if len(line.split()) >= 6}
+
+
+CURL_SONAME = "libcurl.so.4"
+MHD_SONAME = "libmicrohttpd.so.12"
+
+
+def agent_maps(extra):
+    """What a running agent (listening: it has bound what it needs) maps."""
+    port = free_port()
+    agent = start_agent(["-F", "19"] + extra, port)
+    try:
+        get(port, "/metrics", agent)
+        return mapped_objects(agent.pid)
+    finally:
+        status, _ = stop_agent(agent)
+        if status != 0:
+            raise Fail(f"cfiprof agent exited with {status} after SIGTERM")
+
+
+@case("net-libraries")
+def t_net_libraries(tmp):
+    """libcurl and libmicrohttpd (and the thirty objects they link) are
+    bound when the agent needs them (agent/daemon/netlibs.h): `record`
+    never maps them; the agent maps libmicrohttpd, and libcurl only with
+    --pyroscope.  An agent whose library cannot be loaded (here an empty
+    file mounted over it, in a mount namespace of its own) exits 1 with
+    one line that names the library."""
+    rec = tr.start_record(["-a", "-F", "99", "-o", os.path.join(tmp, "r.pb.gz")])
+    try:
+        objs = mapped_objects(rec.pid)
+    finally:
+        tr.finish_record(rec, sigint=True)
+    net = sorted(o for o in objs if o.startswith(("libcurl", "libmicrohttpd", "libssl", "libnghttp")))
+    log(f"record maps {len(objs)} files; of the HTTP libraries: {net}")
+    if net:
+        raise Fail(f"record maps {net}")
+    mhd, curl = (os.path.basename(lib_path(n)) for n in (MHD_SONAME, CURL_SONAME))
+    objs = agent_maps([])
+    log(f"agent maps {mhd}: {mhd in objs}, {curl}: {curl in objs}")
+    if mhd not in objs or curl in objs:
+        raise Fail(f"the agent without --pyroscope: want {mhd} mapped and no {curl}")
+    # (nobody listens there: the pushes fail, and are counted)
+    objs = agent_maps(["--pyroscope", f"http://127.0.0.1:{free_port()}"])
+    log(f"agent --pyroscope maps {curl}: {curl in objs}")
+    if curl not in objs:
+        raise Fail(f"the agent with --pyroscope does not map {curl}")
+    empty = os.path.join(tmp, "empty.so")
+    open(empty, "w").close()
+    for soname, extra in ((MHD_SONAME, []), (CURL_SONAME, ["--pyroscope", "http://127.0.0.1:1"])):
+        args = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$1" && shift && exec "$@"',
+                empty, lib_path(soname), tr.CFIPROF, "agent", "--listen",
+                f"127.0.0.1:{free_port()}"] + extra
+        log("$ " + " ".join(args))
+        r = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=60)
+        lines = r.stderr.strip().splitlines()
+        log(r.stderr.rstrip())
+        if r.returncode != 1 or len(lines) != 1 or soname not in lines[0]:
+            raise Fail(f"without {soname}: exit {r.returncode}, stderr {r.stderr!r}; "
+                       f"want 1 and one line naming it")
+
+
 if __name__ == "__main__":
     sys.exit(tr.main())
