@@ -841,13 +841,13 @@ static long vma_holds(struct task_struct *task, struct vm_area_struct *vma, void
 /* Whether the current task is inside an execve past its point of no
  * return: its registers saved at entry are the old program's, whose
  * address space is gone.  Nothing of the old program can be walked
- * (reads go to the new address space, and could even find something
- * there) and nothing of the new one exists yet.  The new mm is known by
- * its code, not placed until the program is mapped (load_elf_binary sets
- * start_code just before it starts the new program), and after that by
- * the pc, in none of its mappings (bpf_find_vma; it cannot tell while the
- * mm's lock is held, and the walk goes on).  Rare: in_execve is set for
- * the length of an execve. */
+ * (reads go to the new address space) and nothing of the new one exists
+ * yet.  The new mm is known by its code, not placed until the program is
+ * mapped (load_elf_binary sets start_code just before it starts the new
+ * program), and after that by the pc, in none of its mappings
+ * (bpf_find_vma; it cannot tell while the mm's lock is held, and the
+ * sample stays as walked).  Rare: in_execve is set for the length of an
+ * execve. */
 static __always_inline int old_program_gone(__u64 pc)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -874,16 +874,20 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 
 	walk_begin(st, tgid);
 	walk_init_regs(st, regs);
-	if (old_program_gone(regs->ip)) {
-		sc->ev.nuser = 0;
-		sc->ev.end_reason = WALK_END_IN_EXEC;
-		return;
-	}
 
 	pi = proc_info_current(tgid);
 	st->nmappings = pi ? pi->nmappings : 0;
 	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
 	walk_run(&lc, st, &sc->ev);
+	/* (Asked only of a walk that failed: one in the old program's
+	 * registers cannot reach its outermost frame in the new address
+	 * space, and a complete walk pays nothing for the question.) */
+	if (st->end != WALK_END_OUTERMOST && old_program_gone(regs->ip)) {
+		sc->ev.nuser = 0;
+		sc->ev.end_reason = WALK_END_IN_EXEC;
+		sc->ev.flags &= ~SAMPLE_FLAG_MISSED;
+		st->snapshot = 0;
+	}
 	/* The whole before its part, for a reader between the two. */
 	add_count(CNT_FP_STEPS, st->fp_steps);
 	add_count(CNT_MISS_FP_STEPS, st->miss_steps);
