@@ -84,7 +84,7 @@ struct cached {
 struct symbolizer {
 	struct sym_arena arena;     /* the interned strings' (compact_strings) */
 	struct sym_intern strings;
-	size_t strings_live_bytes;  /* the arena after the last compaction */
+	size_t strings_live_bytes;  /* strings_bytes after the last compaction */
 	uint64_t strings_compactions;
 	bool demangle;
 	char *debug_dir;            /* NULL: no separate debug files */
@@ -799,15 +799,21 @@ static size_t table_bytes(const struct sym_table *t)
 	return t->slots ? (t->mask + 1) * sizeof(*t->slots) : 0;
 }
 
+/* The interned strings: their arena, and by id their pointers, lengths
+ * and index. */
+static size_t strings_bytes(const struct symbolizer *s)
+{
+	return s->arena.bytes + s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
+	       table_bytes(&s->strings.index);
+}
+
 void symbolizer_memory(const struct symbolizer *s, struct symbolizer_memory *m)
 {
 	*m = (struct symbolizer_memory){
 		.results_bytes = s->capcache * sizeof(*s->cache) + s->cache_frame_bytes +
 				 table_bytes(&s->cache_index),
 		.results = s->ncache,
-		.strings_bytes = s->arena.bytes +
-				 s->strings.cap * (sizeof(*s->strings.strs) + sizeof(*s->strings.lens)) +
-				 table_bytes(&s->strings.index),
+		.strings_bytes = strings_bytes(s),
 		.symbol_index_bytes = s->symtab_kept_bytes,
 		.kallsyms_bytes = s->kallsyms.count * sizeof(*s->kallsyms.syms) +
 				  s->kallsyms_arena.bytes,
@@ -943,9 +949,10 @@ static int move_strings(struct symbolizer *s, struct sym_intern *to, bool repoin
 static void compact_strings(struct symbolizer *s)
 {
 	struct sym_arena arena = { 0 };
+	size_t now = strings_bytes(s);
 	struct sym_intern to;
 
-	if (s->arena.bytes < STRINGS_COMPACT_MIN || s->arena.bytes < 2 * s->strings_live_bytes)
+	if (now < STRINGS_COMPACT_MIN || now < 2 * s->strings_live_bytes)
 		return;
 	sym_intern_init(&to, &arena);
 	if (move_strings(s, &to, false)) {
@@ -960,7 +967,7 @@ static void compact_strings(struct symbolizer *s)
 	s->arena = arena;
 	s->strings = to;
 	s->strings.arena = &s->arena;
-	s->strings_live_bytes = s->arena.bytes;
+	s->strings_live_bytes = strings_bytes(s);
 	s->strings_compactions++;
 }
 
