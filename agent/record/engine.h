@@ -92,11 +92,12 @@ struct record_engine {
 	uint64_t ring_buffer_rss;    /* BPF maps mapped in, before engine_stop unmapped them */
 	struct profile_build_mem profile_mem; /* of the last profile built */
 	/* figures.c's: the RSS's parts, read at most every
-	 * FIGURES_MEMSTAT_EVERY_NS (smaps is long: the daemon reads its
-	 * figures every second) */
+	 * FIGURES_MEMSTAT_EVERY_NS unless the RSS moved (smaps is long: the
+	 * daemon reads its figures every second) */
 	struct memstat memstat;
 	bool memstat_ok;
 	uint64_t memstat_read_ns;
+	uint64_t memstat_rss;        /* the RSS when it was read */
 	/* engine_cut: where the next profile starts */
 	struct timespec cut_wall;
 	uint64_t cut_ns;             /* 0: at engine_start */

@@ -16,6 +16,9 @@
 #include "agent/util/memstat.h"
 
 #define FIGURES_MEMSTAT_EVERY_NS (10ull * 1000 * 1000 * 1000)
+/* How far the RSS may move from what it was at the last read of smaps
+ * before the parts are read again: 5 %, at least 1 MiB. */
+#define FIGURES_MEMSTAT_MOVED(rss) ((rss) / 20 > (1u << 20) ? (rss) / 20 : (1u << 20))
 
 /* The yardstick of the miss-to-loaded latency target. */
 #define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
@@ -186,12 +189,21 @@ static void read_self(struct record_engine *e, struct engine_figures *f)
 {
 	struct rusage ru;
 
+	uint64_t moved;
+
 	f->rss_bytes = current_rss_bytes();
+	moved = f->rss_bytes > e->memstat_rss ? f->rss_bytes - e->memstat_rss
+					      : e->memstat_rss - f->rss_bytes;
 	/* Reading smaps costs about 1 ms: 13 % of the daemon's CPU when it
-	 * was read at every once-a-second refresh. */
-	if (!e->memstat_read_ns || mono_ns() - e->memstat_read_ns >= FIGURES_MEMSTAT_EVERY_NS) {
+	 * was read at every once-a-second refresh.  So it is read again
+	 * after FIGURES_MEMSTAT_EVERY_NS, or sooner once the RSS has moved
+	 * (a cut symbolizing, a ring buffer gone), so that the parts still
+	 * add up to the RSS reported beside them. */
+	if (!e->memstat_read_ns || mono_ns() - e->memstat_read_ns >= FIGURES_MEMSTAT_EVERY_NS ||
+	    moved > FIGURES_MEMSTAT_MOVED(f->rss_bytes)) {
 		e->memstat_ok = memstat_read(&e->memstat) == 0;
 		e->memstat_read_ns = mono_ns();
+		e->memstat_rss = f->rss_bytes;
 	}
 	f->mem = e->memstat;
 	f->mem_ok = e->memstat_ok;
