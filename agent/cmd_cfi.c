@@ -6,6 +6,7 @@
 
 #include "agent/unwind/cache.h"
 #include "cfi/dump.h"
+#include "cfi/hugemem.h"
 #include "agent/cli/cfi_options.h"
 
 static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
@@ -67,6 +68,8 @@ int cmd_cfi(int argc, char **argv)
 	copts.debug_dir = a.debug_dir;
 	copts.path = a.file;
 	copts.no_debug_frame = a.eh_only;
+	/* One compile and out: its time counts, not its memory. */
+	cfi_huge_pages_enable();
 
 	if (cfi_elf_open_path(&e, a.file, &err)) {
 		fprintf(stderr, "cfiprof: %s\n", err.msg);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "go_info.h"
+#include "hugemem.h"
 #include "interp.h"
 
 /* What the compiler does to the rows of a function it knows by name. */
@@ -46,11 +47,17 @@ struct segvec {
 	size_t n, cap;
 };
 
+static void seg_free(struct segvec *s)
+{
+	cfi_huge_free(s->v, s->cap * sizeof(*s->v));
+	*s = (struct segvec){ 0 };
+}
+
 static int seg_push(struct segvec *s, const struct segment *g)
 {
 	if (s->n == s->cap) {
 		size_t ncap = s->cap ? s->cap * 2 : 1024;
-		void *p = realloc(s->v, ncap * sizeof(*s->v));
+		void *p = cfi_huge_resize(s->v, s->cap * sizeof(*s->v), ncap * sizeof(*s->v));
 
 		if (!p)
 			return -ENOMEM;
@@ -282,7 +289,7 @@ static int fill_gaps(const struct segvec *base, const struct segvec *extra, stru
 	}
 	ret = 0;
 out:
-	free(pieces.v);
+	seg_free(&pieces);
 	return ret;
 }
 
@@ -909,10 +916,10 @@ fail_named:
 	}
 out:
 	cfi_builder_free(b);
-	free(seg_eh.v);
-	free(seg_dbg.v);
-	free(all.v);
-	free(marked.v);
+	seg_free(&seg_eh);
+	seg_free(&seg_dbg);
+	seg_free(&all);
+	seg_free(&marked);
 	free(go.v);
 	cfi_fdeset_free(&eh);
 	cfi_fdeset_free(&eh_upper.set);

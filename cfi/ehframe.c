@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hugemem.h"
+
 #define CIE_ID_32 0xffffffffull
 #define CIE_ID_64 0xffffffffffffffffull
 
@@ -17,7 +19,7 @@ static int grow(void **arr, size_t *cap, size_t need, size_t elem)
 	ncap = *cap ? *cap * 2 : 64;
 	while (ncap < need)
 		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
+	p = cfi_huge_resize(*arr, *cap * elem, ncap * elem);
 	if (!p)
 		return -ENOMEM;
 	*arr = p;
@@ -452,7 +454,7 @@ int cfi_fdeset_count_new_cies(const struct cfi_fdeset *set, const struct cfi_fde
 
 void cfi_fdeset_free(struct cfi_fdeset *set)
 {
-	free(set->cies);
-	free(set->fdes);
+	cfi_huge_free(set->cies, set->cap_cies * sizeof(*set->cies));
+	cfi_huge_free(set->fdes, set->cap_fdes * sizeof(*set->fdes));
 	memset(set, 0, sizeof(*set));
 }

@@ -91,6 +91,11 @@ struct frame_state {
 	struct cfa_state cfa;
 	struct reg_state rbp, ra;
 	struct reg_state csr[CFI_CSR_NR]; /* CFI_CSR_DWARF order */
+	bool cfa_too_big;
+	/* The state as the table stores it, kept in step by every change
+	 * (sync_cfa, sync_reg), so that a row costs no conversion: rows
+	 * outnumber the changes that make them. */
+	struct cfi_rule rule;
 };
 
 /* Index of DWARF register `reg` in frame_state.csr, or -1. */
@@ -186,12 +191,22 @@ void cfi_classify_cfa_expr(const uint8_t *expr, size_t len, struct cfi_rule *rul
 	}
 }
 
-static void state_to_rule(const struct frame_state *st, const struct cfi_cie *cie,
-			  struct cfi_rule *rule)
+static void sync_flags(struct frame_state *st)
 {
-	int i;
+	st->rule.flags = (uint8_t)((st->rule.flags & CFI_RULE_SIGNAL) |
+				   (st->cfa_too_big || st->rbp.too_big || st->ra.too_big
+					    ? CFI_RULE_TOO_BIG : 0));
+}
 
-	memset(rule, 0, sizeof(*rule));
+/* After any change of the CFA rule. */
+static void sync_cfa(struct frame_state *st)
+{
+	struct cfi_rule *rule = &st->rule;
+
+	rule->cfa_reg = rule->cfa_reg2 = 0;
+	rule->cfa_off = 0;
+	rule->cfa_off2 = 0;
+	st->cfa_too_big = false;
 	if (st->cfa.is_expr && !st->cfa.expr) {
 		/* No CFA rule at all yet (a CIE without def_cfa): nothing the
 		 * walker can follow. */
@@ -201,25 +216,34 @@ static void state_to_rule(const struct frame_state *st, const struct cfi_cie *ci
 	} else {
 		rule->cfa_type = CFI_CFA_REG;
 		if (st->cfa.reg > UINT8_MAX || st->cfa.off < INT32_MIN || st->cfa.off > INT32_MAX) {
-			rule->flags |= CFI_RULE_TOO_BIG;
+			st->cfa_too_big = true;
 		} else {
 			rule->cfa_reg = (uint8_t)st->cfa.reg;
 			rule->cfa_off = (int32_t)st->cfa.off;
 		}
 	}
-	rule->rbp_type = st->rbp.type;
-	rule->rbp_off = st->rbp.off;
-	rule->ra_type = st->ra.type;
-	rule->ra_off = st->ra.off;
-	if (st->rbp.too_big || st->ra.too_big)
-		rule->flags |= CFI_RULE_TOO_BIG;
-	for (i = 0; i < CFI_CSR_NR; i++) {
+	sync_flags(st);
+}
+
+/* After a change of the tracked register `reg` (a member of st). */
+static void sync_reg(struct frame_state *st, const struct reg_state *reg)
+{
+	struct cfi_rule *rule = &st->rule;
+
+	if (reg == &st->rbp) {
+		rule->rbp_type = reg->type;
+		rule->rbp_off = reg->off;
+	} else if (reg == &st->ra) {
+		rule->ra_type = reg->type;
+		rule->ra_off = reg->off;
+	} else {
+		size_t i = (size_t)(reg - st->csr);
+
 		/* A slot no field can hold loses that register only. */
-		rule->csr_type[i] = st->csr[i].too_big ? CFI_REG_UNDEFINED : st->csr[i].type;
-		rule->csr_off[i] = st->csr[i].off;
+		rule->csr_type[i] = reg->too_big ? CFI_REG_UNDEFINED : reg->type;
+		rule->csr_off[i] = reg->off;
 	}
-	if (cie->signal)
-		rule->flags |= CFI_RULE_SIGNAL;
+	sync_flags(st);
 }
 
 struct run {
@@ -259,7 +283,6 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 	const struct cfi_cie *cie = run->cie;
 	struct cfi_reader r;
 	uint64_t loc = start;
-	struct cfi_rule rule;
 	/* Only changes of the CFA and of the registers the walker tracks
 	 * (rbp, RA, rbx, r12-r15) make a new row. */
 	bool dirty = true;
@@ -412,21 +435,31 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
 				st->cfa.off = factored_u(cfi_read_uleb(&r), 1);
+				sync_cfa(st);
 				break;
 			case DW_CFA_def_cfa_sf:
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
 				st->cfa.off = factored_s(cfi_read_sleb(&r), cie->data_align);
+				sync_cfa(st);
 				break;
 			case DW_CFA_def_cfa_register:
 				st->cfa.is_expr = false;
 				st->cfa.reg = cfi_read_uleb(&r);
+				sync_cfa(st);
 				break;
 			case DW_CFA_def_cfa_offset:
 				st->cfa.off = factored_u(cfi_read_uleb(&r), 1);
+				/* The commonest change of all (every push and pop):
+				 * only the offset of a register CFA moved. */
+				if (!st->cfa.is_expr && !st->cfa_too_big && st->cfa.off <= INT32_MAX)
+					st->rule.cfa_off = (int32_t)st->cfa.off;
+				else
+					sync_cfa(st);
 				break;
 			case DW_CFA_def_cfa_offset_sf:
 				st->cfa.off = factored_s(cfi_read_sleb(&r), cie->data_align);
+				sync_cfa(st);
 				break;
 			case DW_CFA_def_cfa_expression: {
 				uint64_t len = cfi_read_uleb(&r);
@@ -437,6 +470,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				st->cfa.expr = r.pos;
 				st->cfa.expr_len = (size_t)len;
 				r.pos += len;
+				sync_cfa(st);
 				break;
 			}
 			case DW_CFA_GNU_args_size:
@@ -462,6 +496,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				target = &st->csr[csr_index(reg)];
 			if (target) {
 				*target = reg_state_of(rtype, roff);
+				sync_reg(st, target);
 				dirty = true;
 			}
 		} else if (!advance && op != DW_CFA_nop && op != DW_CFA_GNU_args_size) {
@@ -474,8 +509,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				return BAD("location advance wraps around");
 			if (new_loc > loc) {
 				if (dirty) {
-					state_to_rule(st, cie, &rule);
-					ret = fn(fnctx, loc, &rule);
+					ret = fn(fnctx, loc, &st->rule);
 					if (ret)
 						return ret;
 					dirty = false;
@@ -493,19 +527,21 @@ restore:
 			return BAD("truncated instruction");
 		if (!initial)
 			return BAD("DW_CFA_restore in CIE instructions");
-		if (reg == DWARF_REG_RBP)
+		if (reg == DWARF_REG_RBP) {
 			st->rbp = initial->rbp;
-		else if (reg == cie->ra_reg)
+			sync_reg(st, &st->rbp);
+		} else if (reg == cie->ra_reg) {
 			st->ra = initial->ra;
-		else if (csr_index(reg) >= 0)
+			sync_reg(st, &st->ra);
+		} else if (csr_index(reg) >= 0) {
 			st->csr[csr_index(reg)] = initial->csr[csr_index(reg)];
+			sync_reg(st, &st->csr[csr_index(reg)]);
+		}
 		dirty = true;
 	}
 
-	if (fn && loc < end && dirty) {
-		state_to_rule(st, cie, &rule);
-		return fn(fnctx, loc, &rule);
-	}
+	if (fn && loc < end && dirty)
+		return fn(fnctx, loc, &st->rule);
 	return 0;
 #undef BAD
 }
@@ -527,6 +563,9 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 	st.cfa.is_expr = true;
 	st.cfa.expr = NULL;
 	st.cfa.expr_len = 0;
+	if (cie->signal)
+		st.rule.flags = CFI_RULE_SIGNAL;
+	sync_cfa(&st);
 	ret = run_insns(&run, cie->insns, cie->insns_end, &st, NULL, 0, 0, NULL, NULL);
 	if (ret)
 		return ret;
