@@ -12,7 +12,9 @@
  * each look up K addresses of libc not looked up before (functions picked
  * at random, fixed seed), then release the module, as a cut does.  Prints
  * the median CPU ms of a cut after the first (run it under callgrind for
- * instructions). */
+ * instructions).  env KEEP_MIB=N keeps libc open within N MiB across cuts
+ * (symbolizer_keep_open), KEEP_CUTS=K ends it after K cuts kept open,
+ * HEAP_EVERY=N prints the heap in use every N cuts. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -24,6 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include "agent/unwind/debug_cache.h"
@@ -139,7 +142,8 @@ static int cuts(int ncuts, int k, const char *dir)
 	if (m < 0 || !cpu)
 		return 1;
 	if (getenv("KEEP_MIB"))
-		symbolizer_keep_open(s, (size_t)atoi(getenv("KEEP_MIB")) << 20);
+		symbolizer_keep_open(s, (size_t)atoi(getenv("KEEP_MIB")) << 20,
+				     getenv("KEEP_CUTS") ? (uint32_t)atoi(getenv("KEEP_CUTS")) : 0);
 	for (int c = 0; c < ncuts; c++) {
 		double c0 = cpu_ms();
 
@@ -150,6 +154,12 @@ static int cuts(int ncuts, int k, const char *dir)
 			/* A return address a few bytes into the function: new
 			 * each time (the cache keeps every one looked up). */
 			symbolizer_lookup(s, m, addrs[seed % naddrs] + 1 + (uint64_t)c, f, 16);
+		}
+		if (getenv("HEAP_EVERY") && c % atoi(getenv("HEAP_EVERY")) == 0) {
+			struct mallinfo2 mi = mallinfo2();
+
+			printf("cut %d: heap in use %.2f MiB, of it results cached %.2f MiB\n", c,
+			       mi.uordblks / 1048576.0, symbolizer_cache_bytes(s) / 1048576.0);
 		}
 		if (!getenv("NO_RELEASE") && symbolizer_release(s, m) && getenv("KEEP_MIB"))
 			printf("cut %d: libc ended (kept %zu bytes)\n", c, symbolizer_kept_bytes(s));

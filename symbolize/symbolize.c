@@ -56,6 +56,8 @@ struct module {
 	bool dwfl_tried;
 	bool kept;               /* released but kept open (symbolizer_keep_open) */
 	size_t kept_bytes;       /* what keeping it open holds, estimated */
+	uint32_t kept_releases;  /* releases it was kept open through since
+				  * its DWARF was opened */
 	uint64_t last_release;   /* s->releases when last released: LRU */
 	bool removed;            /* symbolizer_remove: its id is free */
 	bool symtab_kept;        /* `symbols` counts in symtab_kept_bytes */
@@ -118,6 +120,7 @@ struct symbolizer {
 
 	/* symbolizer_keep_open: released modules kept open, within budget */
 	size_t keep_budget;         /* 0: a release ends the module's DWARF */
+	uint32_t keep_releases;     /* a module kept open through as many is ended */
 	size_t kept_bytes;          /* of the modules kept */
 	uint32_t nkept;
 	uint64_t releases;
@@ -255,6 +258,7 @@ static void module_release(struct symbolizer *s, struct module *m, bool forever)
 	m->dwfl = NULL;
 	m->dmod = NULL;
 	m->dwfl_tried = forever;
+	m->kept_releases = 0;
 	if (m->alt)
 		dwarf_end(m->alt);
 	m->alt = NULL;
@@ -1118,9 +1122,10 @@ static void release_oldest_kept(struct symbolizer *s)
 		module_release(s, oldest, false);
 }
 
-void symbolizer_keep_open(struct symbolizer *s, size_t budget)
+void symbolizer_keep_open(struct symbolizer *s, size_t budget, uint32_t releases)
 {
 	s->keep_budget = budget;
+	s->keep_releases = releases;
 	while (s->nkept && s->kept_bytes > budget)
 		release_oldest_kept(s);
 }
@@ -1149,10 +1154,16 @@ bool symbolizer_release(struct symbolizer *s, int module)
 		m->kept = false;
 	}
 	bytes = module_open_bytes(m);
-	if (bytes > s->keep_budget) {
+	/* What a module kept open holds grows with every unit a lookup
+	 * parses, and the bound above is an estimate: ended after so many
+	 * releases, it holds what that many cuts parsed, not what months of
+	 * them did (libc's DWARF, looked up at new addresses at each cut,
+	 * grows for hours before every unit is parsed). */
+	if (bytes > s->keep_budget || (s->keep_releases && m->kept_releases >= s->keep_releases)) {
 		module_release(s, m, false);
 		return true;
 	}
+	m->kept_releases++;
 	while (s->nkept && (s->kept_bytes + bytes > s->keep_budget || s->nkept >= KEEP_MODULES_MAX)) {
 		release_oldest_kept(s);
 		ended = true;

@@ -117,14 +117,18 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget);
 bool symbolizer_release(struct symbolizer *s, int module);
 
 /* Released modules with DWARF stay open while what they may hold
- * (bounded: twice their debug sections, the sections and what is parsed
- * from them) totals at most `budget` bytes, and at most 64 of
+ * (estimated: twice their debug sections, the sections and what is
+ * parsed from them) totals at most `budget` bytes, and at most 64 of
  * them: a daemon symbolizing the same objects at every cut then parses
  * their units and line tables once, not at every cut.  (A module without
- * DWARF is not kept: its symbol index stays anyway.)  0 (the default): a
- * release ends the module's DWARF at once (a one-shot recording's peak
- * memory).  symbolizer_remove ends a kept module for good. */
-void symbolizer_keep_open(struct symbolizer *s, size_t budget);
+ * DWARF is not kept: its symbol index stays anyway.)  A module kept open
+ * through `releases` releases (0: no limit) is ended at the next one:
+ * what it holds grows with each unit parsed, and this bounds it by what
+ * that many cuts parse, whatever the estimate.  A budget of 0 (the
+ * default): a release ends the module's DWARF at once (a one-shot
+ * recording's peak memory).  symbolizer_remove ends a kept module for
+ * good. */
+void symbolizer_keep_open(struct symbolizer *s, size_t budget, uint32_t releases);
 
 /* The estimated bytes of the modules kept open now. */
 size_t symbolizer_kept_bytes(const struct symbolizer *s);

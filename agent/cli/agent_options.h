@@ -28,6 +28,9 @@
  * parsed): within the issue's 64 MiB of steady RSS with the agent's own
  * ~30. */
 #define AGENT_DWARF_KEEP_DEFAULT (32ull << 20)
+/* How long an object's DWARF is kept open before it is opened again: what
+ * it holds is then what this much of sampling parsed (symbolizer_keep_open). */
+#define AGENT_DWARF_REOPEN_NS (300ull * 1000000000ull)
 
 struct agent_opts {
 	struct record_opts rec;      /* what the engine takes */

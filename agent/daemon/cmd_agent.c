@@ -669,7 +669,8 @@ int cmd_agent(int argc, char **argv)
 	if (!stop_requested && engine_load(&a->e))
 		goto out;
 	if (a->e.sym)
-		symbolizer_keep_open(a->e.sym, a->o.dwarf_keep_bytes);
+		symbolizer_keep_open(a->e.sym, a->o.dwarf_keep_bytes,
+				     (uint32_t)(AGENT_DWARF_REOPEN_NS / a->o.interval_ns) ?: 1);
 	if (stop_requested) {
 		status = 0;
 		goto out;

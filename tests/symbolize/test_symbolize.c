@@ -1198,7 +1198,7 @@ Test(symbolize, keep_open_within_budget_lru)
 
 	cr_assert_geq(mod, 0);
 	cr_assert_geq(libc, 0);
-	symbolizer_keep_open(s, (size_t)1 << 40);
+	symbolizer_keep_open(s, (size_t)1 << 40, 0);
 	fds = count_fds();
 	cr_assert_eq(symbolizer_lookup(s, mod, a, &f, 1), 1);
 	cr_assert_str_eq(f.function, "outer_work");
@@ -1223,7 +1223,7 @@ Test(symbolize, keep_open_within_budget_lru)
 	cr_assert_gt(blibc, 1u << 20, "%zu", blibc);
 
 	/* Room for libc only: the fixture, released first, goes. */
-	symbolizer_keep_open(s, blibc);
+	symbolizer_keep_open(s, blibc, 0);
 	cr_assert_eq(symbolizer_kept_bytes(s), blibc);
 	/* ... and once the fixture is open again and released, libc goes. */
 	cr_assert_eq(symbolizer_lookup(s, mod, a + 1, &f, 1), 1);
@@ -1233,7 +1233,7 @@ Test(symbolize, keep_open_within_budget_lru)
 	cr_assert_geq(symbolizer_lookup(s, libc, lf, &f, 1), 1);
 	cr_assert(strstr(f.function, "free"), "%s", f.function);
 	/* Larger than the budget on its own: ended at once. */
-	symbolizer_keep_open(s, 1);
+	symbolizer_keep_open(s, 1, 0);
 	cr_assert_eq(symbolizer_kept_bytes(s), 0);
 	cr_assert(!symbolizer_release(s, mod), "already ended");
 	cr_assert(symbolizer_release(s, libc));
@@ -1243,7 +1243,7 @@ Test(symbolize, keep_open_within_budget_lru)
 	cr_assert_eq(symbolizer_kept_bytes(s), 0);
 
 	/* symbolizer_remove ends a kept module. */
-	symbolizer_keep_open(s, (size_t)1 << 40);
+	symbolizer_keep_open(s, (size_t)1 << 40, 0);
 	cr_assert_eq(symbolizer_lookup(s, mod, a + 3, &f, 1), 1);
 	cr_assert(!symbolizer_release(s, mod));
 	cr_assert_gt(symbolizer_kept_bytes(s), 0);
@@ -1265,12 +1265,54 @@ Test(symbolize, keep_open_within_budget_lru)
 	}
 
 	/* Budget 0, the default: a release ends the module. */
-	symbolizer_keep_open(s, 0);
+	symbolizer_keep_open(s, 0, 0);
 	cr_assert_geq(symbolizer_lookup(s, libc, lm + 1, &f, 1), 1);
 	cr_assert(symbolizer_release(s, libc));
 	cr_assert_eq(symbolizer_kept_bytes(s), 0);
 	cr_assert(!symbolizer_release(s, libc), "nothing open: nothing ended");
 	symbolizer_free(s);
+}
+
+/* symbolizer_keep_open's count of releases: a module kept open through
+ * that many is ended at the next one, its files closed and its DWARF
+ * freed, whatever room the budget has (what it holds grows with every
+ * unit parsed); the next lookup opens it again, and it is kept through
+ * as many releases again.  Releases of another module do not count. */
+Test(symbolize, keep_open_ends_after_releases)
+{
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	uint64_t a = nm_symbol(fx, "outer_work", false, NULL);
+	uint64_t lm = nm_symbol(LIBC, "malloc", true, NULL);
+	int fds0 = count_fds();
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx), libc = add_path(s, LIBC), fds = count_fds();
+	struct symbolizer_memory mem;
+	struct sym_frame f;
+	uint64_t off = 0;
+
+	cr_assert_geq(mod, 0);
+	cr_assert_geq(libc, 0);
+	symbolizer_keep_open(s, (size_t)1 << 40, 3);
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 3; i++) {
+			cr_assert_eq(symbolizer_lookup(s, mod, a + off++, &f, 1), 1);
+			cr_assert_str_eq(f.function, "outer_work");
+			cr_assert(!symbolizer_release(s, mod), "round %d: ended at release %d of 3",
+				  round, i + 1);
+			cr_assert_gt(symbolizer_kept_bytes(s), 0);
+			cr_assert_gt(count_fds(), fds, "kept open");
+			/* another module's releases are not this one's */
+			cr_assert_geq(symbolizer_lookup(s, libc, lm + off++, &f, 1), 1);
+			symbolizer_release(s, libc);
+		}
+		cr_assert_eq(symbolizer_lookup(s, mod, a + off++, &f, 1), 1);
+		cr_assert(symbolizer_release(s, mod), "round %d: kept open through a 4th release",
+			  round);
+		symbolizer_memory(s, &mem);
+		cr_assert_eq(mem.modules_kept, 1, "libc (released 3 times since it was opened)");
+	}
+	symbolizer_free(s);
+	cr_assert_eq(count_fds(), fds0);
 }
 
 /* symbolizer_remove forgets a module for good: its fds close, its id
@@ -1517,7 +1559,7 @@ Test(symbolize, kept_module_gives_back_file_pages)
 	cr_assert_not_null(realpath(fx, real));
 	for (int i = 0; i < 3; i++)
 		a[i] = nm_symbol(fx, names[i], false, NULL) + 1;
-	symbolizer_keep_open(s, (size_t)1 << 40);
+	symbolizer_keep_open(s, (size_t)1 << 40, 0);
 	n = symbolizer_lookup(s, mod, a[0], f, 8);
 	cr_assert_geq(n, 1);
 	cr_assert_gt(libelf_mapping_rss_kb(real), 0, "the lookup read the file's pages");
