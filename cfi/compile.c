@@ -867,7 +867,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto fail_builder;
 	}
 	prev_end = use->n ? use->v[use->n - 1].end : 0;
-	ret = cfi_builder_finish(b, prev_end, out, err);
+	ret = cfi_builder_finish(b, prev_end, opts->threads, out, err);
 	if (ret) {
 		if (ret == -ENODATA)
 			ret = cfi_fail(err, -ENODATA, "%s: no call frame information", e->name);

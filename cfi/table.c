@@ -1,6 +1,7 @@
 #include "table.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,51 @@ static bool reg_type_valid(uint8_t t)
 	return t <= CFI_REG_VAL_EXPR;
 }
 
-int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_error *err)
+/* What is wrong with page p of `t` (its header, rules and page array
+ * checked), or NULL: the walker reads the block without checks of its
+ * own beyond its chunk. */
+static const char *page_bad(const struct cfi_table *t, uint32_t p)
+{
+	const struct cfi_page *pg = &t->pages[p];
+	uint64_t bsize = CFI_BLOCK_SIZE((uint64_t)pg->nrows, pg->npalette, t->hdr->page_shift);
+	uint32_t nsub = CFI_SUBPAGES(t->hdr->page_shift), s, i;
+	const uint16_t *first, *pal;
+	const uint8_t *off, *rule;
+
+	if (!pg->nrows || !pg->npalette || pg->npalette > CFI_PALETTE_MAX)
+		return "page with no rows or a palette out of range";
+	if (pg->block_off % 2 || pg->block_off + bsize > t->size ||
+	    pg->block_off / CFI_CHUNK_SIZE != (pg->block_off + bsize - 1) / CFI_CHUNK_SIZE)
+		return "page block out of bounds or across a chunk";
+	first = block_first_row(t, pg);
+	off = block_row_off(t, pg);
+	rule = block_rule(t, pg);
+	pal = block_palette(t, pg);
+	if (first[0] != 0 || first[nsub] != pg->nrows)
+		return "sub-page index does not span the page's rows";
+	if (first[1] == 0 || off[0] != 0)
+		return "page does not start with a row";
+	/* Then every entry is at most nrows, for the loop below. */
+	for (s = 0; s < nsub; s++)
+		if (first[s + 1] < first[s])
+			return "sub-page index decreasing";
+	for (s = 0; s < nsub; s++)
+		for (i = first[s] + 1u; i < first[s + 1]; i++)
+			if (off[i] <= off[i - 1])
+				return "row offsets not increasing within a sub-page";
+	for (i = 0; i < pg->nrows; i++)
+		if (rule[i] >= pg->npalette)
+			return "row rule past its page palette";
+	for (i = 0; i < pg->npalette; i++)
+		if (pal[i] >= t->hdr->nrules)
+			return "palette entry past the rules";
+	return NULL;
+}
+
+/* cfi_table_open; `check_pages` false: the finish checked each page
+ * as it wrote it (page_bad), and set the header's row count from them. */
+static int table_open(struct cfi_table *t, void *blob, size_t size, bool check_pages,
+		      struct cfi_error *err)
 {
 	const struct cfi_table_header *h = blob;
 	struct cfi_table tmp;
@@ -100,47 +145,27 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 			if (!reg_type_valid(r->csr_type[k]))
 				return BAD("rule of unknown type");
 	}
-	for (p = 0; p < h->npages; p++) {
-		const struct cfi_page *pg = &tmp.pages[p];
-		uint64_t bsize = CFI_BLOCK_SIZE((uint64_t)pg->nrows, pg->npalette, h->page_shift);
-		uint32_t nsub = CFI_SUBPAGES(h->page_shift), s;
-		const uint16_t *first, *pal;
-		const uint8_t *off, *rule;
+	if (check_pages) {
+		for (p = 0; p < h->npages; p++) {
+			const char *bad = page_bad(&tmp, p);
 
-		if (!pg->nrows || !pg->npalette || pg->npalette > CFI_PALETTE_MAX)
-			return BAD("page with no rows or a palette out of range");
-		if (pg->block_off % 2 || pg->block_off + bsize > size ||
-		    pg->block_off / CFI_CHUNK_SIZE != (pg->block_off + bsize - 1) / CFI_CHUNK_SIZE)
-			return BAD("page block out of bounds or across a chunk");
-		first = block_first_row(&tmp, pg);
-		off = block_row_off(&tmp, pg);
-		rule = block_rule(&tmp, pg);
-		pal = block_palette(&tmp, pg);
-		if (first[0] != 0 || first[nsub] != pg->nrows)
-			return BAD("sub-page index does not span the page's rows");
-		if (first[1] == 0 || off[0] != 0)
-			return BAD("page does not start with a row");
-		/* Then every entry is at most nrows, for the loop below. */
-		for (s = 0; s < nsub; s++)
-			if (first[s + 1] < first[s])
-				return BAD("sub-page index decreasing");
-		for (s = 0; s < nsub; s++)
-			for (i = first[s] + 1u; i < first[s + 1]; i++)
-				if (off[i] <= off[i - 1])
-					return BAD("row offsets not increasing within a sub-page");
-		for (i = 0; i < pg->nrows; i++)
-			if (rule[i] >= pg->npalette)
-				return BAD("row rule past its page palette");
-		for (i = 0; i < pg->npalette; i++)
-			if (pal[i] >= h->nrules)
-				return BAD("palette entry past the rules");
-		rows += pg->nrows;
+			if (bad)
+				return BAD(bad);
+			rows += tmp.pages[p].nrows;
+		}
+	} else {
+		rows = h->nrows;
 	}
 	if (rows != h->nrows)
 		return BAD("row count does not match the pages");
 	*t = tmp;
 	return 0;
 #undef BAD
+}
+
+int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_error *err)
+{
+	return table_open(t, blob, size, true, err);
 }
 
 void cfi_table_free(struct cfi_table *t)
@@ -550,52 +575,122 @@ static inline uint64_t page_end(uint64_t ps, unsigned shift)
 	return ps > UINT64_MAX - size ? UINT64_MAX : ps + size;
 }
 
-/* Per-page row and palette counts for a page shift; false if some page
- * would need more than CFI_PALETTE_MAX rules or a block over a chunk. */
-static bool plan(const struct cfi_builder *b, uint64_t base, uint64_t end, unsigned shift,
-		 uint32_t *stamp, struct cfi_page **pages_out, uint32_t *npages_out,
-		 uint64_t *nrows_out)
+/* The first row at or after `addr`. */
+static size_t row_at(const struct cfi_builder *b, uint64_t addr)
 {
-	uint64_t pages = ((end - base - 1) >> shift) + 1, rows = 0;
-	struct cfi_page *pg;
-	size_t i = 0;
+	size_t lo = 0, hi = b->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (b->addr[mid] < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The finish's work on pages [page_from, page_to), whose rows start at
+ * row_from, and on rows [use_from, use_to) for the rules' counts: done by
+ * two threads on a large table, each on half of the pages and rows, with
+ * the same result as one. */
+struct finish_part {
+	const struct cfi_builder *b;
+	uint64_t base;
+	unsigned shift;
+	uint32_t page_from, page_to;
+	size_t row_from;
+	struct cfi_page *pages;      /* the whole table's: a part writes its own */
+	uint32_t *stamp, *local;     /* per rule, the part's own */
+	/* plan */
+	uint64_t nrows;
+	bool fits;
+	/* rule counts: rows per rule, and the rules in order of first use */
+	size_t use_from, use_to;
+	uint32_t *uses;
+	uint32_t *first_used;
+	uint32_t nfirst;
+	bool count;                  /* count them (in the first plan only) */
+	/* emit */
+	uint8_t *blob;
+	const uint32_t *remap;
+	const struct cfi_table *view;   /* of blob, for page_bad */
+	const char *bad;             /* page_bad's reason for a page it wrote */
+};
+
+/* Per-page row and palette counts of the part's pages at its page shift;
+ * `fits` false if some page would need more than CFI_PALETTE_MAX rules or
+ * a block over a chunk. */
+static void plan(struct finish_part *f)
+{
+	const struct cfi_builder *b = f->b;
+	size_t i = f->row_from;
 	uint64_t p;
 
-	if (pages >= CFI_PAGES_MAX)
-		return false;
-	pg = calloc(pages, sizeof(*pg));
-	if (!pg)
-		return false;
-	memset(stamp, 0, b->nrules * sizeof(*stamp));
-	for (p = 0; p < pages; p++) {
-		uint64_t ps = base + (p << shift), pe = page_end(ps, shift);
+	f->nrows = 0;
+	f->fits = false;
+	memset(f->stamp, 0, b->nrules * sizeof(*f->stamp));
+	for (p = f->page_from; p < f->page_to; p++) {
+		uint64_t ps = f->base + (p << f->shift), pe = page_end(ps, f->shift);
 		uint32_t distinct = 0, n = 0, mark = (uint32_t)p + 1;
 
 		if (!(i < b->n && b->addr[i] == ps)) {
-			stamp[b->rule[i - 1]] = mark;
+			f->stamp[b->rule[i - 1]] = mark;
 			distinct++;
 			n++;
 		}
 		for (; i < b->n && b->addr[i] < pe; i++) {
-			if (stamp[b->rule[i]] != mark) {
-				stamp[b->rule[i]] = mark;
+			if (f->stamp[b->rule[i]] != mark) {
+				f->stamp[b->rule[i]] = mark;
 				distinct++;
 			}
 			n++;
 		}
 		if (distinct > CFI_PALETTE_MAX ||
-		    CFI_BLOCK_SIZE((uint64_t)n, distinct, shift) > CFI_CHUNK_SIZE) {
-			free(pg);
-			return false;
-		}
-		pg[p].nrows = (uint16_t)n;
-		pg[p].npalette = (uint16_t)distinct;
-		rows += n;
+		    CFI_BLOCK_SIZE((uint64_t)n, distinct, f->shift) > CFI_CHUNK_SIZE)
+			return;
+		f->pages[p].nrows = (uint16_t)n;
+		f->pages[p].npalette = (uint16_t)distinct;
+		f->nrows += n;
 	}
-	*pages_out = pg;
-	*npages_out = (uint32_t)pages;
-	*nrows_out = rows;
-	return true;
+	f->fits = true;
+}
+
+/* Rows per rule of the part's rows, and its rules in order of first use. */
+static void count_uses(struct finish_part *f)
+{
+	const uint32_t *rule = f->b->rule;
+	size_t i;
+
+	for (i = f->use_from; i < f->use_to; i++)
+		if (f->uses[rule[i]]++ == 0)
+			f->first_used[f->nfirst++] = rule[i];
+}
+
+static void *plan_and_count(void *arg)
+{
+	struct finish_part *f = arg;
+
+	plan(f);
+	if (f->count)
+		count_uses(f);
+	return NULL;
+}
+
+/* Runs fn on both parts, the second in a thread of its own when `two`
+ * (and one can be had). */
+static void run_parts(void *(*fn)(void *), struct finish_part *part, bool two)
+{
+	pthread_t tid;
+
+	if (two && !pthread_create(&tid, NULL, fn, &part[1])) {
+		fn(&part[0]);
+		pthread_join(tid, NULL);
+		return;
+	}
+	fn(&part[0]);
+	fn(&part[1]);
 }
 
 /* qsort_r's comparator over page indexes; `pages` is the array they
@@ -674,17 +769,69 @@ static int pack_blocks(struct cfi_page *pg, uint32_t npages, unsigned shift, uin
 	return 0;
 }
 
-int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *out,
-		       struct cfi_error *err)
+/* Writes the blocks of the part's pages into its blob, each checked as
+ * cfi_table_open would (page_bad) against `view`, the blob's table. */
+static void *emit(void *arg)
+{
+	struct finish_part *f = arg;
+	const struct cfi_builder *b = f->b;
+	const struct cfi_table *view = f->view;
+	uint32_t nsub = CFI_SUBPAGES(f->shift), p;
+	size_t i = f->row_from;
+
+	memset(f->stamp, 0, b->nrules * sizeof(*f->stamp));
+	for (p = f->page_from; p < f->page_to && !f->bad; p++) {
+		const struct cfi_page *pg = &view->pages[p];
+		uint64_t ps = f->base + ((uint64_t)p << f->shift), pe = page_end(ps, f->shift);
+		uint16_t *first_row = (uint16_t *)(f->blob + pg->block_off);
+		uint8_t *row_off = f->blob + pg->block_off + 2u * (nsub + 1);
+		uint8_t *row_rule = row_off + pg->nrows;
+		uint16_t *palette = (uint16_t *)(row_rule + pg->nrows);
+		uint32_t row = 0, pal = 0, mark = p + 1, sub = 0;
+
+#define EMIT(off, gidx) do {                                            \
+		uint32_t g_ = (gidx), o_ = (uint32_t)(off);             \
+		if (f->stamp[g_] != mark) {                             \
+			f->stamp[g_] = mark;                            \
+			f->local[g_] = pal;                             \
+			palette[pal++] = (uint16_t)f->remap[g_];        \
+		}                                                       \
+		while (sub < o_ >> CFI_SUBPAGE_SHIFT)                   \
+			first_row[++sub] = (uint16_t)row;               \
+		row_off[row] = (uint8_t)o_;                             \
+		row_rule[row] = (uint8_t)f->local[g_];                  \
+		row++;                                                  \
+	} while (0)
+		first_row[0] = 0;
+		if (!(i < b->n && b->addr[i] == ps))
+			EMIT(0, b->rule[i - 1]);
+		for (; i < b->n && b->addr[i] < pe; i++)
+			EMIT(b->addr[i] - ps, b->rule[i]);
+#undef EMIT
+		while (sub < nsub)
+			first_row[++sub] = (uint16_t)row;
+		f->bad = page_bad(view, p);
+	}
+	return NULL;
+}
+
+/* Below this many rows the finish stays in one thread. */
+#define FINISH_SPLIT_MIN (64u << 10)
+
+int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
+		       struct cfi_table *out, struct cfi_error *err)
 {
 	struct cfi_table_header h = { .magic = CFI_TABLE_MAGIC, .version = CFI_TABLE_VERSION };
-	uint32_t *stamp = NULL, *local = NULL, *remap = NULL;
+	struct finish_part part[2] = { { 0 } };
+	struct cfi_table view;
+	uint32_t *remap = NULL;
 	struct cfi_page *pages = NULL;
-	uint64_t nrows = 0, size;
+	uint64_t nrows = 0, size, npages = 0;
 	unsigned shift;
 	uint8_t *blob = NULL;
-	size_t i;
-	uint32_t p, nused = 0;
+	size_t i, k;
+	uint32_t nused = 0;
+	bool two, counted = false;
 	int ret;
 
 	/* Trailing "no info" rows are implied by the end of the range. */
@@ -697,40 +844,79 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	if (b->addr[b->n - 1] >= end)
 		return cfi_fail(err, -EINVAL, "row at or past the end of the table");
 
-	stamp = malloc((b->nrules + 1) * sizeof(*stamp));
-	local = malloc((b->nrules + 1) * sizeof(*local));
+	/* Two threads, each on half of the pages (and of the rows, for the
+	 * rules' counts): the table is byte for byte one thread's. */
+	two = threads == 2 || (threads == 0 && b->n >= FINISH_SPLIT_MIN);
 	remap = malloc((b->nrules + 1) * sizeof(*remap));
-	if (!stamp || !local || !remap) {
+	for (k = 0; k < 2; k++) {
+		part[k].b = b;
+		part[k].stamp = malloc((b->nrules + 1) * sizeof(*part[k].stamp));
+		part[k].local = malloc((b->nrules + 1) * sizeof(*part[k].local));
+		part[k].uses = calloc(b->nrules + 1, sizeof(*part[k].uses));
+		part[k].first_used = malloc((b->nrules + 1) * sizeof(*part[k].first_used));
+		if (!part[k].stamp || !part[k].local || !part[k].uses || !part[k].first_used)
+			remap = (free(remap), NULL);
+	}
+	if (!remap) {
 		ret = cfi_fail(err, -ENOMEM, "out of memory");
 		goto out;
 	}
+	part[0].use_to = part[1].use_from = two ? b->n / 2 : b->n;
+	part[1].use_to = b->n;
 	h.base = b->addr[0];
 	h.end = end;
 	/* The largest page whose palette fits a byte and whose block fits a
 	 * chunk: fewest page records. */
-	for (shift = CFI_PAGE_SHIFT_MAX; shift >= CFI_PAGE_SHIFT_MIN; shift--)
-		if (plan(b, h.base, end, shift, stamp, &pages, &h.npages, &nrows))
+	for (shift = CFI_PAGE_SHIFT_MAX; shift >= CFI_PAGE_SHIFT_MIN; shift--) {
+		uint64_t mid;
+
+		npages = ((end - h.base - 1) >> shift) + 1;
+		if (npages >= CFI_PAGES_MAX)
+			continue;
+		free(pages);
+		pages = calloc(npages, sizeof(*pages));
+		if (!pages) {
+			ret = cfi_fail(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		mid = two ? npages / 2 : npages;
+		for (k = 0; k < 2; k++) {
+			part[k].base = h.base;
+			part[k].shift = shift;
+			part[k].pages = pages;
+			part[k].count = !counted;
+		}
+		part[0].page_to = part[1].page_from = (uint32_t)mid;
+		part[1].page_to = (uint32_t)npages;
+		part[1].row_from = mid < npages ? row_at(b, h.base + (mid << shift)) : b->n;
+		run_parts(plan_and_count, part, two);
+		counted = true;
+		if (part[0].fits && part[1].fits)
 			break;
+	}
+	nrows = part[0].nrows + part[1].nrows;
 	if (shift < CFI_PAGE_SHIFT_MIN || nrows > UINT32_MAX) {
 		ret = cfi_fail(err, -E2BIG, "code range 0x%llx-0x%llx too large or too irregular to page",
 			       (unsigned long long)h.base, (unsigned long long)end);
 		goto out;
 	}
 	h.page_shift = shift;
+	h.npages = (uint32_t)npages;
 	h.nrows = (uint32_t)nrows;
 
 	/* Keep only the rules some row uses (a replaced row may have left
-	 * one), numbered in order of first use. */
-	free(b->uses);
-	b->uses = calloc(b->nrules + 1, sizeof(*b->uses));
-	if (!b->uses) {
-		ret = cfi_fail(err, -ENOMEM, "out of memory");
-		goto out;
-	}
+	 * one), numbered in order of first use: the first part's, then the
+	 * second's not used in the first. */
 	memset(remap, 0xff, b->nrules * sizeof(*remap));
-	for (i = 0; i < b->n; i++)
-		if (b->uses[b->rule[i]]++ == 0)
-			remap[b->rule[i]] = nused++;
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < part[k].nfirst; i++)
+			if (remap[part[k].first_used[i]] == UINT32_MAX)
+				remap[part[k].first_used[i]] = nused++;
+	for (i = 0; i < b->nrules; i++)
+		part[0].uses[i] += part[1].uses[i];
+	free(b->uses);
+	b->uses = part[0].uses;
+	part[0].uses = NULL;
 	b->uses_rows = b->n;
 	h.nrules = nused;
 	h.pages_off = sizeof(h);
@@ -754,57 +940,35 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *ou
 	}
 	memcpy(blob, &h, sizeof(h));
 	memcpy(blob + h.pages_off, pages, (size_t)h.npages * sizeof(*pages));
-	{
-		struct cfi_rule *rules = (struct cfi_rule *)(blob + h.rules_off);
-		size_t k;
-
-		for (k = 0; k < b->nrules; k++)
-			if (remap[k] != UINT32_MAX)
-				rules[remap[k]] = b->rules[k];
+	view = (struct cfi_table){ .blob = blob, .size = size, .hdr = (const void *)blob,
+				   .pages = (const void *)(blob + h.pages_off),
+				   .rules = (const void *)(blob + h.rules_off) };
+	for (k = 0; k < b->nrules; k++)
+		if (remap[k] != UINT32_MAX)
+			((struct cfi_rule *)(blob + h.rules_off))[remap[k]] = b->rules[k];
+	for (k = 0; k < 2; k++) {
+		part[k].blob = blob;
+		part[k].remap = remap;
+		part[k].view = &view;
 	}
-	memset(stamp, 0, b->nrules * sizeof(*stamp));
-	i = 0;
-	for (p = 0; p < h.npages; p++) {
-		const struct cfi_page *pg = &pages[p];
-		uint64_t ps = h.base + ((uint64_t)p << shift), pe = page_end(ps, shift);
-		uint32_t nsub = CFI_SUBPAGES(shift), sub = 0;
-		uint16_t *first_row = (uint16_t *)(blob + pg->block_off);
-		uint8_t *row_off = blob + pg->block_off + 2u * (nsub + 1);
-		uint8_t *row_rule = row_off + pg->nrows;
-		uint16_t *palette = (uint16_t *)(row_rule + pg->nrows);
-		uint32_t row = 0, pal = 0, mark = p + 1;
-
-#define EMIT(off, gidx) do {                                            \
-		uint32_t g_ = (gidx), o_ = (uint32_t)(off);             \
-		if (stamp[g_] != mark) {                                \
-			stamp[g_] = mark;                               \
-			local[g_] = pal;                                \
-			palette[pal++] = (uint16_t)remap[g_];           \
-		}                                                       \
-		while (sub < o_ >> CFI_SUBPAGE_SHIFT)                   \
-			first_row[++sub] = (uint16_t)row;               \
-		row_off[row] = (uint8_t)o_;                             \
-		row_rule[row] = (uint8_t)local[g_];                     \
-		row++;                                                  \
-	} while (0)
-		first_row[0] = 0;
-		if (!(i < b->n && b->addr[i] == ps))
-			EMIT(0, b->rule[i - 1]);
-		for (; i < b->n && b->addr[i] < pe; i++)
-			EMIT(b->addr[i] - ps, b->rule[i]);
-#undef EMIT
-		while (sub < nsub)
-			first_row[++sub] = (uint16_t)row;
+	run_parts(emit, part, two);
+	if (part[0].bad || part[1].bad) {
+		ret = cfi_fail(err, -EBADMSG, "corrupt CFI table: %s", part[0].bad ?: part[1].bad);
+		goto out;
 	}
-	ret = cfi_table_open(out, blob, size, err);
+	ret = table_open(out, blob, size, false, err);
 	if (!ret)
 		blob = NULL;
 out:
 	free(blob);
 	free(pages);
-	free(stamp);
-	free(local);
 	free(remap);
+	for (k = 0; k < 2; k++) {
+		free(part[k].stamp);
+		free(part[k].local);
+		free(part[k].uses);
+		free(part[k].first_used);
+	}
 	return ret;
 }
 

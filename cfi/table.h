@@ -81,10 +81,11 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src);
 size_t cfi_builder_rows(const struct cfi_builder *b);
 
 /* Finishes the table: coverage ends at `end` (no row may start at or
- * after it).  Returns 0, -ENODATA if no row has unwind information, or
- * another negative errno with the reason. */
-int cfi_builder_finish(struct cfi_builder *b, uint64_t end, struct cfi_table *out,
-		       struct cfi_error *err);
+ * after it).  `threads`: 1 or 2, or 0 for two on a large table (the
+ * table is the same).  Returns 0, -ENODATA if no row has unwind
+ * information, or another negative errno with the reason. */
+int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
+		       struct cfi_table *out, struct cfi_error *err);
 
 /* After a successful finish: the table's rows (identical neighbours
  * merged, page-start repeats not counted) and how many of them carry a

@@ -212,7 +212,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (max_span() && prev_end - fdes[0].start > max_span())
 		goto out;
 	memset(&err, 0, sizeof(err));
-	ret = cfi_builder_finish(b, prev_end, &t, &err);
+	ret = cfi_builder_finish(b, prev_end, 0, &t, &err);
 	fuzz_check_error(ret, &err);
 	/* A table the builder made must pass its own validator. */
 	if (ret == -EBADMSG || ret == -EPROTO) {

@@ -266,8 +266,23 @@ static void check_against_model(const struct gen *g)
 	model_finish(&m, addr);
 	cr_assert_gt(m.n, 0, "generator produced no rows");
 
-	ret = cfi_builder_finish(b, addr, &t, &err);
+	ret = cfi_builder_finish(b, addr, 1, &t, &err);
 	cr_assert_eq(ret, 0, "seed %llu: %s", (unsigned long long)g->seed, err.msg);
+	/* Finished again by two threads, each on half of the pages: the
+	 * same table, byte for byte.  (The first finish dropped trailing
+	 * "no info" rows, ending the table at the first of them.) */
+	{
+		struct cfi_table t2;
+
+		ret = cfi_builder_finish(b, t.hdr->end, 2, &t2, &err);
+		cr_assert_eq(ret, 0, "seed %llu, two threads: %s", (unsigned long long)g->seed,
+			     err.msg);
+		cr_assert_eq(t2.size, t.size, "seed %llu: %zu bytes in two threads, %zu in one",
+			     (unsigned long long)g->seed, t2.size, t.size);
+		cr_assert_eq(memcmp(t2.blob, t.blob, t.size), 0,
+			     "seed %llu: two threads' table differs", (unsigned long long)g->seed);
+		cfi_table_free(&t2);
+	}
 	{
 		uint64_t rows = 0, unsupported = 0, want = 0;
 
@@ -395,7 +410,7 @@ Test(model, many_rules_force_smaller_pages)
 			struct cfi_table t;
 			struct cfi_error err = { { 0 } };
 
-			cr_assert_eq(cfi_builder_finish(b, 0x1000 + 16 * 1024, &t, &err), 0, "%s", err.msg);
+			cr_assert_eq(cfi_builder_finish(b, 0x1000 + 16 * 1024, 0, &t, &err), 0, "%s", err.msg);
 			/* 1024 rules in 16 KiB: 256 per 4 KiB page, 257+ above. */
 			cr_assert_eq(t.hdr->page_shift, 12);
 			cfi_table_free(&t);
@@ -459,7 +474,7 @@ static unsigned shift_for_rows(int n, uint32_t *page0_rows)
 	pool_init();
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(cfi_builder_add(b, 0x10000 + 2 * (uint64_t)i, &pool[1 + i % 2]), 0);
-	cr_assert_eq(cfi_builder_finish(b, 0x10000 + 2 * (uint64_t)n, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, 0x10000 + 2 * (uint64_t)n, 0, &t, &err), 0, "%s", err.msg);
 	shift = t.hdr->page_shift;
 	*page0_rows = t.pages[0].nrows;
 	cfi_table_free(&t);
@@ -510,7 +525,7 @@ static int lookup_rule(const struct cfi_table *t, uint64_t addr, struct cfi_rule
 static void finish_ok(struct cfi_builder *b, uint64_t end, struct cfi_table *t)
 {
 	struct cfi_error err = { { 0 } };
-	int ret = cfi_builder_finish(b, end, t, &err);
+	int ret = cfi_builder_finish(b, end, 0, t, &err);
 
 	cr_assert_eq(ret, 0, "finish: %d %s", ret, err.msg);
 }
@@ -660,7 +675,7 @@ Test(builder, no_rows)
 	struct cfi_table t;
 	struct cfi_error err = { { 0 } };
 
-	cr_assert_eq(cfi_builder_finish(b, 0x1000, &t, &err), -ENODATA);
+	cr_assert_eq(cfi_builder_finish(b, 0x1000, 0, &t, &err), -ENODATA);
 	cr_assert_neq(err.msg[0], 0);
 	cfi_builder_free(b);
 
@@ -668,7 +683,7 @@ Test(builder, no_rows)
 	cfi_builder_add(b, 0x1000, &u);
 	cfi_builder_add(b, 0x2000, &u);
 	memset(&err, 0, sizeof(err));
-	cr_assert_eq(cfi_builder_finish(b, 0x3000, &t, &err), -ENODATA);
+	cr_assert_eq(cfi_builder_finish(b, 0x3000, 0, &t, &err), -ENODATA);
 	cr_assert_neq(err.msg[0], 0);
 	cfi_builder_free(b);
 }
@@ -682,7 +697,7 @@ Test(builder, bad_order_and_end)
 
 	cr_assert_eq(cfi_builder_add(b, 0x2000, &a), 0);
 	cr_assert_eq(cfi_builder_add(b, 0x1fff, &c), -EINVAL);
-	cr_assert_neq(cfi_builder_finish(b, 0x2000, &t, &err), 0);
+	cr_assert_neq(cfi_builder_finish(b, 0x2000, 0, &t, &err), 0);
 	cr_assert_neq(err.msg[0], 0);
 	cfi_builder_free(b);
 }
@@ -697,7 +712,7 @@ Test(builder, range_too_large)
 	/* 2 TiB needs 2^25 pages of 64 KiB. */
 	cfi_builder_add(b, 0, &a);
 	cfi_builder_add(b, 1ull << 41, &c);
-	cr_assert_eq(cfi_builder_finish(b, (1ull << 41) + 1, &t, &err), -E2BIG);
+	cr_assert_eq(cfi_builder_finish(b, (1ull << 41) + 1, 0, &t, &err), -E2BIG);
 	cr_assert_neq(err.msg[0], 0);
 	cfi_builder_free(b);
 }
@@ -892,7 +907,7 @@ Test(format, subpage_lookup_edges)
 #undef ROW
 	for (i = 0; i < n; i++)
 		cr_assert_eq(cfi_builder_add(b, at[i], &pool[id[i]]), 0);
-	cr_assert_eq(cfi_builder_finish(b, END, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, END, 0, &t, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	cr_assert_eq(t.hdr->page_shift, 16);
 	cr_assert_eq(t.hdr->npages, 2);
@@ -951,7 +966,7 @@ Test(validator, row_offsets_decreasing_in_a_subpage)
 	cr_assert_eq(cfi_builder_add(b, 0x1000, &pool[1]), 0);
 	cr_assert_eq(cfi_builder_add(b, 0x1010, &pool[2]), 0);
 	cr_assert_eq(cfi_builder_add(b, 0x1020, &pool[1]), 0);
-	cr_assert_eq(cfi_builder_finish(b, 0x1100, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, 0x1100, 0, &t, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	size = t.size;
 	blob = malloc(size);

@@ -47,7 +47,7 @@ static void add_table(struct walk *w, int t, uint64_t start, const uint64_t *at,
 	cr_assert_not_null(b);
 	for (i = 0; i < n; i++)
 		cr_assert_eq(cfi_builder_add(b, start + at[i], &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, start + 0x1000, &w->table[t], &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, start + 0x1000, 0, &w->table[t], &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	w->tab[t] = (struct walker_user_table){ .id = t + 1, .table = &w->table[t] };
 	w->map[t] = (struct walker_mapping){ .start = start, .end = start + 0x1000,
@@ -137,7 +137,7 @@ Test(walker_fast, a_row_span_is_exactly_its_row)
 		rules[i] = (struct cfi_rule){ CFA(7, 8 * (i + 1)), RA_AT8 };
 		cr_assert_eq(cfi_builder_add(b, CODE + at[i], &rules[i]), 0);
 	}
-	cr_assert_eq(cfi_builder_finish(b, CODE + 0x3000, &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, CODE + 0x3000, 0, &t, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	h = t.blob;
 	g = (struct cfi_table_geom){ .base = h->base, .end = h->end, .page_shift = h->page_shift,

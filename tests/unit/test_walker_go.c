@@ -118,7 +118,7 @@ static void walk(struct walk *w, bool no_record, unsigned want_frames, unsigned 
 	cr_assert_not_null(b);
 	for (i = 0; i < 4; i++)
 		cr_assert_eq(cfi_builder_add(b, FN(i), &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, FN(4), &w->table, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, FN(4), 0, &w->table, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	if (!no_record)
 		cr_assert_eq(cfi_table_add_go(&w->table, &w->gi, &err), 0, "%s", err.msg);
@@ -253,7 +253,7 @@ Test(walker_go, record_is_validated)
 	uint8_t *blob;
 
 	cr_assert_eq(cfi_builder_add(b, FN(0), &r), 0);
-	cr_assert_eq(cfi_builder_finish(b, FN(1), &t, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, FN(1), 0, &t, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	cr_assert_null(cfi_table_go(&t));
 	cr_assert_eq(cfi_table_add_go(&t, &go_info, &err), 0, "%s", err.msg);

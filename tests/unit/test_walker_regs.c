@@ -47,7 +47,7 @@ static void setup(struct walk *w, const struct cfi_rule *rules, int n)
 	cr_assert_not_null(b);
 	for (i = 0; i < n; i++)
 		cr_assert_eq(cfi_builder_add(b, FN(i), &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, FN(n), &w->table, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_builder_finish(b, FN(n), 0, &w->table, &err), 0, "%s", err.msg);
 	cfi_builder_free(b);
 	tab.id = 1;
 	tab.table = &w->table;
