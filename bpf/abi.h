@@ -309,6 +309,12 @@ struct cfiprof_miss_event {
 
 #define CFIPROF_MISS_INTERVAL_NS (50ull * 1000 * 1000)
 
+/* miss_last's key (bpf/maps.h): a process and a table it missed. */
+struct miss_key {
+	__u32 tgid;
+	__u32 table_id;
+};
+
 /* The agent reads a process's mappings this long after it handles the
  * process's fork or exec record (and after a mapping change it is told
  * of).  A PROT_EXEC mmap sooner than this after the fork or exec (ld.so

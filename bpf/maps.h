@@ -47,9 +47,12 @@ struct {
  *                  process tracking, and never again; from then on only
  *                  on_free writes it, removing each thread that exited once
  *                  its task is freed (its tid, reused, names another thread).
- *   proc_epochs    BPF only (proc_track.h).  At the fork, exec and exit of
- *                  a profiled process its entry becomes the time, before
- *                  the record telling the agent is sent.
+ *   proc_epochs    BPF writes it (proc_track.h): at the fork, exec and exit
+ *                  of a profiled process its entry becomes the time, before
+ *                  the record telling the agent is sent.  The agent only
+ *                  deletes the entry of a process whose exit it handled,
+ *                  its proc_infos and proc_mappings entries gone
+ *                  (agent/procs/bpf_procs.h: why that is safe).
  *   proc_infos,    the agent only (agent/procs/bpf_procs.c).  It reads
  *   proc_mappings  proc_epochs[tgid] (absent: 0), then /proc/PID/maps,
  *                  and publishes the mappings with that epoch in
@@ -81,7 +84,8 @@ struct {
 	__type(value, struct proc_info);
 } proc_infos SEC(".maps");
 
-/* LRU: entries of exited processes stay until room is needed, and the
+/* LRU: the entries of exited processes the agent has not deleted yet
+ * (or whose exit record was lost) stay until room is needed, and the
  * entries walks look up are the last to go. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -131,12 +135,11 @@ struct {
 	__uint(max_entries, CFIPROF_RINGBUF_SIZE);
 } events SEC(".maps");
 
-/* When each (process, table) miss was last reported.  LRU: a busy host
- * has more pairs than fit, and a forgotten pair merely reports again. */
-struct miss_key {
-	__u32 tgid;
-	__u32 table_id;
-};
+/* When each (process, table) miss was last reported (struct miss_key).
+ * LRU: a busy host has more pairs than fit, and a forgotten pair merely
+ * reports again.  The agent deletes the entries older than
+ * CFIPROF_MISS_INTERVAL_NS at each cut (agent/record/engine.c), which
+ * would otherwise stay, those of exited processes, until it is full. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

@@ -72,6 +72,11 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 	return bpf_map_lookup_elem(maps->epochs_fd, &pid, &epoch) ? 0 : epoch;
 }
 
+void bpf_proc_forget_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
+{
+	bpf_map_delete_elem(maps->epochs_fd, &pid);
+}
+
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots)
 {

@@ -4,8 +4,8 @@
  * hash, and its proc_infos entry saying how many there are, which of its
  * two slots is live and which epoch of the process they belong to.  The
  * only writer of those two maps, and the agent's only writer of
- * target_pids; BPF writes the epochs (proc_epochs).  The protocol is in
- * bpf/maps.h.
+ * target_pids; BPF writes the epochs (proc_epochs), which this deletes
+ * once a process's exit was handled.  The protocol is in bpf/maps.h.
  */
 #ifndef AGENT_PROCS_BPF_PROCS_H
 #define AGENT_PROCS_BPF_PROCS_H
@@ -18,7 +18,7 @@
 struct bpf_proc_maps {
 	int mappings_fd;           /* proc_mappings */
 	int infos_fd;              /* proc_infos */
-	int epochs_fd;             /* proc_epochs: read only */
+	int epochs_fd;             /* proc_epochs: read, and an exited process's deleted */
 	int targets_fd;            /* target_pids: until tracking is attached */
 };
 
@@ -45,6 +45,15 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid);
  * grace period.  Returns 0 or a negative errno. */
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots);
+
+/* Deletes the epoch of `pid`, which exited and whose entries are gone:
+ * no walk can match them any more, and the entry would otherwise stay
+ * until the LRU map is full (a busy machine's exits fill it in half an
+ * hour).  Safe against the pid's reuse: the new process's fork comes
+ * after the exit in the ring buffer, so its mappings are read (with the
+ * epoch as it is then) after this, and a fork or exec of it that raced
+ * with the deletion leaves an entry absent, read as 0 and published so. */
+void bpf_proc_forget_epoch(const struct bpf_proc_maps *maps, uint32_t pid);
 
 /* Removes every entry of `pid` (its proc_info may already be gone). */
 int bpf_proc_unpublish(const struct bpf_proc_maps *maps, uint32_t pid, struct bpf_proc_slots *slots);

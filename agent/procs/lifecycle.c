@@ -162,6 +162,7 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 	} else {
 		procs_reset(r, p);
 	}
+	bpf_proc_forget_epoch(&r->bpf, (uint32_t)pid);
 	/* The queue of exits to forget only ever grows at the tail: take
 	 * the forgotten head back before growing it. */
 	live = r->nexited - r->exited_head;

@@ -478,6 +478,31 @@ static void cut_begin(struct record_engine *e)
 	}
 }
 
+/* Deletes the miss_last entries older than CFIPROF_MISS_INTERVAL_NS:
+ * they hold back no report, and those of exited processes would stay
+ * until the LRU map is full.  (Deleting one BPF renews meanwhile costs
+ * one report sent twice.)  Keys are collected first: deleting during
+ * bpf_map_get_next_key's walk would restart it. */
+static void forget_old_misses(struct record_engine *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.miss_last);
+	uint32_t cap = bpf_map__max_entries(e->skel->maps.miss_last), n = 0, i;
+	struct miss_key *old = malloc((size_t)cap * sizeof(*old)), key, cur, *prev = NULL;
+	uint64_t now = mono_ns(), last;
+
+	if (!old)
+		return;
+	while (n < cap && !bpf_map_get_next_key(fd, prev, &key)) {
+		if (!bpf_map_lookup_elem(fd, &key, &last) && now - last >= CFIPROF_MISS_INTERVAL_NS)
+			old[n++] = key;
+		cur = key;
+		prev = &cur;
+	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &old[i]);
+	free(old);
+}
+
 /* Empties the aggregation for the next cut, which starts at now/wall.
  * 0 or -ENOMEM (the aggregation then stays as it was). */
 static int cut_end(struct record_engine *e, uint64_t now, const struct timespec *wall)
@@ -491,6 +516,7 @@ static int cut_end(struct record_engine *e, uint64_t now, const struct timespec 
 	 * before go, so that a daemon on a host where programs come and go
 	 * holds the live ones' only. */
 	modules_release_unused(&e->mods);
+	forget_old_misses(e);
 	e->cut_ns = now;
 	e->cut_wall = *wall;
 	e->cuts++;

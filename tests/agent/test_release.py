@@ -10,13 +10,17 @@ deleted once it exited.  While they run, the agent holds some of them
 (its modules rise: the test sees them); a few
 intervals after the last one, its fds and its `cfiprof_modules` are back
 near where they were before (the pre-release agent ended 80 fds and 43
-modules up), and `cfiprof_modules_released_total` counts them.  A pull spanning the run still has every copy's exact chain,
+modules up), and `cfiprof_modules_released_total` counts them; so are
+the entries BPF's maps keep of them, proc_epochs and miss_last (before
+the agent deleted them, 40 and more stayed for the LRU maps to fill over
+hours).  A pull spanning the run still has every copy's exact chain,
 symbolized: releasing never loses the names of the interval they ran in.
 
 usage: test_release.py CASE      (test_release.py --list lists them)
 Needs root; the environment of tests/record/meson.build (CFIPROF, REC_FX_*).
 """
 import os
+import json
 import re
 import shutil
 import struct
@@ -94,11 +98,32 @@ def fds(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def map_entries(pid, name):
+    """Entries of the agent's BPF map `name`, read from the kernel: the
+    map it holds an fd of (/proc/PID/fdinfo), dumped by bpftool."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:bpf-map":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                mid = re.search(r"^map_id:\s*(\d+)", f.read(), re.M).group(1)
+        except (OSError, AttributeError):
+            continue
+        show = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", mid],
+                                         stdout=subprocess.PIPE, check=True).stdout)
+        if show.get("name") == name:
+            return len(json.loads(subprocess.run(["bpftool", "-j", "map", "dump", "id", mid],
+                                                 stdout=subprocess.PIPE, check=True).stdout))
+    raise tr.Fail(f"the agent holds no BPF map {name}")
+
+
 def figures(base, pid, what):
     m = metrics(base)
     f = {"fds": fds(pid), "modules": int(m.get("cfiprof_modules", -1)),
-         "released": int(m.get("cfiprof_modules_released_total", -1))}
-    tr.log(f"{what}: {f['fds']} fds, {f['modules']} modules, {f['released']} released")
+         "released": int(m.get("cfiprof_modules_released_total", -1)),
+         "epochs": map_entries(pid, "proc_epochs"), "misses": map_entries(pid, "miss_last")}
+    tr.log(f"{what}: {f['fds']} fds, {f['modules']} modules, {f['released']} released, "
+           f"BPF map entries: proc_epochs {f['epochs']}, miss_last {f['misses']}")
     return f
 
 
@@ -156,7 +181,9 @@ def t_release_modules(tmp):
                 end = figures(agent.base, agent.pid, "after the run")
                 if (end["fds"] <= base["fds"] + SLACK and
                         end["modules"] <= base["modules"] + SLACK and
-                        end["released"] >= PROGRAMS) or time.monotonic() > deadline:
+                        end["released"] >= PROGRAMS and
+                        end["epochs"] <= base["epochs"] + SLACK and
+                        end["misses"] <= base["misses"] + SLACK) or time.monotonic() > deadline:
                     break
         finally:
             agent.stop()
@@ -172,6 +199,15 @@ def t_release_modules(tmp):
     if end["modules"] > base["modules"] + SLACK:
         raise tr.Fail(f"{end['modules']} modules 30 s after the last of 40 programs exited, "
                    f"{base['modules']} before them: they are never released")
+    # BPF's entries of the exited: the epochs and the misses of 40
+    # programs (each missed its own table) are deleted, not left for the
+    # LRU maps to fill up over hours.
+    if end["epochs"] > base["epochs"] + SLACK:
+        raise tr.Fail(f"{end['epochs']} proc_epochs entries 30 s after the last of 40 programs "
+                      f"exited, {base['epochs']} before them: the exited processes' stay")
+    if end["misses"] > base["misses"] + SLACK:
+        raise tr.Fail(f"{end['misses']} miss_last entries 30 s after the last of 40 programs "
+                      f"exited, {base['misses']} before them: old misses stay")
     if end["released"] < PROGRAMS:
         raise tr.Fail(f"cfiprof_modules_released_total {end['released']}, want at least "
                    f"{PROGRAMS}")
