@@ -179,7 +179,8 @@ struct cfi_table_header {
 
 /* Why a user-stack walk ended.  Every sample carries one. */
 enum cfiprof_walk_end {
-	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined / 0) */
+	WALK_END_OUTERMOST   = 0, /* reached the outermost frame (RA undefined; by frame
+				   * pointer, rbp 0 or a return address of 0) */
 	WALK_END_NO_MAPPING  = 1, /* an address outside every known executable mapping */
 	WALK_END_NO_TABLE    = 2, /* the frame's table is not loaded: with stack snapshots
 	                           * (EVENT_SNAPSHOT) BPF stops there and the agent finishes
@@ -189,7 +190,8 @@ enum cfiprof_walk_end {
 	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
 	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
 	WALK_END_DEPTH       = 5, /* --max-depth reached */
-	WALK_END_BAD_FRAME   = 6, /* the stack pointer did not move up: corrupt or a loop */
+	WALK_END_BAD_FRAME   = 6, /* the stack pointer did not move up (corrupt or a loop),
+				   * or the return address a frame's CFI placed is 0 */
 	WALK_END_NO_USER     = 7, /* kernel thread: no user stack at all */
 	WALK_END_FP_FAILED   = 8, /* frame-pointer fallback (no CFI here) found no frame */
 	WALK_END_STACK_SWITCH = 9, /* Go's runtime switched stacks here (CFI_RULE_STACK_SWITCH):

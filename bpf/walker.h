@@ -511,6 +511,15 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	}
 
 step:
+	/* The rule says the frame saved a return address, and the word
+	 * there is 0: no caller's code is at 0, and an outermost frame says
+	 * it is one by its rule (the return address undefined: glibc's _start
+	 * and clone, Go's TOPFRAME functions).  Registers and memory out of
+	 * step (a thread's first instants on its new stack, a word read
+	 * where the frame no longer is) read so; walk_one would take the 0
+	 * for the end of the stack and call a short stack complete. */
+	if (!ra)
+		return WALK_END_BAD_FRAME;
 	step_csr(st, r, cfa);
 	st->sp = cfa;
 	st->ip = ra;

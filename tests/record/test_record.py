@@ -2019,10 +2019,11 @@ def t_no_double_close(tmp):
 # on the system stack.
 GO_CHAIN = ["runtime.goexit", "runtime.main", "main.main", "main.chainA", "main.chainB",
             "main.chainC"]
-# TOPFRAME functions of Go's runtime: the roots of goroutine and g0 stacks;
-# and runtime.clone, whose child half runs on the new thread's empty stack
-# until it calls mstart (seen once in 2,408 samples).
-GO_ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go", "runtime.clone"}
+# TOPFRAME functions of Go's runtime: the roots of goroutine and g0 stacks.
+# (runtime.clone's child half, on the new thread's empty stack until it
+# calls mstart, reads a return address of 0 where its CFI puts one: a
+# bad_frame, not a root.)
+GO_ROOTS = {"runtime.goexit", "runtime.mstart", "runtime.rt0_go"}
 # The functions at which Go's runtime runs code on another stack (the
 # g0 stack): a walk through them must end as stack_switch.
 GO_SWITCHES = {"runtime.systemstack", "runtime.mcall", "runtime.morestack",
