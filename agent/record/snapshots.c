@@ -246,7 +246,8 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	for (;;) {
 		const struct cfi_table *t;
 		struct module *mod;
-		bool wait;
+		/* (A module forgotten meanwhile has no table to wait for.) */
+		bool wait = false;
 
 		in.ntables = ntables;
 		w->flags = 0;
