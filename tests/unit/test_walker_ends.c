@@ -52,15 +52,7 @@ struct walk {
  * pointers). */
 static void setup(struct walk *w, const struct cfi_rule *rules, int n, int ntables)
 {
-	struct cfi_builder *b = cfi_builder_new();
-	struct cfi_error err = { "" };
-	int i;
-
-	cr_assert_not_null(b);
-	for (i = 0; i < n; i++)
-		cr_assert_eq(cfi_builder_add(b, FN(i), &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, FN(n), 0, &w->table, &err), 0, "%s", err.msg);
-	cfi_builder_free(b);
+	walker_fixture_table(&w->table, CODE, NULL, rules, n, FN(n));
 	w->tab = (struct walker_user_table){ .id = 1, .table = &w->table };
 	w->map = (struct walker_mapping){ .start = CODE, .end = CODE + 0x1000,
 					  .table_id = ntables ? 1 : 0, .module_id = 1 };
@@ -72,15 +64,7 @@ static void setup(struct walk *w, const struct cfi_rule *rules, int n, int ntabl
 
 static void walk(struct walk *w, const uint64_t *want, unsigned n, unsigned want_end)
 {
-	unsigned i;
-
-	cr_assert_eq(walker_user_walk(&w->in, w->ev, NULL), 0);
-	cr_expect_eq(w->ev->end_reason, want_end, "end %u, want %u", w->ev->end_reason, want_end);
-	cr_assert_eq(w->ev->nuser, n, "%u frames, want %u (end %u)", w->ev->nuser, n,
-		     w->ev->end_reason);
-	for (i = 0; i < n; i++)
-		cr_expect_eq(w->ev->addrs[i], want[i], "frame %u: %#llx, want %#llx", i,
-			     (unsigned long long)w->ev->addrs[i], (unsigned long long)want[i]);
+	walker_fixture_check(&w->in, w->ev, want, n, want_end);
 	cfi_table_free(&w->table);
 	free(w->ev);
 }

@@ -40,15 +40,7 @@ struct walk {
 static void add_table(struct walk *w, int t, uint64_t start, const uint64_t *at,
 		      const struct cfi_rule *rules, int n)
 {
-	struct cfi_builder *b = cfi_builder_new();
-	struct cfi_error err = { "" };
-	int i;
-
-	cr_assert_not_null(b);
-	for (i = 0; i < n; i++)
-		cr_assert_eq(cfi_builder_add(b, start + at[i], &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, start + 0x1000, 0, &w->table[t], &err), 0, "%s", err.msg);
-	cfi_builder_free(b);
+	walker_fixture_table(&w->table[t], start, at, rules, n, start + 0x1000);
 	w->tab[t] = (struct walker_user_table){ .id = t + 1, .table = &w->table[t] };
 	w->map[t] = (struct walker_mapping){ .start = start, .end = start + 0x1000,
 					     .table_id = t + 1, .module_id = t + 1 };
@@ -64,15 +56,7 @@ static void setup(struct walk *w, int ntables)
 
 static void check(struct walk *w, const uint64_t *want, unsigned n, unsigned want_end)
 {
-	unsigned i;
-
-	cr_assert_eq(walker_user_walk(&w->in, w->ev, NULL), 0);
-	cr_expect_eq(w->ev->end_reason, want_end, "end %u, want %u", w->ev->end_reason, want_end);
-	cr_assert_eq(w->ev->nuser, n, "%u frames, want %u (end %u)", w->ev->nuser, n,
-		     w->ev->end_reason);
-	for (i = 0; i < n; i++)
-		cr_expect_eq(w->ev->addrs[i], want[i], "frame %u: %#llx, want %#llx", i,
-			     (unsigned long long)w->ev->addrs[i], (unsigned long long)want[i]);
+	walker_fixture_check(&w->in, w->ev, want, n, want_end);
 }
 
 static void done(struct walk *w, int ntables)

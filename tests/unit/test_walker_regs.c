@@ -40,15 +40,7 @@ static void setup(struct walk *w, const struct cfi_rule *rules, int n)
 	static struct walker_mapping map = { .start = CODE, .end = CODE + 0x1000, .bias = 0,
 					     .table_id = 1, .module_id = 1 };
 	static struct walker_user_table tab;
-	struct cfi_builder *b = cfi_builder_new();
-	struct cfi_error err = { "" };
-	int i;
-
-	cr_assert_not_null(b);
-	for (i = 0; i < n; i++)
-		cr_assert_eq(cfi_builder_add(b, FN(i), &rules[i]), 0);
-	cr_assert_eq(cfi_builder_finish(b, FN(n), 0, &w->table, &err), 0, "%s", err.msg);
-	cfi_builder_free(b);
+	walker_fixture_table(&w->table, CODE, NULL, rules, n, FN(n));
 	tab.id = 1;
 	tab.table = &w->table;
 	walker_fixture_input(&w->in, &map, 1, &tab, 1, STACK, w->stack, sizeof(w->stack));
