@@ -51,6 +51,11 @@
 #                       results cached (bounded by --symbol-cache), interned
 #                       names, and the bound it counts for the DWARF kept
 #                       open (--dwarf-keep; an estimate, not a measure)
+#   sym_symbol_indexes_kb  the symbol indexes kept across cuts (bounded)
+#   tables, modules     CFI tables loaded in the kernel, objects known
+# the regular files it holds open after warm-up and at the end
+# (OUT/files-warm.txt, OUT/files-end.txt: those opened since and still
+# held are what a rise of fds and tables is made of),
 # and rows of OUT/breakdown.csv (t_s, what, count): the fds by kind (file,
 # bpf-map, perf_event, ...) and the entries of each hash map by name.
 # At the end: OUT/soak.png (gnuplot: the four over time) and, per series,
@@ -158,10 +163,10 @@ PY
 fi
 
 # The sampler: a row every 10 s.
-python3 - "$agent" "$port" "$start" "$end" "$OUT/soak.csv" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$agent" "$port" "$start" "$end" "$OUT/soak.csv" "$(getconf CLK_TCK)" "$WARMUP" <<'PY'
 import json, os, re, subprocess, sys, time
-pid, port, start, end, csv, hz = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \
-    sys.argv[5], int(sys.argv[6])
+pid, port, start, end, csv, hz, warm = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+    int(sys.argv[4]), sys.argv[5], int(sys.argv[6]), int(sys.argv[7])
 
 def metric(text, name):
     """The value of the first sample of `name`, or of `name{labels}` exactly."""
@@ -196,6 +201,22 @@ def fd_kinds():
             if not link.startswith("anon_inode:") else link[len("anon_inode:"):].strip("[]")
         kinds["fd " + kind] = kinds.get("fd " + kind, 0) + 1
     return kinds
+
+
+def open_files(name):
+    """The regular files the agent holds open (the objects it knows, their
+    debug files, its cache) into OUT/NAME: what a rise of fds and tables is
+    made of."""
+    paths = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("/"):
+            paths.append(link)
+    with open(os.path.join(os.path.dirname(csv), name), "w") as out:
+        out.write("".join(p + "\n" for p in sorted(paths)))
 
 
 def bpf_state():
@@ -241,8 +262,10 @@ parts.write("t_s,what,count\n")
 with open(csv, "w") as f:
     f.write("t_s,rss_kb,kernel_table_bytes,fds,bpf_map_entries,bpf_map_bytes,"
                 "metrics_table_bytes,cpu_s,samples,rss_anon_kb,rss_file_kb,heap_in_use_kb,"
-                "heap_free_kb,sym_results_kb,sym_strings_kb,sym_dwarf_kept_kb\n")
+                "heap_free_kb,sym_results_kb,sym_strings_kb,sym_dwarf_kept_kb,"
+                "sym_symbol_indexes_kb,tables,modules\n")
     nxt = start + 10
+    warmed = False
     while time.time() < end:
         time.sleep(max(0, nxt - time.time()))
         nxt += 10
@@ -269,8 +292,14 @@ with open(csv, "w") as f:
                metric(text, 'cfiprof_agent_heap_bytes{state="free"}') / 1024,
                metric(text, 'cfiprof_symbolizer_bytes{part="results"}') / 1024,
                metric(text, 'cfiprof_symbolizer_bytes{part="strings"}') / 1024,
-               metric(text, 'cfiprof_symbolizer_bytes{part="dwarf_kept_bound"}') / 1024]
+               metric(text, 'cfiprof_symbolizer_bytes{part="dwarf_kept_bound"}') / 1024,
+               metric(text, 'cfiprof_symbolizer_bytes{part="symbol_indexes"}') / 1024,
+               metric(text, "cfiprof_tables"), metric(text, "cfiprof_modules")]
         f.write(",".join(str(x) for x in row) + "\n")
+        if not warmed and row[0] >= warm:
+            open_files("files-warm.txt")
+            warmed = True
+        open_files("files-end.txt")
         f.flush()
         breakdown.update(fd_kinds())
         for what, n in sorted(breakdown.items()):
@@ -316,6 +345,8 @@ for key, unit, scale in (("rss_kb", "MiB", 1 / 1024), ("rss_anon_kb", "MiB", 1 /
                          ("rss_file_kb", "MiB", 1 / 1024), ("heap_in_use_kb", "MiB", 1 / 1024),
                          ("heap_free_kb", "MiB", 1 / 1024), ("sym_results_kb", "MiB", 1 / 1024),
                          ("sym_strings_kb", "MiB", 1 / 1024), ("sym_dwarf_kept_kb", "MiB", 1 / 1024),
+                         ("sym_symbol_indexes_kb", "MiB", 1 / 1024), ("tables", "tables", 1),
+                         ("modules", "objects", 1),
                          ("kernel_table_bytes", "MiB", 1 / 2**20),
                          ("fds", "fds", 1), ("bpf_map_entries", "entries", 1)):
     pts = [(float(r["t_s"]), float(r[key]) * scale) for r in rows
@@ -346,4 +377,9 @@ if after:
         a, b = first.get(what, 0), last.get(what, 0)
         print(f"  {what:<24} {a:8d} -> {b:8d}  ({b - a:+d})")
 PY
+if [ -f "$OUT/files-warm.txt" ] && [ -f "$OUT/files-end.txt" ]; then
+  echo "soak: files held open at the end and not after warm-up (OUT/files-end.txt):"
+  LC_ALL=C comm -13 <(LC_ALL=C sort "$OUT/files-warm.txt") <(LC_ALL=C sort "$OUT/files-end.txt") |
+    sort | uniq -c | sort -rn | sed 's/^/  /'
+fi
 echo "soak: plot in $OUT/soak.png"

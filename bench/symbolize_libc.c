@@ -14,7 +14,11 @@
  * the median CPU ms of a cut after the first (run it under callgrind for
  * instructions).  env KEEP_MIB=N keeps libc open within N MiB across cuts
  * (symbolizer_keep_open), KEEP_CUTS=K ends it after K cuts kept open,
- * HEAP_EVERY=N prints the heap in use every N cuts. */
+ * HEAP_EVERY=N prints the heap in use every N cuts.
+ *
+ * env OBJECT=PATH looks up another shared object's exported functions
+ * instead of libc's (e.g. a libpython built with -g, whose DWARF is in
+ * the object itself). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -32,7 +36,7 @@
 #include "agent/unwind/debug_cache.h"
 #include "symbolize/symbolize.h"
 
-#define LIBC "/usr/lib/x86_64-linux-gnu/libc.so.6"
+#define LIBC (getenv("OBJECT") ?: "/usr/lib/x86_64-linux-gnu/libc.so.6")
 
 static uint64_t *addrs;
 static size_t naddrs;
@@ -158,8 +162,8 @@ static int cuts(int ncuts, int k, const char *dir)
 		if (getenv("HEAP_EVERY") && c % atoi(getenv("HEAP_EVERY")) == 0) {
 			struct mallinfo2 mi = mallinfo2();
 
-			printf("cut %d: heap in use %.2f MiB, of it results cached %.2f MiB\n", c,
-			       mi.uordblks / 1048576.0, symbolizer_cache_bytes(s) / 1048576.0);
+			printf("cut %d: heap in use (with mmapped blocks) %.2f MiB, of it results cached %.2f MiB\n", c,
+			       (mi.uordblks + mi.hblkhd) / 1048576.0, symbolizer_cache_bytes(s) / 1048576.0);
 		}
 		if (!getenv("NO_RELEASE") && symbolizer_release(s, m) && getenv("KEEP_MIB"))
 			printf("cut %d: libc ended (kept %zu bytes)\n", c, symbolizer_kept_bytes(s));
@@ -173,8 +177,9 @@ static int cuts(int ncuts, int k, const char *dir)
 		FILE *st = fopen("/proc/self/status", "r");
 
 		printf("%d cuts of %d new libc addresses: cpu %.2f ms a cut (median of cuts 2..), "
-		       "max RSS %.1f MiB; now:", ncuts, k, ncuts > 1 ? median(cpu + 1, ncuts - 1) : cpu[0],
-		       ru.ru_maxrss / 1024.0);
+		       "max RSS %.1f MiB; kept open: %.2f MiB estimated; now:", ncuts, k,
+		       ncuts > 1 ? median(cpu + 1, ncuts - 1) : cpu[0], ru.ru_maxrss / 1024.0,
+		       symbolizer_kept_bytes(s) / 1048576.0);
 		while (st && fgets(line, sizeof(line), st))
 			if (!strncmp(line, "RssAnon:", 8) || !strncmp(line, "RssFile:", 8))
 				printf(" %.*s", (int)strcspn(line, "\n"), line);

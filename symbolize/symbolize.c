@@ -59,6 +59,12 @@ struct module {
 	uint32_t kept_releases;  /* releases it was kept open through since
 				  * its DWARF was opened */
 	uint64_t last_release;   /* s->releases when last released: LRU */
+	uint32_t release_round;  /* s->round when last released */
+	/* Of its files opened now (main ELF, debug file, dwz alt file, by
+	 * DROP_* bit): those found in a clean file mapping of ours, and those
+	 * found otherwise.  The mapping is libelf's, fixed until the module
+	 * is ended, so smaps is read once per file, not at every release. */
+	uint8_t drop_clean, drop_dirty;
 	bool removed;            /* symbolizer_remove: its id is free */
 	bool symtab_kept;        /* `symbols` counts in symtab_kept_bytes */
 	uint32_t users;          /* registrations not yet removed */
@@ -259,6 +265,7 @@ static void module_release(struct symbolizer *s, struct module *m, bool forever)
 	m->dmod = NULL;
 	m->dwfl_tried = forever;
 	m->kept_releases = 0;
+	m->drop_clean = m->drop_dirty = 0;
 	if (m->alt)
 		dwarf_end(m->alt);
 	m->alt = NULL;
@@ -983,11 +990,37 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget)
 	return dropped;
 }
 
-/* The bytes of the sections of `elf` named .debug* or .zdebug*, at
- * their current (once libdw read them: decompressed) size. */
+/* The sections symbolizing parses: units and their DIEs, abbreviations,
+ * line tables, ranges and the strings and addresses they refer to.  Not
+ * location lists, macros, call frames or name indexes, which a lookup of
+ * function, file, line and inlined calls never reads. */
+static bool debug_section_parsed(const char *name)
+{
+	static const char *const parsed[] = { "info", "abbrev", "line", "line_str", "str",
+					      "str_offsets", "addr", "ranges", "rnglists",
+					      "aranges", "types" };
+
+	if (!strncmp(name, ".debug_", 7))
+		name += 7;
+	else if (!strncmp(name, ".zdebug_", 8))
+		name += 8;
+	else
+		return false;
+	for (size_t i = 0; i < sizeof(parsed) / sizeof(parsed[0]); i++)
+		if (!strcmp(name, parsed[i]))
+			return true;
+	return false;
+}
+
+/* What keeping `elf`'s debug sections open may hold: two and a half
+ * times the sections symbolizing parses (what libdw and our indexes
+ * build from them), and every debug section whose data sits in the heap
+ * (decompressed by libdw) rather than in libelf's mapping of the file,
+ * whose pages drop_resident gives back. */
 static size_t debug_sections_bytes(Elf *elf)
 {
-	size_t shstrndx, bytes = 0;
+	size_t shstrndx, rawlen = 0, bytes = 0;
+	const char *raw = elf ? elf_rawfile(elf, &rawlen) : NULL;
 	Elf_Scn *scn = NULL;
 
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
@@ -995,26 +1028,35 @@ static size_t debug_sections_bytes(Elf *elf)
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
+		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
 			continue;
 		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && (!strncmp(name, ".debug", 6) || !strncmp(name, ".zdebug", 7) ||
-			     !strcmp(name, ".symtab") || !strcmp(name, ".strtab")))
-			bytes += sh.sh_size;
+		if (!name || (strncmp(name, ".debug", 6) && strncmp(name, ".zdebug", 7)))
+			continue;
+		if (debug_section_parsed(name))
+			bytes += sh.sh_size * 5 / 2;
+		/* (libelf's data of a section read in place points into the
+		 * mapping; a decompressed one is a heap copy) */
+		d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size &&
+		    (!raw || (const char *)d->d_buf < raw || (const char *)d->d_buf >= raw + rawlen))
+			bytes += d->d_size;
 	}
 	return bytes;
 }
 
-/* What keeping `m` open may hold, at most: its debug sections (mapped
- * pages, resident once read; or decompressed into the heap by libdw),
- * and as much again for what libdw and our indexes parse from them --
- * units, abbreviations, line tables, function ranges.  (libc6-dbg's
- * libc, every unit parsed: 14 MiB of sections, 9 MiB of them resident and
- * 13 MiB of heap; `NO_RELEASE=1 bench/symbolize-libc cuts 300 20`.)  A
- * bound fixed when the module is opened, not a measure of the heap:
- * mallinfo2 cannot tell this thread's allocations from the table
- * compiler's, and walks every bin at each call. */
+/* What keeping `m` open may hold: debug_sections_bytes of its files.
+ * Measured with every unit parsed (`NO_RELEASE=1 HEAP_EVERY=100
+ * bench/symbolize-libc cuts 1200 20`, and OBJECT=PATH), the heap took
+ * 21.5 MiB for libc6-dbg's libc (estimated 20.4) and 25 MiB for a
+ * libpython3.11 built with -g (estimated 31); a daemon's kept module
+ * parses only the units its samples fall in, and is ended after
+ * symbolizer_keep_open's count of releases.  An estimate fixed when the
+ * module is released, not a measure of the heap: mallinfo2 cannot tell
+ * this thread's allocations from the table compiler's, and walks every
+ * bin at each call. */
 static size_t module_open_bytes(struct module *m)
 {
 	Dwarf_Addr bias;
@@ -1029,7 +1071,7 @@ static size_t module_open_bytes(struct module *m)
 		bytes += debug_sections_bytes(dwarf_getelf(dw));
 	if (m->alt)
 		bytes += debug_sections_bytes(dwarf_getelf(m->alt));
-	return KEEP_MODULE_OVERHEAD + 2 * bytes;
+	return KEEP_MODULE_OVERHEAD + bytes;
 }
 
 /* Whether [p, p + len) lies in one file mapping of ours without a page
@@ -1071,15 +1113,24 @@ static bool in_clean_file_mapping(const void *p, size_t len)
  * are the file's, read again from the page cache when touched.  A module
  * kept open for the next cuts then holds what libdw parsed, not the debug
  * file's pages it read once (libc's: up to 9 MiB). */
-static void drop_resident(Elf *elf)
+enum { DROP_MAIN = 1, DROP_DEBUG = 2, DROP_ALT = 4 };
+
+static void drop_resident(struct module *m, Elf *elf, uint8_t which)
 {
 	size_t len = 0;
 	char *p = elf ? elf_rawfile(elf, &len) : NULL;
 	long page = sysconf(_SC_PAGESIZE);
 	uintptr_t lo, hi;
 
-	if (!p || !len || page <= 0 || !in_clean_file_mapping(p, len))
+	if (!p || !len || page <= 0 || (m->drop_dirty & which))
 		return;
+	if (!(m->drop_clean & which)) {
+		if (!in_clean_file_mapping(p, len)) {
+			m->drop_dirty |= which;
+			return;
+		}
+		m->drop_clean |= which;
+	}
 	lo = (uintptr_t)p & ~((uintptr_t)page - 1);
 	hi = (uintptr_t)p + len;
 	madvise((void *)lo, hi - lo, MADV_DONTNEED);
@@ -1094,12 +1145,12 @@ static void drop_resident_module(struct module *m)
 	if (!m->dmod)
 		return;
 	main_elf = dwfl_module_getelf(m->dmod, &bias);
-	drop_resident(main_elf);
+	drop_resident(m, main_elf, DROP_MAIN);
 	dw = dwfl_module_getdwarf(m->dmod, &bias);
 	if (dw && dwarf_getelf(dw) != main_elf)
-		drop_resident(dwarf_getelf(dw));
+		drop_resident(m, dwarf_getelf(dw), DROP_DEBUG);
 	if (m->alt)
-		drop_resident(dwarf_getelf(m->alt));
+		drop_resident(m, dwarf_getelf(m->alt), DROP_ALT);
 }
 
 static bool has_dwarf(struct module *m)
@@ -1109,8 +1160,8 @@ static bool has_dwarf(struct module *m)
 	return m->dmod && dwfl_module_getdwarf(m->dmod, &bias);
 }
 
-/* Ends the least recently released kept module's DWARF. */
-static void release_oldest_kept(struct symbolizer *s)
+/* The least recently released kept module. */
+static struct module *oldest_kept(struct symbolizer *s)
 {
 	struct module *oldest = NULL;
 
@@ -1118,6 +1169,14 @@ static void release_oldest_kept(struct symbolizer *s)
 		if (s->modules[i].kept &&
 		    (!oldest || s->modules[i].last_release < oldest->last_release))
 			oldest = &s->modules[i];
+	return oldest;
+}
+
+/* Ends the least recently released kept module's DWARF. */
+static void release_oldest_kept(struct symbolizer *s)
+{
+	struct module *oldest = oldest_kept(s);
+
 	if (oldest)
 		module_release(s, oldest, false);
 }
@@ -1163,11 +1222,22 @@ bool symbolizer_release(struct symbolizer *s, int module)
 		module_release(s, m, false);
 		return true;
 	}
-	m->kept_releases++;
+	/* Room is made by ending modules released in an earlier round, not
+	 * in this one: those are as needed as this one at the next round,
+	 * and ending each other, all of them would be parsed again at every
+	 * round.  Without such room, this one is ended. */
 	while (s->nkept && (s->kept_bytes + bytes > s->keep_budget || s->nkept >= KEEP_MODULES_MAX)) {
-		release_oldest_kept(s);
+		struct module *oldest = oldest_kept(s);
+
+		if (oldest->release_round == s->round) {
+			module_release(s, m, false);
+			return true;
+		}
+		module_release(s, oldest, false);
 		ended = true;
 	}
+	m->kept_releases++;
+	m->release_round = s->round;
 	m->kept = true;
 	m->kept_bytes = bytes;
 	s->kept_bytes += bytes;

@@ -57,7 +57,7 @@ static void usage(FILE *f)
 		"                          (default %lluM, at least 4K); the least recently seen\n"
 		"                          are dropped beyond it and symbolized again if seen\n"
 		"      --dwarf-keep SIZE   DWARF of objects kept open across intervals, counted\n"
-		"                          as twice their debug sections (default %lluM; 0: none);\n"
+		"                          from their debug sections (default %lluM; 0: none);\n"
 		"                          each is reopened after 5 minutes of intervals\n"
 		"\n"
 		"profiles:\n"

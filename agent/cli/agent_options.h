@@ -20,14 +20,16 @@
  * few thousand distinct addresses, an entry about 100 bytes. */
 #define AGENT_SYMBOL_CACHE_DEFAULT (8ull << 20)
 /* The DWARF of objects symbolized at a cut stays open for the next cuts
- * within this bound (twice their debug sections; least recently used
- * ended first): every cut otherwise parses again the units and line
- * tables of libc's debug file that its new addresses fall in, 2.7 ms a
- * cut for 20 new addresses against 0.45 ms kept (bench/symbolize-libc
- * cuts).  libc6-dbg's libc counts 28 MiB and holds at most 22 (every unit
- * parsed): within the issue's 64 MiB of steady RSS with the agent's own
- * ~30. */
-#define AGENT_DWARF_KEEP_DEFAULT (32ull << 20)
+ * within this bound (an estimate from their debug sections; least
+ * recently used ended first): every cut otherwise parses again the units
+ * and line tables its new addresses fall in.  For 20 new addresses a cut
+ * (bench/symbolize-libc cuts): libc, 1.4 ms kept against 2.7; a
+ * libpython3.11 built with -g, 7.4 ms kept against 29.  libc counts 20.5
+ * MiB and libpython 31: room for both, which bench/agent_cost.sh's
+ * workload samples at every cut (32 MiB kept only libc, and the agent
+ * spent a third of its CPU parsing libpython again: 2.34 % of a core
+ * against 1.36 % with both kept, RSS 41 against 55 MiB). */
+#define AGENT_DWARF_KEEP_DEFAULT (64ull << 20)
 /* How long an object's DWARF is kept open before it is opened again: what
  * it holds is then what this much of sampling parsed (symbolizer_keep_open). */
 #define AGENT_DWARF_REOPEN_NS (300ull * 1000000000ull)

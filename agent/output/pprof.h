@@ -15,7 +15,8 @@ int pprof_write(const struct profile *p, const char *path, char *errbuf, size_t 
  * (or, on failure, aborts). */
 int pprof_write_to(const struct profile *p, struct output_file *of, char *errbuf, size_t errlen);
 
-/* The same into memory: *buf (the caller frees it) holds *len bytes of
+/* The same into memory, at the fastest gzip level (a daemon encodes
+ * every interval): *buf (the caller frees it) holds *len bytes of
  * gzipped profile.proto.  0 or a negative errno, with a one-line reason in
  * errbuf (*buf and *len are then untouched). */
 int pprof_encode(const struct profile *p, unsigned char **buf, size_t *len, char *errbuf,

@@ -1225,13 +1225,23 @@ Test(symbolize, keep_open_within_budget_lru)
 	/* Room for libc only: the fixture, released first, goes. */
 	symbolizer_keep_open(s, blibc, 0);
 	cr_assert_eq(symbolizer_kept_bytes(s), blibc);
-	/* ... and once the fixture is open again and released, libc goes. */
+	/* ... and once the fixture is open again and released, at the next
+	 * round (a daemon's cut: symbolizer_trim), libc goes. */
+	symbolizer_trim(s, 0);
 	cr_assert_eq(symbolizer_lookup(s, mod, a + 1, &f, 1), 1);
 	cr_assert(symbolizer_release(s, mod), "libc ended to make room");
 	cr_assert_gt(symbolizer_kept_bytes(s), 0);
 	cr_assert_lt(symbolizer_kept_bytes(s), blibc);
+	bc = symbolizer_kept_bytes(s);
 	cr_assert_geq(symbolizer_lookup(s, libc, lf, &f, 1), 1);
 	cr_assert(strstr(f.function, "free"), "%s", f.function);
+	/* Within one round, a module released does not end one released
+	 * before it to make room: it is ended itself.  (Both are looked up
+	 * at every cut: ending each other, both would be parsed again at
+	 * every cut; this way one of them is not.) */
+	cr_assert(symbolizer_release(s, libc), "libc kept, ending the fixture");
+	cr_assert_eq(symbolizer_kept_bytes(s), bc, "the fixture, released this round, was ended");
+	cr_assert_geq(symbolizer_lookup(s, libc, lf + 1, &f, 1), 1);
 	/* Larger than the budget on its own: ended at once. */
 	symbolizer_keep_open(s, 1, 0);
 	cr_assert_eq(symbolizer_kept_bytes(s), 0);
@@ -1583,7 +1593,12 @@ Test(symbolize, kept_module_gives_back_file_pages)
 		}
 		cr_assert_gt(f[0].line, 0, "%s: no line", names[i]);
 		symbolizer_free(fresh);
-		symbolizer_release(s, mod);
+		cr_assert_gt(libelf_mapping_rss_kb(real), 0, "%s: the lookup read no page", names[i]);
+		cr_assert(!symbolizer_release(s, mod), "kept open");
+		/* (smaps was read at the first release only: the verdict on
+		 * the mapping is kept while the module is) */
+		cr_assert_eq(libelf_mapping_rss_kb(real), 0, "%s: its pages stayed resident",
+			     names[i]);
 	}
 	symbolizer_free(s);
 }
