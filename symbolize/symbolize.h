@@ -117,11 +117,14 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget);
 bool symbolizer_release(struct symbolizer *s, int module);
 
 /* Released modules with DWARF stay open while what they may hold
- * (estimated: twice their debug sections, the sections and what is
- * parsed from them) totals at most `budget` bytes, and at most 64 of
- * them: a daemon symbolizing the same objects at every cut then parses
- * their units and line tables once, not at every cut.  (A module without
- * DWARF is not kept: its symbol index stays anyway.)  A module kept open
+ * (estimated from their debug sections: 2.5 times those a lookup parses,
+ * plus those decompressed into the heap) totals at most `budget` bytes,
+ * and at most 64 of them: a daemon symbolizing the same objects at every
+ * cut then parses their units and line tables once, not at every cut.
+ * Room is made by ending the least recently released modules, but not
+ * those released in the current round (since the last symbolizer_trim):
+ * the module released is ended instead.  (A module without DWARF is not
+ * kept: its symbol index stays anyway.)  A module kept open
  * through `releases` releases (0: no limit) is ended at the next one:
  * what it holds grows with each unit parsed, and this bounds it by what
  * that many cuts parse, whatever the estimate.  A budget of 0 (the

@@ -219,7 +219,7 @@ static int handle_option(int key, char *arg, void *ctx)
 		/* (arg_size takes no 0: here it means none) */
 		o->dwarf_keep_bytes = 0;
 		if (strcmp(arg, "0") && arg_size(arg, &o->dwarf_keep_bytes))
-			return arg_invalid(PROG, "--dwarf-keep", "'%s' is not a size, such as 32M or 0",
+			return arg_invalid(PROG, "--dwarf-keep", "'%s' is not a size, such as 64M or 0",
 					   arg);
 		break;
 	case OPT_LOG:
