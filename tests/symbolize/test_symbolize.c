@@ -1715,3 +1715,47 @@ Test(symbolize, trim_compacts_strings)
 	symbolizer_free(s);
 	free(copy);
 }
+
+/* What a module kept open counts (symbolizer_keep_open's estimate), from
+ * readelf's section sizes: 2.5 times the debug sections a lookup parses,
+ * not the location lists (the fixture has .debug_loclists, which no
+ * lookup reads), plus the 64 KiB every kept module counts.  The
+ * fixture's sections are uncompressed: libelf's mapping, no heap copy. */
+Test(symbolize, kept_bytes_count_the_sections_lookups_parse)
+{
+	static const char *const parsed[] = { ".debug_info", ".debug_abbrev", ".debug_line",
+					      ".debug_line_str", ".debug_str", ".debug_str_offsets",
+					      ".debug_addr", ".debug_ranges", ".debug_rnglists",
+					      ".debug_aranges", ".debug_types" };
+	const char *fx = fixture("SYMB_FIXTURE_C");
+	char *out = run("readelf -SW '%s'", fx), *line, *save = NULL;
+	struct symbolizer *s = symbolizer_new(NULL);
+	int mod = add_path(s, fx);
+	size_t want = 0;
+	bool loclists = false;
+	struct sym_frame f;
+
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[64], type[32];
+		unsigned long long addr, off, size;
+		const char *b = strchr(line, ']');
+
+		if (!b || sscanf(b + 1, "%63s %31s %llx %llx %llx", name, type, &addr, &off,
+				 &size) != 5)
+			continue;
+		loclists |= !strcmp(name, ".debug_loclists") && size > 0;
+		for (size_t i = 0; i < sizeof(parsed) / sizeof(parsed[0]); i++)
+			if (!strcmp(name, parsed[i]))
+				want += (size_t)size * 5 / 2;
+	}
+	free(out);
+	cr_assert(loclists, "the fixture has no location lists: the test proves less");
+	cr_assert_gt(want, 0);
+	cr_assert_geq(mod, 0);
+	symbolizer_keep_open(s, (size_t)1 << 40, 0);
+	cr_assert_eq(symbolizer_lookup(s, mod, nm_symbol(fx, "outer_work", false, NULL), &f, 1), 1);
+	cr_assert(!symbolizer_release(s, mod), "kept open");
+	cr_assert_eq(symbolizer_kept_bytes(s), want + 64 * 1024, "counted %zu, readelf's %zu + 64K",
+		     symbolizer_kept_bytes(s), want);
+	symbolizer_free(s);
+}
