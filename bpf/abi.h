@@ -162,6 +162,10 @@ struct cfi_table_header {
  * walked only, so the default depth costs shallow stacks nothing. */
 #define CFIPROF_MAX_DEPTH_DEFAULT 1024
 #define CFIPROF_MAX_DEPTH_LIMIT   1024
+/* No user code lies at or above it (x86-64's user address space ends at
+ * 2^47, or 2^56 with 5-level paging): the walker never records a caller
+ * there. */
+#define CFIPROF_USER_ADDR_END (1ull << 56)
 /* Off-CPU stash entries hold a fixed number of frames whatever the depth
  * walked, and are allocated per blocked thread: at 1024 user frames an
  * entry is over 8 KiB, which the kernel allocates as 16 KiB, four times

@@ -517,8 +517,14 @@ step:
 	 * and clone, Go's TOPFRAME functions).  Registers and memory out of
 	 * step (a thread's first instants on its new stack, a word read
 	 * where the frame no longer is) read so; walk_one would take the 0
-	 * for the end of the stack and call a short stack complete. */
-	if (!ra)
+	 * for the end of the stack and call a short stack complete.  Nor is
+	 * any caller's code at or above 2^56, past the largest user address
+	 * space x86-64 has (5-level paging): a word there is data read where
+	 * the CFI wrongly places the return address (Debian's libcrypto 3
+	 * has bn_gather5 realign rsp under an FDE without rules, and its
+	 * saved words are all-ones masks).  Kept, it would be a frame at
+	 * 0xffff..., and a library mapped since could never explain it. */
+	if (!ra || ra >= CFIPROF_USER_ADDR_END)
 		return WALK_END_BAD_FRAME;
 	step_csr(st, r, cfa);
 	st->sp = cfa;

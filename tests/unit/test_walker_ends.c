@@ -8,7 +8,8 @@
  * (record-go, ASan agent, no frame-pointer step in the run): a 0 read
  * where chainC's return address was is a short stack, bad_frame.  Also
  * for walks resumed from a stack snapshot or an exit stack, which the
- * agent finishes with the same code.
+ * agent finishes with the same code.  Nor where the word read is above
+ * every user address space.
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
@@ -109,6 +110,32 @@ Test(walker_ends, a_zero_return_address_further_up)
 	go_case(&w, FN(1) + 0x20);
 	w.stack[17] = 0;
 	walk(&w, want, 2, WALK_END_BAD_FRAME);
+}
+
+/* A return address no user code can be at: libcrypto 3's bn_gather5,
+ * whose FDE has no rules while it realigns rsp, leaves the walker reading
+ * an all-ones mask there (CI's walker-openssl, snapshot 25).  The frame
+ * is dropped, not kept as 0xfffffffffffffffe ending no_mapping; one
+ * below 2^56 is still a frame. */
+Test(walker_ends, a_return_address_above_user_space_is_a_bad_frame)
+{
+	static struct walk w;
+	const uint64_t want[] = { FN(0) + 0x70 };
+
+	go_case(&w, ~0ull);
+	walk(&w, want, 1, WALK_END_BAD_FRAME);
+}
+
+Test(walker_ends, a_return_address_at_2_56_is_a_bad_frame_below_it_is_kept)
+{
+	static struct walk w;
+	const uint64_t want[] = { FN(0) + 0x70 };
+	const uint64_t want_below[] = { FN(0) + 0x70, (1ull << 56) - 2 };
+
+	go_case(&w, 1ull << 56);
+	walk(&w, want, 1, WALK_END_BAD_FRAME);
+	go_case(&w, (1ull << 56) - 1);
+	walk(&w, want_below, 2, WALK_END_NO_MAPPING);
 }
 
 /* The agent's walks from a stack snapshot (bpf/abi.h struct

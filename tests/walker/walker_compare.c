@@ -14,8 +14,9 @@
  * it up.
  * The walker may stop before libunwind only with a walk-end reason given
  * by --allow-short (none by default: the walks must be equally long), or
- * at an address no code is mapped at (no_mapping) from which libunwind
- * went on to another such address.
+ * at an address no code is mapped at (no_mapping), where libunwind has no
+ * CFI either and goes on by guesses, or at a return address libunwind
+ * gives above every user address space (bad_frame).
  * --min-frames N fails a walk of fewer frames: a fixture's known chain.
  * --expect-end fails a walk that ends for another reason.
  * --min-through-index N fails unless at least N walks agreed through a
@@ -290,10 +291,17 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 		bad = 1;
 	}
 	/* Both met an address no code is mapped at (a transient state, as
-	 * in a landing pad being installed): the walker stops there,
-	 * libunwind reads on from garbage.  Not a frame the walker missed. */
-	if (!bad && ev.nuser < nl && ev.end_reason == WALK_END_NO_MAPPING &&
-	    replay_object_at(&r, lu[ev.nuser].ip) < 0)
+	 * in a landing pad being installed, or a word the CFI wrongly names
+	 * the return address): the walker stops there.  The oracle has no
+	 * CFI for it either, so what it gives next is its frame-pointer
+	 * guess from whatever rbp holds, or garbage: not a frame the walker
+	 * missed.  Likewise a return address above every user address space
+	 * (bpf/abi.h CFIPROF_USER_ADDR_END), which the walker refuses and
+	 * the oracle takes as a frame. */
+	if (!bad && ev.nuser < nl &&
+	    ((ev.end_reason == WALK_END_NO_MAPPING && ev.nuser > 0 &&
+	      replay_object_at(&r, ev.addrs[ev.nuser - 1]) < 0) ||
+	     (ev.end_reason == WALK_END_BAD_FRAME && lu[ev.nuser].ip >= CFIPROF_USER_ADDR_END)))
 		garbage = true;
 	if (!bad && sw != UINT32_MAX && (ev.nuser > nw || nl > nw)) {
 		/* Past the switch: counted, and the agreeing frames too */
@@ -313,7 +321,7 @@ static int compare(const char *path, const struct compare_opts *o, struct totals
 	}
 	printf("%s %s: %u agreed, walker %u (%s), %s %u (%s)%s%s\n", bad ? "FAIL" : "ok",
 	       path, agreed, ev.nuser, walk_end_name(ev.end_reason), oracle, nl, why,
-	       garbage ? ", on from an unmapped address" : "",
+	       garbage ? ", on from an address no code is at" : "",
 	       sw != UINT32_MAX ? ", past a stack switch not compared" : "");
 	if (bad || (sw != UINT32_MAX && (ev.nuser > nw || nl > nw))) {
 		for (k = 0; k < nl && k < 64; k++)
