@@ -38,6 +38,9 @@
 #   RSS    VmRSS (/proc/PID/status) every 5 s: median and largest over the
 #          window (goal: <= 64 MiB), and VmHWM, the peak since start-up
 #   samples/s  cfiprof_samples_total from /metrics over the agent's life
+#   walk ends  cfiprof_walk_ends_total by reason, as % of the walks over
+#          the agent's life, and the snapshots left unfinished: what the
+#          stacks are worth, for comparing agents side by side
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -166,6 +169,18 @@ for k, b in enumerate(bins):
     m = open(f"{tmp}/metrics.{k}").read()
     s = re.search(r"^cfiprof_samples_total(?:\{[^}]*\})? ([0-9.e+]+)", m, re.M)
     print(f"samples: {float(s.group(1)):.0f} in all" if s else "samples: /metrics not read")
+    # How the walks ended, and the snapshots left unfinished: what a
+    # cheaper policy (reading on sample) may cost the stacks.
+    ends = {r: float(v) for r, v in
+            re.findall(r'^cfiprof_walk_ends_total\{reason="([a-z_]+)"\} ([0-9.e+]+)', m, re.M)}
+    unf = {r: float(v) for r, v in
+           re.findall(r'^cfiprof_snapshots_unfinished_total\{reason="([a-z_]+)"\} ([0-9.e+]+)', m, re.M)}
+    tot = sum(ends.values())
+    if tot:
+        print("walk ends: " + ", ".join(f"{r} {100 * v / tot:.2f} %"
+                                        for r, v in sorted(ends.items(), key=lambda x: -x[1]) if v))
+        print("snapshots unfinished: " + (", ".join(f"{r} {v:.0f}" for r, v in unf.items() if v)
+                                          or "none"))
 if len(bins) > 1 and cpus[1] > 0:
     print(f"CPU ratio {bins[0]} / {bins[1]}: {cpus[0] / cpus[1]:.3f}")
 PY

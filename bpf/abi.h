@@ -432,6 +432,15 @@ struct cfiprof_config {
 	/* --snapshot-size: stack bytes copied where a walk meets a missing
 	 * table or mappings (0: none, a frame-pointer step there instead) */
 	__u32 snapshot_size;
+	/* Stack bytes copied at a process's exit (EVENT_EXIT_STACK), at most
+	 * CFIPROF_EXIT_STACK_MAX: its record is reserved whole, whatever the
+	 * copy, and a burst of exits would fill the ring buffer with 64K
+	 * ones.  A stack at exit (main returning, exit()) is shallow. */
+	__u32 exit_stack_size;
+	/* 1: the agent reads a program's mappings at its first sample
+	 * (proc_registry's read_on_sample): an exec, or code mapped by a
+	 * program not read yet, need not wake it. */
+	__u32 maps_on_sample;
 };
 
 /* ---- stack snapshots ------------------------------------------------------
@@ -450,6 +459,7 @@ struct cfiprof_config {
 #define CFIPROF_SNAPSHOT_DEFAULT (16u << 10)
 #define CFIPROF_SNAPSHOT_MAX     (64u << 10)
 #define CFIPROF_SNAPSHOT_PAGE    4096u
+#define CFIPROF_EXIT_STACK_MAX   (16u << 10)
 
 #define STACK_SNAPSHOT_NREGS 17  /* DWARF registers 0-15, and 16: the frame's ip */
 #define STACK_SNAPSHOT_IP    16
@@ -459,7 +469,14 @@ struct stack_snapshot {
 	__u32 known;      /* bit i: regs[i] is known (ip and rsp always are) */
 	__u32 size;       /* stack bytes that follow, copied from regs[7] up */
 	__u8  ret_addr;   /* regs[16] is a return address, not the interrupted instruction */
-	__u8  pad[7];
+	__u8  pad[3];
+	/* Bit i: the i-th page of the copy (0: regs[7]'s, to its end; i: the
+	 * page i pages above it) could not be read, and its bytes are
+	 * zeros: a read there faults, as BPF's would have.  A big frame's
+	 * untouched locals (sort's main: 8.6 KB) leave pages never faulted
+	 * in under the return address; a copy that stopped there lost the
+	 * callers above. */
+	__u32 holes;
 };
 
 /* Threads switched out while blocked (and their wakers) are kept in hash

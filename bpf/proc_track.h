@@ -132,8 +132,10 @@ int BPF_PROG(on_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm 
 	__u32 tgid = p->tgid;
 
 	if (wanted(tgid) || bpf_map_lookup_elem(&proc_infos, &tgid)) {
-		/* (the exec'ing task is the current one) */
-		end_mappings(tgid, EVENT_EXEC, bpf_get_current_cgroup_id(), BPF_RB_FORCE_WAKEUP);
+		/* (the exec'ing task is the current one; an agent reading
+		 * on sample reads nothing at an exec: no hurry) */
+		end_mappings(tgid, EVENT_EXEC, bpf_get_current_cgroup_id(),
+			     cfg.maps_on_sample ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 		report_exec_code(p, tgid);
 	}
 	return 0;
@@ -163,7 +165,7 @@ static __always_inline void send_exit_stack(struct task_struct *p, __u32 tgid)
 	struct stack_snapshot *snap;
 	struct pt_regs *regs;
 
-	if (!cfg.snapshot_size || (p->flags & PF_KTHREAD))
+	if (!cfg.exit_stack_size || (p->flags & PF_KTHREAD))
 		return;
 	regs = (struct pt_regs *)bpf_task_pt_regs(p);
 	if (!regs)
@@ -172,7 +174,7 @@ static __always_inline void send_exit_stack(struct task_struct *p, __u32 tgid)
 	 * task context, where another exiting task may preempt it on the
 	 * same CPU.  cfg is frozen: the size is a constant the verifier
 	 * knows; it has room for the page more copy_user_stack wants. */
-	h = bpf_ringbuf_reserve(&events, sizeof(*h) + sizeof(*snap) + cfg.snapshot_size +
+	h = bpf_ringbuf_reserve(&events, sizeof(*h) + sizeof(*snap) + cfg.exit_stack_size +
 				CFIPROF_SNAPSHOT_PAGE, 0);
 	if (!h) {
 		count(CNT_PROC_EVENT_DROPS);
@@ -207,7 +209,8 @@ static __always_inline void send_exit_stack(struct task_struct *p, __u32 tgid)
 	snap->known = 0xffff;
 	snap->ret_addr = 0;
 	__builtin_memset(snap->pad, 0, sizeof(snap->pad));
-	snap->size = copy_user_stack((__u8 *)(snap + 1), snap->regs[7]);
+	snap->size = copy_user_stack((__u8 *)(snap + 1), snap->regs[7], cfg.exit_stack_size,
+				     &snap->holes);
 	bpf_ringbuf_submit(h, BPF_RB_NO_WAKEUP);
 }
 
@@ -265,10 +268,13 @@ static __always_inline int on_prot_exec(__u64 prot)
 		return 0;
 	/* Within CFIPROF_SCAN_DELAY_NS of the process's fork or exec the
 	 * agent has a read due after this record anyway: waking it for
-	 * each library ld.so maps was most of its wake-ups. */
+	 * each library ld.so maps was most of its wake-ups.  An agent
+	 * reading on sample reads a program it has not published yet at
+	 * its first sample, not now. */
 	epoch = bpf_map_lookup_elem(&proc_epochs, &tgid);
 	send_proc_event(EVENT_MMAP, tgid, 0, 0, 0, bpf_get_current_cgroup_id(),
-			epoch && bpf_ktime_get_ns() - *epoch < CFIPROF_SCAN_DELAY_NS ?
+			(epoch && bpf_ktime_get_ns() - *epoch < CFIPROF_SCAN_DELAY_NS) ||
+			(cfg.maps_on_sample && !proc_info_current(tgid)) ?
 			BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
 	return 0;
 }

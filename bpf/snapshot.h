@@ -19,33 +19,47 @@
 /* Pages a copy of CFIPROF_SNAPSHOT_MAX bytes can touch. */
 #define SNAPSHOT_MAX_PAGES (CFIPROF_SNAPSHOT_MAX / CFIPROF_SNAPSHOT_PAGE + 1)
 
-/* Copies up to cfg.snapshot_size bytes of user memory from `sp` into
- * `dst`, a page at a time, so that the copy stops at the first page that
- * cannot be read (the top of the stack) instead of failing as a whole.
- * Returns the bytes copied. */
-static __always_inline __u64 copy_user_stack(__u8 *dst, __u64 sp)
+/* Copies up to `max` bytes (a frozen cfg field: a bound the verifier knows,
+ * cfg.snapshot_size or cfg.exit_stack_size) of user memory from `sp` into
+ * `dst`, a page at a time.  A page that cannot be read (not faulted in
+ * yet: a big frame's untouched locals; or past the top of the stack) is
+ * left zeroed and marked in *holes (struct stack_snapshot), and the copy
+ * goes on.  Returns the bytes up to the end of the last page read. */
+static __always_inline __u64 copy_user_stack(__u8 *dst, __u64 sp, __u32 max, __u32 *holes)
 {
-	__u64 copied = 0, len, room; /* (64-bit: no zero-extension copies that lose the bounds) */
+	__u64 copied = 0, good = 0, len, room, bad; /* (64-bit: no zero-extension copies that lose the bounds) */
+	__u32 h = 0;
 	int i;
 
 	for (i = 0; i < SNAPSHOT_MAX_PAGES; i++) {
 		/* cfg is frozen: the verifier knows the bound, and so that
 		 * snap_bufs holds it and one page more. */
-		if (copied >= cfg.snapshot_size)
+		if (copied >= max)
 			break;
 		/* room in one register: recomputed from cfg, it would lose
 		 * the bound the comparison below gives the verifier */
-		room = cfg.snapshot_size - copied;
+		room = max - copied;
 		barrier_var(room);
 		len = CFIPROF_SNAPSHOT_PAGE - (sp & (CFIPROF_SNAPSHOT_PAGE - 1));
 		if (len > room)
 			len = room;
-		if (bpf_probe_read_user(dst + copied, len, (const void *)sp))
-			break;
+		/* A failed read zeroes what it was to fill.  Without branches
+		 * on its result: a branch would double the verifier's states
+		 * at each page. */
+		bad = (__u64)bpf_probe_read_user(dst + copied, len, (const void *)sp) >> 63;
+		h |= (__u32)bad << i;
 		copied += len;
 		sp += len;
+		good += (copied - good) & (bad - 1);
 	}
-	return copied;
+	/* (Bits past the bytes returned, the stack's end, mean nothing: a
+	 * read there is outside the copy and faults anyway.) */
+	*holes = h;
+	/* (never so: for the verifier, which lost good's bounds in the
+	 * arithmetic) */
+	if (good > copied)
+		good = copied;
+	return good;
 }
 
 /* Sends sc's sample, walked up to where it stopped for a snapshot, as an
@@ -65,7 +79,7 @@ static __always_inline int send_snapshot(struct sample_scratch *sc)
 	if (!snap)
 		return -1;
 	walk_snapshot_regs(&sc->st, snap);
-	copied = copy_user_stack((__u8 *)(snap + 1), sc->st.sp);
+	copied = copy_user_stack((__u8 *)(snap + 1), sc->st.sp, cfg.snapshot_size, &snap->holes);
 	snap->size = copied;
 	if (n > CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK)
 		n = CFIPROF_MAX_DEPTH_LIMIT + CFIPROF_MAX_KSTACK;

@@ -34,6 +34,20 @@ struct walker_user_env {
 
 #define walker_max_depth(lc) ((lc)->env->in->max_depth)
 
+/* Whether [addr, addr + size) touches a page of the captured stack that
+ * could not be read (in->stack_holes). */
+static inline int walker_user_in_hole(const struct walker_user_input *in, __u64 addr, __u32 size)
+{
+	__u64 first = addr / CFIPROF_SNAPSHOT_PAGE - in->stack_base / CFIPROF_SNAPSHOT_PAGE;
+	__u64 last = (addr + size - 1) / CFIPROF_SNAPSHOT_PAGE - in->stack_base / CFIPROF_SNAPSHOT_PAGE;
+	__u64 i;
+
+	for (i = first; i <= last; i++)
+		if (i < 32 && (in->stack_holes >> i) & 1)
+			return 1;
+	return 0;
+}
+
 /* A read outside the captured stack fails as a fault does in BPF:
  * bpf_probe_read_user zeroes its destination and returns -EFAULT. */
 static inline long walker_user_read(const struct walker_user_env *env, void *dst, __u32 size,
@@ -42,7 +56,8 @@ static inline long walker_user_read(const struct walker_user_env *env, void *dst
 	const struct walker_user_input *in = env->in;
 
 	if (addr < in->stack_base || addr - in->stack_base > in->stack_size ||
-	    in->stack_size - (addr - in->stack_base) < size) {
+	    in->stack_size - (addr - in->stack_base) < size || (size && in->stack_holes &&
+	    walker_user_in_hole(in, addr, size))) {
 		memset(dst, 0, size);
 		return -14; /* -EFAULT */
 	}

@@ -36,6 +36,9 @@ struct walker_user_input {
 	__u64 stack_base;
 	const void *stack;
 	__u64 stack_size;
+	/* A snapshot's pages that could not be read (struct stack_snapshot
+	 * holes, counted from stack_base's page): reads there fault too. */
+	__u32 stack_holes;
 	__u32 max_depth;                   /* cfiprof's --max-depth */
 	/* Reads `size` bytes of the task's code at `addr` into `dst`, 0 or a
 	 * negative errno; NULL: no code is readable.  The walker reads code

@@ -50,8 +50,9 @@ static void usage(FILE *f)
 		"                          recently used tables are evicted beyond it\n"
 		"      --snapshot-size SIZE\n"
 		"                          stack copied with a sample whose walk meets code\n"
-		"                          whose table is not loaded yet (default 16K, at most\n"
-		"                          64K; 0: none, a frame-pointer guess there instead)\n"
+		"                          whose table or mappings are not loaded yet (default\n"
+		"                          64K, the most; 0: none, a frame-pointer guess there\n"
+		"                          instead)\n"
 		"      --symbol-cache SIZE\n"
 		"                          symbols of the addresses seen, kept across intervals\n"
 		"                          (default %lluM, at least 4K); the least recently seen\n"
@@ -59,6 +60,11 @@ static void usage(FILE *f)
 		"      --dwarf-keep SIZE   DWARF of objects kept open across intervals, counted\n"
 		"                          from their debug sections (default %lluM; 0: none);\n"
 		"                          each is reopened after 5 minutes of intervals\n"
+		"      --read-maps WHEN    when a program's mappings are read: 'sampled' (default),\n"
+		"                          at its first sample; 'exec', at its exec and again\n"
+		"                          after ld.so, as record does: every program is then\n"
+		"                          read, sampled or not, at twice the agent's CPU on a\n"
+		"                          machine starting many short programs\n"
 		"\n"
 		"profiles:\n"
 		"      --interval TIME     cut a profile this often: 10s (default), 1m, ... (1s..24h)\n"
@@ -83,7 +89,7 @@ static void usage(FILE *f)
 
 enum {
 	OPT_INTERVAL = OPT_RECORD_LAST + 1, OPT_LISTEN, OPT_PYROSCOPE, OPT_PUSH_HEADER,
-	OPT_PUSH_QUEUE, OPT_LOG, OPT_HOSTNAME, OPT_SYMBOL_CACHE, OPT_DWARF_KEEP
+	OPT_PUSH_QUEUE, OPT_LOG, OPT_HOSTNAME, OPT_SYMBOL_CACHE, OPT_DWARF_KEEP, OPT_READ_MAPS
 };
 
 static const struct option long_options[] = {
@@ -111,6 +117,7 @@ static const struct option long_options[] = {
 	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
 	{ "symbol-cache", required_argument, NULL, OPT_SYMBOL_CACHE },
 	{ "dwarf-keep", required_argument, NULL, OPT_DWARF_KEEP },
+	{ "read-maps", required_argument, NULL, OPT_READ_MAPS },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
@@ -222,6 +229,12 @@ static int handle_option(int key, char *arg, void *ctx)
 			return arg_invalid(PROG, "--dwarf-keep", "'%s' is not a size, such as 64M or 0",
 					   arg);
 		break;
+	case OPT_READ_MAPS:
+		if (strcmp(arg, "sampled") && strcmp(arg, "exec"))
+			return arg_invalid(PROG, "--read-maps", "'%s' is neither 'sampled' nor 'exec'",
+					   arg);
+		o->rec.maps_on_sample = !strcmp(arg, "sampled");
+		break;
 	case OPT_LOG:
 		if (!*arg)
 			return arg_invalid(PROG, "--log", "empty path");
@@ -266,6 +279,8 @@ int agent_parse_args(int argc, char **argv, struct agent_opts *o)
 	};
 	record_opts_defaults(r);
 	r->freq = AGENT_FREQ_DEFAULT;
+	r->maps_on_sample = true;
+	r->snapshot_size = AGENT_SNAPSHOT_DEFAULT;
 	st.rec.o = r;
 	st.rec.prog = PROG;
 	ret = args_parse(&parser, argc, argv, &st, &operands);

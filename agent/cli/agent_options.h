@@ -34,6 +34,12 @@
  * it holds is then what this much of sampling parsed (symbolizer_keep_open). */
 #define AGENT_DWARF_REOPEN_NS (300ull * 1000000000ull)
 
+/* --snapshot-size's default for the agent: reading a program's mappings
+ * at its first sample (--read-maps sampled), that sample is walked from a
+ * snapshot, and python3's start-up (100 frames of imports) takes more
+ * than record's 16K.  Only what a walk stopped for is copied and sent. */
+#define AGENT_SNAPSHOT_DEFAULT (64u << 10)
+
 struct agent_opts {
 	struct record_opts rec;      /* what the engine takes */
 	uint64_t interval_ns;        /* --interval */

@@ -67,6 +67,10 @@ struct record_opts {
 	 * table_manager); 0: the default, a second.  The agent's: an
 	 * interval. */
 	uint64_t table_grace_ns;
+	/* A new program's mappings are read at its first sample, not at its
+	 * exec and again after ld.so (the agent's --read-maps sampled):
+	 * struct proc_registry's read_on_sample.  Off for record. */
+	bool maps_on_sample;
 	/* the agent's labels on every sample (struct profile_opts): off for record */
 	bool service_name;
 	const char *hostname;

@@ -79,7 +79,8 @@ void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	 * this one needless; counted from the fork, it would come first.  A
 	 * child that never execs is read at its first sample anyway (meeting
 	 * no mapping, it wakes us). */
-	mark_due(r, pid, now);
+	if (!r->read_on_sample)
+		mark_due(r, pid, now);
 	note_cgroup(r, pid, cgroup_id);
 }
 
@@ -92,12 +93,28 @@ static void note_born(struct proc *p, uint64_t event_ns, const char *comm)
 		memcpy(p->born_comm, comm, strnlen(comm, sizeof(p->born_comm) - 1));
 }
 
+/* The labels its next read takes: this program's comm, as its exec record
+ * gives it (16 bytes, maybe without a NUL). */
+static void set_exec_comm(struct proc *p, const char *comm)
+{
+	size_t len = strnlen(comm, sizeof(p->exec_comm) - 1);
+
+	memcpy(p->exec_comm, comm, len);
+	p->exec_comm[len] = 0;
+}
+
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   const char *comm, uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
 
 	revive(r, p);
+	/* The walker stopped using the old program's mappings at the exec
+	 * (its epoch): they go, and the next sample reads the new ones.  The
+	 * old program's tables stay loaded for the tables' grace: the new
+	 * one likely maps some of them (libc). */
+	if (p && r->read_on_sample && p->state == PROC_READ)
+		procs_reset(r, p);
 	/* (rescan forgets the entry again if the process is gone) */
 	if (!p)
 		p = procs_add(r, pid);
@@ -107,6 +124,11 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	}
 	if (p && cgroup_id)
 		p->cgroup_id = cgroup_id;
+	if (r->read_on_sample) {
+		if (p && comm)
+			set_exec_comm(p, comm);
+		return;
+	}
 	/* Already read after the exec (record -- CMD reads the program
 	 * before releasing it), and published in the exec's epoch: that
 	 * view is the new program's. */
@@ -124,14 +146,8 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 		p->published = false;
 		/* ld.so's mmaps follow: their read reuses this one's fd. */
 		p->keep_maps_fd = true;
-		/* The labels the read below takes: this program's comm. */
-		if (comm) {
-			/* (The record's is 16 bytes, maybe without a NUL.) */
-			size_t len = strnlen(comm, sizeof(p->exec_comm) - 1);
-
-			memcpy(p->exec_comm, comm, len);
-			p->exec_comm[len] = 0;
-		}
+		if (comm)
+			set_exec_comm(p, comm);
 	}
 	rescan(r, pid);
 	p = procs_get(r, pid);
@@ -189,8 +205,13 @@ void procs_on_mmap(struct proc_registry *r, int pid, uint64_t cgroup_id, uint64_
 {
 	/* Only a live process maps code: a pid remembered as exited is a
 	 * new process whose fork record was lost. */
-	revive(r, procs_get(r, pid));
-	mark_due(r, pid, now);
+	struct proc *p = procs_get(r, pid);
+
+	revive(r, p);
+	/* (Reading on sample: a program not read yet is read at its first
+	 * sample, with this mapping.) */
+	if (!r->read_on_sample || (p && p->state == PROC_READ))
+		mark_due(r, pid, now);
 	note_cgroup(r, pid, cgroup_id);
 }
 

@@ -26,6 +26,17 @@
  *          met code outside its known mappings: read again, at most every
  *          PROCS_RESCAN_MIN_NS unless changes are pending.
  *
+ * With r->read_on_sample (the agent's default), only the sample reads a
+ * program: an exec forgets what was read of the program before (the
+ * walker has stopped using it) and reads nothing, a fork or the mmap of a
+ * process not read yet read nothing.  Its first sample's walk stops where
+ * the process has no mappings yet, with a stack snapshot, and the agent
+ * reads the mappings then and walks on from the snapshot.  A program
+ * gone by then is walked with what its records (exec, mmap) say it
+ * mapped, of the objects already known, at its exit.  The cost: of a
+ * program never seen before that lives less than the agent takes to
+ * read it after its first sample, that sample keeps only its leaf.
+ *
  * Times: event_ns is the record's bpf_ktime_get_ns() and now is mono_ns(),
  * the same clock (CLOCK_MONOTONIC).
  */

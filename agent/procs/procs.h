@@ -105,6 +105,12 @@ struct proc_registry {
 	struct bpf_proc_maps bpf;  /* where processes are published */
 	struct module *vdso;
 	struct container_names *names; /* containers' names, or NULL: by id only */
+	/* A program's mappings are read at its first sample only (and when
+	 * code it maps or unmaps after that read), not at its exec, its
+	 * fork or its ld.so's mmaps: lifecycle.h.  Most programs a busy
+	 * machine runs live a few ms and are never sampled at 19 Hz, and
+	 * reading each twice was most of the agent's CPU. */
+	bool read_on_sample;
 	/* lifecycle.c's: pids whose reading is due (some may be stale: a
 	 * proc's scan_due_ns is what counts), and exited pids in the order
 	 * they are to be forgotten. */

@@ -99,6 +99,7 @@ static int load_bpf(struct record_engine *e)
 	e->skel->rodata->cfg.target_uid = o->uid;
 	e->skel->rodata->cfg.self_pid = (__u32)getpid();
 	e->skel->rodata->cfg.filter_cgroup = o->cgroup != NULL;
+	e->skel->rodata->cfg.maps_on_sample = o->maps_on_sample;
 	err = snapshots_configure(e->skel, o->snapshot_size);
 	if (err) {
 		fprintf(stderr, "cfiprof: sizing the snapshot buffers: %s\n", strerror(-err));
@@ -180,6 +181,7 @@ static int start_unwinding(struct record_engine *e)
 		return ret;
 	}
 	e->procs.mods = &e->mods;
+	e->procs.read_on_sample = o->maps_on_sample;
 	/* NULL (no memory): containers are known by id only */
 	e->procs.names = container_names_new(NULL);
 	e->procs.bpf.mappings_fd = bpf_map__fd(e->skel->maps.proc_mappings);

@@ -31,6 +31,7 @@ int snapshots_configure(struct cfiprof_bpf *skel, uint32_t size)
 	if (ncpus < 0)
 		return ncpus;
 	skel->rodata->cfg.snapshot_size = size;
+	skel->rodata->cfg.exit_stack_size = size < CFIPROF_EXIT_STACK_MAX ? size : CFIPROF_EXIT_STACK_MAX;
 	/* BPF copies a page at a time, and the verifier wants the room
 	 * for one more page than the bound it knows (bpf/snapshot.h). */
 	err = bpf_map__set_value_size(skel->maps.snap_bufs,
@@ -239,6 +240,7 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	in.stack_base = snap->regs[7];
 	in.stack = snap + 1;
 	in.stack_size = snap->size;
+	in.stack_holes = snap->holes;
 	in.max_depth = q->max_depth > s->nuser ? q->max_depth - s->nuser : 1;
 	in.read_code = read_task_code;
 	in.read_code_arg = p;
@@ -400,8 +402,8 @@ void snapshots_add_exit_stack(struct record_events *ev, const void *data, size_t
 	struct pending_snapshot *ps;
 	size_t keep;
 
-	/* (BPF reserves the whole --snapshot-size: the record may be longer
-	 * than the stack it copied.) */
+	/* (BPF reserves the whole exit stack size, cfg.exit_stack_size: the
+	 * record may be longer than the stack it copied.) */
 	if (size < SAMPLE_HEAD + sizeof(*snap) || s->nuser || s->nkernel ||
 	    snap->size > size - SAMPLE_HEAD - sizeof(*snap)) {
 		ev->bad_records++;

@@ -185,7 +185,7 @@ def t_moved_before_exec(tmp):
     """A runtime's shape: a shell in cgroup A (a unit) forks a child, which
     moves itself to cgroup B (another unit) and then execs the fixture.
     The agent reads a cgroup once per id, and A is known by then (the
-    child's shell was read in it): the fixture's samples must carry B's
+    shells, busy, were sampled and read in it): the fixture's samples must carry B's
     service_name, the exec record's cgroup, not the fork's."""
     root = tr.cgroup2_mount()
     units = {k: f"cfiprof-{k}-{os.getpid()}.service" for k in ("a", "b")}
@@ -194,17 +194,22 @@ def t_moved_before_exec(tmp):
         os.mkdir(cg)
     inner = os.path.join(tmp, "inner.sh")
     with open(inner, "w") as f:
-        f.write(f'echo $$ > {cgs["b"]}/cgroup.procs && exec {tr.fx("threads")} 30\n')
+        # (busy in A first, so that it is sampled, and read, there)
+        f.write(f'i=0; while [ $i -lt 120000 ]; do i=$((i+1)); done\n'
+                f'echo $$ > {cgs["b"]}/cgroup.procs && exec {tr.fx("threads")} 30\n')
     port = free_port()
     p = None
     moved = []
     try:
         agent = start_agent(["-F", "99", "--interval", "1s"], port)
         try:
-            # A shell exec'd in A and a sleep make A known; then the
-            # child ("; true": forked, not exec'd) moves and execs.
+            # A shell exec'd in A, busy for about 0.3 s, makes A known:
+            # sampled, it is read (the agent reads a program at its first
+            # sample).  Then the child ("; true": forked, not exec'd)
+            # moves and execs.
             p = tr.start_bg(["sh", "-c", f'echo $$ > {cgs["a"]}/cgroup.procs && '
-                             f'exec sh -c "sleep 0.3; sh {inner}; true"'])
+                             f'exec sh -c "i=0; while [ \\$i -lt 120000 ]; do i=\\$((i+1)); done; '
+                             f'sh {inner}; true"'])
             time.sleep(0.6)
             samples, _ = pull(port, tmp, 2)
             metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics",

@@ -90,6 +90,7 @@ AGENT_BAD = {
     b"--pyroscope-queue": [b"", b"0", b"1", b"4095", b"-1M", b"x", BIG_NUMBER],
     b"--symbol-cache": [b"", b"0", b"4095", b"-1M", b"x", BIG_NUMBER],
     b"--dwarf-keep": [b"", b"-1", b"x", b"1Q", BIG_NUMBER],
+    b"--read-maps": [b"", b"Sampled", b"exec ", b"x"],
     b"--max-depth": [b"0", b"-1", b"99999", b"", b"x"],
     b"--tag": [b"", b"=v", b"k", b"pid=1", b"comm=x"],
     b"--off-cpu-min": [b"", b"1", b"-1ms", b"inf", b"1x"],
@@ -211,7 +212,11 @@ def dropped_value(rng, cmd, groups, operands):
 
 
 def unknown_option(rng, cmd, groups, operands):
-    u = rng.choice(UNKNOWN + AMBIGUOUS[cmd] +
+    # A lone "-" is an operand, not an option: to record and stat, the
+    # first word of the command to run (whose exec then fails: 127, as
+    # perf's), not a usage error.
+    unknown = [u for u in UNKNOWN if u != b"-" or cmd not in (b"record", b"stat")]
+    u = rng.choice(unknown + AMBIGUOUS[cmd] +
                    [b"--zz" + bytes(rng.randrange(0x21, 0x7f) for _ in range(8)),
                     b"--" + b"z" * HUGE])
     return insert(rng, groups, [u]), operands

@@ -195,6 +195,8 @@ USAGE_ERRORS = [
      ["--pyroscope-queue", "'1'"]),
     ("agent-symbol-cache-small", ["agent", "--symbol-cache", "4095"], ["--symbol-cache", "'4095'"]),
     ("agent-dwarf-keep-bad", ["agent", "--dwarf-keep", "-1M"], ["--dwarf-keep", "'-1M'"]),
+    ("agent-read-maps-bad", ["agent", "--read-maps", "never"],
+     ["--read-maps", "'never'", "neither 'sampled' nor 'exec'"]),
     ("agent-command", ["agent", "--", "sleep", "1"], ["'sleep'", "runs no command"]),
     ("agent-pid-and-uid", ["agent", "-p", NOPID, "-u", "0"], ["one target"]),
     ("agent-off-cpu-min-alone", ["agent", "--off-cpu-min", "2ms"], ["--off-cpu-min", "--off-cpu"]),

@@ -1761,6 +1761,43 @@ def t_snap_short_all(tmp):
                    f"_start, want {100 * EXACT:.0f}%")
 
 
+BIG_CHAIN = THREAD_ROOT + ["big_thread", "big_outer", "big_leaf"]
+BIG_RUNS = 60
+
+
+@case("snap-holes")
+def t_snap_holes(tmp):
+    """Stack snapshots over pages never faulted in.  rec-bigframe's thread
+    spins in big_leaf under big_outer, whose 12 KiB of locals are never
+    touched: on its fresh stack those pages are not there.  Run 60 times
+    under `record -a -F 999` with a table cache of its own, its first
+    samples are snapshots (the agent has not read the program yet), and
+    the copy must go on past the missing pages to big_outer's return
+    address (struct stack_snapshot holes): a copy that stopped at the
+    first page it could not read ended those walks read_fault at
+    big_outer.  Every sample in big_leaf has the whole chain."""
+    out = os.path.join(tmp, "holes.pb.gz")
+    rec = start_record(["-a", "-F", "999", "--stats", "--cache-dir", os.path.join(tmp, "cache"),
+                        "-o", out])
+    pids = set()
+    try:
+        for _ in range(BIG_RUNS):
+            q = subprocess.Popen([fx("bigframe"), "8"], stdin=subprocess.DEVNULL)
+            pids.add(q.pid)
+            if q.wait(timeout=30) != 0:
+                raise Fail(f"rec-bigframe exited with {q.returncode}")
+    finally:
+        err = finish_record(rec, sigint=True)
+    samples, _ = read_pprof(out)
+    stacks = pprof_stacks(samples, lambda s: s.labels.get("pid") in pids)
+    for key in ("snapshots", "snapshots_unfinished"):
+        m = re.search(r"^" + key + r": .*$", err, re.M)
+        log(m.group(0) if m else f"no {key} line")
+    if stat_value(err, "snapshots") == 0:
+        raise Fail("no stack snapshot was taken: nothing was tested")
+    check_chain(stacks, "big_leaf", BIG_CHAIN, "snapshots over untouched pages", min_samples=50)
+
+
 @case("churn-rss")
 def t_churn_rss(tmp):
     """A host where processes come and go: 100 short programs (no frame

@@ -744,3 +744,82 @@ Test(lifecycle, exec_drops_the_code_records_of_the_program_before)
 	cr_assert_not_null(p);
 	cr_expect_eq(p->n, 0, "the old program's code was given to the new one");
 }
+
+/* ---- reading on sample (the agent's default, --read-maps sampled) ---- */
+
+/* An exec reads nothing: what was read of the old program goes (the
+ * walker stopped using it at the exec), and the first sample reads the
+ * new program, with the exec record's comm and its birth. */
+Test(lifecycle, on_sample_an_exec_reads_nothing_until_a_sample)
+{
+	uint64_t now, exec_ns;
+	struct proc *p;
+
+	t.procs.read_on_sample = true;
+	read_child();
+	expect_published(0);
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	now = mono_ns();
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "from-record", now);
+	p = procs_get(&t.procs, child.pid);
+	cr_assert_not_null(p, "the exec dropped the entry (and its code records with it)");
+	cr_expect_eq(p->state, PROC_UNREAD);
+	cr_expect_eq(p->n, 0, "the old program's mappings stayed");
+	expect_nothing_published();
+	cr_expect_eq(t.procs.rescans, 0);
+	/* Nor later: no read is due, ld.so's mmaps schedule none. */
+	procs_on_mmap(&t.procs, child.pid, 0, now + MS);
+	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 0);
+	/* Its first sample (the walk met no mapping): read at once. */
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1000, now + 11 * MS);
+	cr_assert_not_null(p, "the sample did not read the process");
+	cr_expect_eq(t.procs.rescans, 1);
+	cr_expect(test_maps_file(p, "/sleep"), "the new program was not read");
+	cr_expect_str_eq(p->comm, "from-record");
+	cr_expect_eq(p->born_ns, exec_ns);
+	expect_published(exec_ns);
+	/* Once read, code it maps is read after the delay, as with reads at
+	 * exec. */
+	now = mono_ns();
+	procs_on_mmap(&t.procs, child.pid, 0, now);
+	cr_expect_eq(procs_run_due(&t.procs, now), now + PROCS_SCAN_DELAY_NS);
+	cr_expect_eq(procs_run_due(&t.procs, now + PROCS_SCAN_DELAY_NS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 2);
+}
+
+/* A fork reads nothing either: the child is read at its first sample. */
+Test(lifecycle, on_sample_a_fork_reads_nothing)
+{
+	uint64_t now = mono_ns();
+
+	t.procs.read_on_sample = true;
+	procs_on_fork(&t.procs, child.pid, now, 0, now);
+	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
+	cr_expect_eq(t.procs.rescans, 0);
+	cr_expect_not_null(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1000,
+					   now + 11 * MS));
+	cr_expect_eq(t.procs.rescans, 1);
+}
+
+/* A program gone before any sample read it: its exit rebuilds what it
+ * mapped from its code records, as with reads at exec. */
+Test(lifecycle, on_sample_a_program_never_read_is_rebuilt_at_its_exit)
+{
+	enum { GONE = 4000323 };
+	struct proc *live = read_child(), *p;
+	struct recorded_map m;
+
+	t.procs.read_on_sample = true;
+	cr_assert_not_null(live->maps[0].mod);
+	procs_on_exec(&t.procs, GONE, 1000, 0, "gone", mono_ns());
+	m = recorded(&live->maps[0]);
+	procs_note_code_map(&t.procs, GONE, &m);
+	procs_on_exit(&t.procs, GONE, mono_ns());
+	p = procs_get(&t.procs, GONE);
+	cr_assert_not_null(p);
+	cr_expect_eq(p->n, 1);
+	cr_expect_eq(t.procs.rescans, 0);
+}

@@ -179,3 +179,43 @@ Test(walker_ends, a_frame_pointer_chain_ending_in_rbp_0_is_outermost)
 	w.stack[11] = FN(1) + 0x20;
 	walk(&w, want, 2, WALK_END_OUTERMOST);
 }
+
+/* A snapshot's stack with pages that could not be read (struct
+ * stack_snapshot holes: a big frame's untouched locals): reads there
+ * fault, reads in the pages after them do not.  FN(0)'s frame is 8.5 KB
+ * (sort's main has 8.6), its return address on page 3 of the copy, which
+ * starts 0x100 bytes before its page 0 ends. */
+#define BIG_WORDS (4 * 512)
+static void big_frame(struct walk *w, uint64_t *stack, __u32 holes)
+{
+	static const struct cfi_rule rules[] = { { CFA(7, 0x100 + 8192 + 16), RA_AT8 }, OUTERMOST };
+	const __u64 base = STACK + 0xf00;
+
+	setup(w, rules, 2, 1);
+	walker_fixture_input(&w->in, &w->map, 1, &w->tab, 1, base, stack, BIG_WORDS * 8);
+	w->in.regs[WALKER_USER_RIP] = FN(0) + 0x70;
+	w->in.regs[7] = base;
+	/* the return address: at CFA - 8, on the copy's page 3 */
+	stack[(0x100 + 8192 + 8) / 8] = FN(1) + 0x20;
+	w->in.stack_holes = holes;
+}
+
+Test(walker_ends, a_snapshot_hole_under_the_return_address_is_read_over)
+{
+	static struct walk w;
+	static uint64_t stack[BIG_WORDS];
+	const uint64_t want[] = { FN(0) + 0x70, FN(1) + 0x1f };
+
+	big_frame(&w, stack, 1u << 1 | 1u << 2);
+	walk(&w, want, 2, WALK_END_OUTERMOST);
+}
+
+Test(walker_ends, a_snapshot_hole_where_the_return_address_is_faults)
+{
+	static struct walk w;
+	static uint64_t stack[BIG_WORDS];
+	const uint64_t want[] = { FN(0) + 0x70 };
+
+	big_frame(&w, stack, 1u << 3);
+	walk(&w, want, 1, WALK_END_READ_FAULT);
+}
