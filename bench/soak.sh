@@ -55,7 +55,9 @@
 #   tables, modules     CFI tables loaded in the kernel, objects known
 # the regular files it holds open after warm-up and at the end
 # (OUT/files-warm.txt, OUT/files-end.txt: those opened since and still
-# held are what a rise of fds and tables is made of),
+# held are what a rise of fds and tables is made of), the CFI tables
+# compiled, by time and object (OUT/tables-compiled.txt, those after
+# warm-up printed),
 # and rows of OUT/breakdown.csv (t_s, what, count): the fds by kind (file,
 # bpf-map, perf_event, ...) and the entries of each hash map by name.
 # At the end: OUT/soak.png (gnuplot: the four over time) and, per series,
@@ -376,6 +378,38 @@ if after:
     for what in sorted(set(first) | set(last)):
         a, b = first.get(what, 0), last.get(what, 0)
         print(f"  {what:<24} {a:8d} -> {b:8d}  ({b - a:+d})")
+PY
+# The CFI tables compiled, by when (the cache's files, named by build-id,
+# are written at a table's first compile) and by object (the build-ids
+# of the files the agent held): a rise of tables loaded after warm-up
+# is either objects first missed then, or tables loaded again.
+python3 - "$tmp/cache" "$start" "$WARMUP" "$OUT" <<'PY' || true
+import glob, os, subprocess, sys
+cache, start, warm, out = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+names = {}
+for listing in ("files-warm.txt", "files-end.txt"):
+    try:
+        paths = open(os.path.join(out, listing)).read().split()
+    except OSError:
+        continue
+    for path in paths:
+        try:
+            notes = subprocess.run(["readelf", "-n", path], capture_output=True, text=True).stdout
+        except OSError:
+            continue
+        for line in notes.splitlines():
+            if "Build ID:" in line:
+                names.setdefault(line.split()[-1], path)
+rows = sorted((os.path.getmtime(f) - start, os.path.basename(f).split(".")[0])
+              for f in glob.glob(os.path.join(cache, "v*", "*.cfit")))
+with open(os.path.join(out, "tables-compiled.txt"), "w") as f:
+    for t, bid in rows:
+        f.write(f"{t:.0f} {bid} {names.get(bid, '?')}\n")
+late = [(t, bid) for t, bid in rows if t > warm]
+print(f"soak: CFI tables compiled: {len(rows)}, {len(late)} of them after warm-up "
+      "(OUT/tables-compiled.txt: seconds, build-id, object):")
+for t, bid in late:
+    print(f"  {t:6.0f} s  {names.get(bid, bid)}")
 PY
 if [ -f "$OUT/files-warm.txt" ] && [ -f "$OUT/files-end.txt" ]; then
   echo "soak: files held open at the end and not after warm-up (OUT/files-end.txt):"

@@ -225,8 +225,10 @@ def t_moved_before_exec(tmp):
             p.wait()
         for cg in cgs.values():
             os.rmdir(cg)
-    # (other programs of this name may run on the machine)
-    mine = [s for s in samples if s.labels.get("pid") in moved]
+    # (other programs of this name may run on the machine; the pid's
+    # samples as the busy shell, in A before it moved, are rightly A's)
+    mine = [s for s in samples if s.labels.get("pid") in moved and
+            s.labels.get("comm") in ("rec-threads", "rec-worker")]
     services = {s.labels.get("service_name") for s in mine}
     log(f"pid {moved}: {len(mine)} stacks, service_name {sorted(services)}")
     if not mine:

@@ -1680,6 +1680,24 @@ SNAP_RUNS = 150         # programs run one after another
 SNAP_MS = 5             # CPU each spins: about 5 samples at 999 Hz
 
 
+def record_new_programs(tmp, out, argv, runs):
+    """`record -a -F 999 --stats` into `out`, with a table cache of its own
+    (empty: every program is new to it), while `argv` runs `runs` times one
+    after another.  Returns record's stderr and the programs' pids."""
+    rec = start_record(["-a", "-F", "999", "--stats", "--cache-dir", os.path.join(tmp, "cache"),
+                        "-o", out])
+    pids = set()
+    try:
+        for _ in range(runs):
+            q = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+            pids.add(q.pid)
+            if q.wait(timeout=30) != 0:
+                raise Fail(f"{' '.join(argv)} exited with {q.returncode}")
+    finally:
+        err = finish_record(rec, sigint=True)
+    return err, pids
+
+
 @case("snap-short-all")
 def t_snap_short_all(tmp):
     """Issue 13's target for stack snapshots: a program the agent has never
@@ -1702,17 +1720,7 @@ def t_snap_short_all(tmp):
     guessed) and are left out of the ratio, which is of the samples taken
     once the program existed."""
     out = os.path.join(tmp, "snap.pb.gz")
-    rec = start_record(["-a", "-F", "999", "--stats", "--cache-dir", os.path.join(tmp, "cache"),
-                        "-o", out])
-    pids = set()
-    try:
-        for _ in range(SNAP_RUNS):
-            q = subprocess.Popen([fx("short"), "run", str(SNAP_MS)], stdin=subprocess.DEVNULL)
-            pids.add(q.pid)
-            if q.wait(timeout=30) != 0:
-                raise Fail(f"rec-short run {SNAP_MS} exited with {q.returncode}")
-    finally:
-        err = finish_record(rec, sigint=True)
+    err, pids = record_new_programs(tmp, out, [fx("short"), "run", str(SNAP_MS)], SNAP_RUNS)
     samples, _ = read_pprof(out)
     total = exact = in_exec = 0
     wrong = {}
@@ -1777,17 +1785,7 @@ def t_snap_holes(tmp):
     first page it could not read ended those walks read_fault at
     big_outer.  Every sample in big_leaf has the whole chain."""
     out = os.path.join(tmp, "holes.pb.gz")
-    rec = start_record(["-a", "-F", "999", "--stats", "--cache-dir", os.path.join(tmp, "cache"),
-                        "-o", out])
-    pids = set()
-    try:
-        for _ in range(BIG_RUNS):
-            q = subprocess.Popen([fx("bigframe"), "8"], stdin=subprocess.DEVNULL)
-            pids.add(q.pid)
-            if q.wait(timeout=30) != 0:
-                raise Fail(f"rec-bigframe exited with {q.returncode}")
-    finally:
-        err = finish_record(rec, sigint=True)
+    err, pids = record_new_programs(tmp, out, [fx("bigframe"), "8"], BIG_RUNS)
     samples, _ = read_pprof(out)
     stacks = pprof_stacks(samples, lambda s: s.labels.get("pid") in pids)
     for key in ("snapshots", "snapshots_unfinished"):
