@@ -103,6 +103,15 @@ static void set_exec_comm(struct proc *p, const char *comm)
 	p->exec_comm[len] = 0;
 }
 
+/* `p` was read after its exec at `event_ns` and published in the exec's
+ * epoch (record -- CMD reads the program before releasing it; a sample
+ * handled after the exec reads it too): that view is the new program's. */
+static bool read_in_exec_epoch(const struct proc_registry *r, const struct proc *p,
+			       uint64_t event_ns)
+{
+	return p->last_scan_ns > event_ns && procs_epoch_current(r, p);
+}
+
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
 		   const char *comm, uint64_t now)
 {
@@ -113,7 +122,7 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	 * (its epoch): they go, and the next sample reads the new ones.  The
 	 * old program's tables stay loaded for the tables' grace: the new
 	 * one likely maps some of them (libc). */
-	if (p && r->read_on_sample && p->state == PROC_READ)
+	if (p && r->read_on_sample && p->state == PROC_READ && !read_in_exec_epoch(r, p, event_ns))
 		procs_reset(r, p);
 	/* (rescan forgets the entry again if the process is gone) */
 	if (!p)
@@ -129,10 +138,7 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 			set_exec_comm(p, comm);
 		return;
 	}
-	/* Already read after the exec (record -- CMD reads the program
-	 * before releasing it), and published in the exec's epoch: that
-	 * view is the new program's. */
-	if (p && p->state == PROC_READ && p->last_scan_ns > event_ns && procs_epoch_current(r, p)) {
+	if (p && p->state == PROC_READ && read_in_exec_epoch(r, p, event_ns)) {
 		/* (Still one read after ld.so's mmaps, whose records do not
 		 * wake us this soon after the exec: bpf/abi.h.) */
 		mark_due(r, pid, now);

@@ -823,3 +823,19 @@ Test(lifecycle, on_sample_a_program_never_read_is_rebuilt_at_its_exit)
 	cr_expect_eq(p->n, 1);
 	cr_expect_eq(t.procs.rescans, 0);
 }
+
+/* A sample handled before the exec record read the new program already,
+ * in the exec's epoch: the exec keeps that read. */
+Test(lifecycle, on_sample_an_exec_keeps_a_read_of_the_new_program)
+{
+	uint64_t exec_ns;
+
+	t.procs.read_on_sample = true;
+	child_execs();
+	exec_ns = mono_ns();
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "sleep", mono_ns());
+	cr_expect_eq(procs_get(&t.procs, child.pid)->state, PROC_READ);
+	expect_published(exec_ns);
+}
