@@ -34,10 +34,12 @@ static const char *mount_point(struct cgroup_cache *c)
 	return c->mount_state > 0 ? c->mount : NULL;
 }
 
-/* Whether cgroup v2 `path` is the cgroup of id `id`: a process moved
- * between its record and our read was read in its new cgroup, whose
- * labels must not be filed under the old id. */
-static bool is_cgroup(struct cgroup_cache *c, const char *path, uint64_t id)
+/* The id of cgroup v2 `path` (its directory's inode number on the
+ * cgroup2 mount), or 0.  What a read found is filed under the id of the
+ * cgroup it found, not the record's: the process may have moved since
+ * its record, or have none (found by its samples, or read late, after
+ * an exec that changed its cgroup). */
+static uint64_t path_id(struct cgroup_cache *c, const char *path)
 {
 	const char *mnt = mount_point(c);
 	char dir[PATH_MAX];
@@ -45,8 +47,8 @@ static bool is_cgroup(struct cgroup_cache *c, const char *path, uint64_t id)
 
 	if (!mnt || path[0] != '/' ||
 	    snprintf(dir, sizeof(dir), "%s%s", mnt, path) >= (int)sizeof(dir))
-		return false;
-	return !stat(dir, &st) && (uint64_t)st.st_ino == id;
+		return 0;
+	return stat(dir, &st) ? 0 : (uint64_t)st.st_ino;
 }
 
 /* Files what c->ci says under `id`, in place of the least recently used
@@ -83,6 +85,7 @@ int cgroup_cache_labels(struct cgroup_cache *c, int pid, uint64_t cgroup_id,
 			struct cgroup_labels *out)
 {
 	struct cgroup_entry *e = cgroup_id ? find(c, cgroup_id) : NULL;
+	uint64_t read_id;
 	int ret;
 
 	c->tick++;
@@ -99,8 +102,8 @@ int cgroup_cache_labels(struct cgroup_cache *c, int pid, uint64_t cgroup_id,
 	if (ret)
 		return ret;
 	c->reads++;
-	if (cgroup_id && c->ci->has_v2 && is_cgroup(c, c->ci->path, cgroup_id))
-		insert(c, cgroup_id);
+	if (c->ci->has_v2 && (read_id = path_id(c, c->ci->path)) && !find(c, read_id))
+		insert(c, read_id);
 	out->path = c->ci->has_v2 ? c->ci->path : NULL;
 	out->container_id = c->ci->container_id;
 	return 0;

@@ -39,9 +39,9 @@ struct cgroup_cache {
 	uint32_t n;
 	uint64_t tick;
 	struct cgroup_info *ci;    /* the last read (PATH_MAX: not on the stack) */
-	/* Where cgroup v2 is mounted, to check that what a read found is the
-	 * cgroup of the id (the process may have moved since its record);
-	 * 0: not looked up yet, -1: none usable (ids then go uncached). */
+	/* Where cgroup v2 is mounted, to find the id of the cgroup a read
+	 * found (the process may have moved since its record); 0: not
+	 * looked up yet, -1: none usable (reads then go uncached). */
 	int mount_state;
 	char *mount;
 	uint64_t hits;             /* labels taken from the cache */
@@ -50,7 +50,8 @@ struct cgroup_cache {
 };
 
 /* The labels of process `pid`, whose cgroup was `cgroup_id` at its last
- * record (0: unknown, which is read and not cached).  What `out` points
+ * record (0: unknown, always read).  A read is cached under the id of
+ * the cgroup it found, whatever `cgroup_id` said.  What `out` points
  * to holds until the next call.  -ESRCH: the process is gone. */
 int cgroup_cache_labels(struct cgroup_cache *c, int pid, uint64_t cgroup_id,
 			struct cgroup_labels *out);

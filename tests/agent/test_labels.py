@@ -185,8 +185,10 @@ def t_moved_before_exec(tmp):
     """A runtime's shape: a shell in cgroup A (a unit) forks a child, which
     moves itself to cgroup B (another unit) and then execs the fixture.
     The agent reads a cgroup once per id, and A is known by then (the
-    shells, busy, were sampled and read in it): the fixture's samples must carry B's
-    service_name, the exec record's cgroup, not the fork's."""
+    shells, busy, were sampled and read in it; the programs exec'd in A
+    after the first read are labelled from the cache): the fixture's
+    samples must carry B's service_name, the exec record's cgroup, not
+    the fork's."""
     root = tr.cgroup2_mount()
     units = {k: f"cfiprof-{k}-{os.getpid()}.service" for k in ("a", "b")}
     cgs = {k: f"{root}/{u}" for k, u in units.items()}
@@ -194,8 +196,11 @@ def t_moved_before_exec(tmp):
         os.mkdir(cg)
     inner = os.path.join(tmp, "inner.sh")
     with open(inner, "w") as f:
-        # (busy in A first, so that it is sampled, and read, there)
+        # (busy in A first, so that it is sampled, and read, there; and a
+        # child exec'd in A, busy too, is another program labelled from
+        # A's read, even if this shell was read before its exec record)
         f.write(f'i=0; while [ $i -lt 120000 ]; do i=$((i+1)); done\n'
+                f'sh -c \'i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done\'\n'
                 f'echo $$ > {cgs["b"]}/cgroup.procs && exec {tr.fx("threads")} 30\n')
     port = free_port()
     p = None
@@ -237,6 +242,9 @@ def t_moved_before_exec(tmp):
         raise Fail(f"service_name {sorted(services)}, want only {units['b']!r} (the cgroup "
                    f"the fixture was exec'd in)")
     hits = [l for l in metrics.splitlines() if l.startswith("cfiprof_cgroup_cache_hits_total ")]
+    log("metrics: " + str([l for l in metrics.splitlines()
+                           if l.startswith(("cfiprof_cgroup_", "cfiprof_process_events_dropped",
+                                            "cfiprof_processes_"))]))
     log(f"metrics: {hits}")
     if not hits or float(hits[0].split()[1]) < 1:
         raise Fail(f"no cgroup read was saved: {hits}")

@@ -513,8 +513,9 @@ Test(lifecycle, programs_of_one_cgroup_read_it_once)
 
 /* A process moved to another cgroup after its record (here: an id that
  * is not its cgroup's) is read in its new cgroup, and what was read is
- * not filed under the record's id, whose next programs are read too. */
-Test(lifecycle, a_cgroup_read_after_a_move_is_not_cached_under_the_old_id)
+ * filed under that cgroup's id, not the record's: the record's id finds
+ * nothing (its next programs are read too), the true id finds it. */
+Test(lifecycle, a_cgroup_read_after_a_move_is_cached_under_the_cgroup_read)
 {
 	struct test_child other;
 	uint64_t id, now = mono_ns();
@@ -523,7 +524,36 @@ Test(lifecycle, a_cgroup_read_after_a_move_is_not_cached_under_the_old_id)
 	two_execs_in(&other, id + 1000000, path, now);
 	cr_expect_eq(t.procs.cgroups.reads, 2);
 	cr_expect_eq(t.procs.cgroups.hits, 0);
-	cr_expect_eq(t.procs.cgroups.n, 0);
+	cr_assert_eq(t.procs.cgroups.n, 1);
+	cr_expect_eq(t.procs.cgroups.v[0].id, id);
+	procs_forget(&t.procs, other.pid);
+	procs_on_exec(&t.procs, other.pid, now, id, NULL, now);
+	expect_cgroup(other.pid, path);
+	cr_expect_eq(t.procs.cgroups.reads, 2);
+	cr_expect_eq(t.procs.cgroups.hits, 1);
+	test_child_end(&other);
+}
+
+/* A process read without a record (found by its samples: a fork that
+ * never exec'd, or one whose exec record came after the read) still
+ * fills the cache: the next program exec'd in its cgroup reads nothing. */
+Test(lifecycle, a_read_without_a_record_fills_the_cgroup_cache)
+{
+	struct test_child other;
+	static char *const sleep2[] = { "/bin/sleep", "1000", NULL };
+	uint64_t id, now = mono_ns();
+	const char *path = own_cgroup(&id);
+
+	t.procs.read_on_sample = true;
+	cr_assert_not_null(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 0, 0, now));
+	expect_cgroup(child.pid, path);
+	cr_expect_eq(t.procs.cgroups.reads, 1);
+	test_child_start(&other, sleep2);
+	procs_on_exec(&t.procs, other.pid, now, id, NULL, now);
+	cr_assert_not_null(procs_on_sample(&t.procs, other.pid, WALK_END_NO_MAPPING, 0, 0, now));
+	expect_cgroup(other.pid, path);
+	cr_expect_eq(t.procs.cgroups.reads, 1);
+	cr_expect_eq(t.procs.cgroups.hits, 1);
 	test_child_end(&other);
 }
 
