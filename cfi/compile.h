@@ -25,6 +25,8 @@ struct cfi_compile_opts {
 	size_t parse_split;      /* tests: the second thread parses the .eh_frame
 				  * entries from the first at or after this offset
 				  * (0: the section's middle) */
+	bool no_memo;            /* tests: interpret every FDE, even one whose rows
+				  * an earlier FDE's give (the table is the same) */
 };
 
 struct cfi_compile_stats {
@@ -33,6 +35,9 @@ struct cfi_compile_stats {
 	uint64_t fdes_eh, fdes_debug;
 	uint64_t fdes_outside_text; /* not in an executable segment: skipped */
 	uint64_t fdes_shadowed;     /* wholly covered by another FDE */
+	uint64_t fdes_reused;       /* rows taken from an earlier FDE of the same
+				     * CIE and instructions (per thread: depends
+				     * on the split) */
 	uint64_t rows;              /* table rows, identical neighbours merged */
 	uint64_t stored_rows;       /* rows plus those repeated at page starts */
 	uint64_t unsupported_rows;  /* rows whose rule the walker cannot follow */

@@ -78,6 +78,14 @@ void *cfi_huge_resize(void *p, size_t old_size, size_t new_size)
 	return q;
 }
 
+void *cfi_huge_zalloc(size_t size)
+{
+	if (size < CFI_HUGE_MIN)
+		return calloc(1, size ? size : 1);
+	/* A fresh mapping is zeroes already. */
+	return map_aligned(mapped_len(size));
+}
+
 void cfi_huge_free(void *p, size_t size)
 {
 	if (!p)

@@ -37,6 +37,10 @@ void cfi_huge_pages_enable(void);
  * size are kept.  Returns the array, or NULL with `p` untouched. */
 void *cfi_huge_resize(void *p, size_t old_size, size_t new_size);
 
+/* calloc for these arrays: `size` bytes of zeroes (pages a large one
+ * never touches cost nothing).  Free with cfi_huge_free. */
+void *cfi_huge_zalloc(size_t size);
+
 /* Frees an array of `size` bytes (the last size given for it). */
 void cfi_huge_free(void *p, size_t size);
 

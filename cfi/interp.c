@@ -329,6 +329,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				lr.pos = r.pos;
 				lr.end = r.end;
 				pctx.addr_size = cie->addr_size;
+				run->ip->set_loc = true;
 				if (cfi_read_encoded(&lr, cie->fde_enc, &pctx, &new_loc))
 					return BAD("undecodable DW_CFA_set_loc");
 				r.pos = lr.pos;
@@ -516,8 +517,11 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				}
 				loc = new_loc;
 				/* Instructions past the FDE's range describe no code. */
-				if (loc >= end)
+				if (loc >= end) {
+					run->ip->reached_end = true;
+					run->ip->last_loc = loc;
 					return 0;
+				}
 			}
 		}
 		continue;
@@ -540,6 +544,7 @@ restore:
 		dirty = true;
 	}
 
+	run->ip->last_loc = loc;
 	if (fn && loc < end && dirty)
 		return fn(fnctx, loc, &st->rule);
 	return 0;
@@ -558,6 +563,8 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 	struct frame_state st, initial;
 	int ret;
 
+	ip->set_loc = ip->reached_end = false;
+	ip->last_loc = fde->start;
 	/* Before any instruction: no CFA rule, registers unmentioned. */
 	memset(&st, 0, sizeof(st));
 	st.cfa.is_expr = true;

@@ -493,28 +493,29 @@ static int rows_reserve(struct cfi_builder *b, size_t ncap)
 	return 0;
 }
 
-int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *r)
+int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx)
 {
-	uint32_t idx;
-	int ret;
+	return intern(b, r, idx);
+}
+
+int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
+{
+	bool undef = b->rules[idx].cfa_type == CFI_CFA_UNDEF;
 
 	if (b->n && addr < b->addr[b->n - 1])
 		return -EINVAL;
 	b->uses_rows = SIZE_MAX;
-	ret = intern(b, r, &idx);
-	if (ret)
-		return ret;
 	if (b->n && addr == b->addr[b->n - 1]) {
 		b->rule[b->n - 1] = idx;
 		/* Merge into the row before, and never start with "no info". */
 		if ((b->n > 1 && b->rule[b->n - 2] == idx) ||
-		    (b->n == 1 && r->cfa_type == CFI_CFA_UNDEF && !b->keep_leading_undef))
+		    (b->n == 1 && undef && !b->keep_leading_undef))
 			b->n--;
 		return 0;
 	}
 	if (b->n && b->rule[b->n - 1] == idx)
 		return 0;
-	if (!b->n && r->cfa_type == CFI_CFA_UNDEF && !b->keep_leading_undef)
+	if (!b->n && undef && !b->keep_leading_undef)
 		return 0;
 	if (b->n == b->cap && rows_reserve(b, b->cap ? b->cap * 2 : 4096))
 		return -ENOMEM;
@@ -522,6 +523,48 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 	b->rule[b->n] = idx;
 	b->n++;
 	return 0;
+}
+
+void cfi_builder_prefetch_row(const struct cfi_builder *b, size_t i)
+{
+	if (i < b->n) {
+		__builtin_prefetch(&b->addr[i]);
+		__builtin_prefetch(&b->rule[i]);
+	}
+}
+
+uint32_t cfi_builder_last_rule(const struct cfi_builder *b)
+{
+	return b->n ? b->rule[b->n - 1] : UINT32_MAX;
+}
+
+int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t old_base,
+		       uint64_t new_base)
+{
+	size_t i;
+	int ret;
+
+	for (i = from; i < from + n; i++) {
+		/* Read before adding: an add may move the arrays. */
+		uint64_t addr = new_base + (b->addr[i] - old_base);
+		uint32_t idx = b->rule[i];
+
+		ret = cfi_builder_add_idx(b, addr, idx);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *r)
+{
+	uint32_t idx;
+	int ret;
+
+	if (b->n && addr < b->addr[b->n - 1])
+		return -EINVAL;
+	ret = intern(b, r, &idx);
+	return ret ? ret : cfi_builder_add_idx(b, addr, idx);
 }
 
 void cfi_builder_continues(struct cfi_builder *b)

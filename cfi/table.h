@@ -65,6 +65,23 @@ void cfi_builder_free(struct cfi_builder *b);
  * one replaces it; a row equal to the last one is merged into it. */
 int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *rule);
 
+/* cfi_builder_add in two halves, for a caller that adds one rule many
+ * times: the rule's number in `b` (stable for b's life), then a row by
+ * that number.  A rule numbered and never added changes no table. */
+int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *rule, uint32_t *idx);
+int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx);
+
+/* A hint: row `i` of `b` is read soon. */
+void cfi_builder_prefetch_row(const struct cfi_builder *b, size_t i);
+
+/* The rule number of the last row, or UINT32_MAX without rows. */
+uint32_t cfi_builder_last_rule(const struct cfi_builder *b);
+
+/* Adds again, as cfi_builder_add_idx, the `n` rows from row `from` of `b`
+ * itself, moved from `old_base` to `new_base` (at or above it). */
+int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t old_base,
+		       uint64_t new_base);
+
 /* Marks `b` as building the rows that follow another builder's, to be
  * appended to it: a leading "no info" row is then kept, since it may end
  * the other builder's last row. */

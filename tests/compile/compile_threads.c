@@ -1,14 +1,20 @@
 /*
- * The CFI compiler's two threads against its one: every object named on
- * the command line is compiled single-threaded, then split between two
+ * The CFI compiler's two threads against its one, and its reuse of rows
+ * against interpretation: every object named on the command line is
+ * compiled single-threaded interpreting every FDE, then single-threaded
+ * reusing the rows of FDEs with the same CIE and instructions, then split between two
  * threads at the balanced point and at many other segments (every one for
  * small objects), and its .eh_frame parse split at many offsets (every
  * byte for small sections), and each table must be byte for byte the
  * single-threaded one, with the same statistics.  A plain program, so that it also runs
  * under ThreadSanitizer (build-tsan), which criterion cannot.
  *
- *   compile_threads OBJECT...      exits 1 with a message on a difference
+ *   compile_threads [--min-reused N] OBJECT...
+ *                  exits 1 with a message on a difference, or if an
+ *                  object's single-threaded compile reused fewer than N
+ *                  FDEs' rows
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +37,11 @@ static void fail(const char *path, const char *what, size_t split, size_t parse_
 }
 
 static int compile(const struct cfi_elf *e, const char *path, unsigned threads, size_t split,
-		   size_t parse_split, struct cfi_table *t, struct cfi_compile_stats *st)
+		   size_t parse_split, bool no_memo, struct cfi_table *t,
+		   struct cfi_compile_stats *st)
 {
 	struct cfi_compile_opts o = { .path = path, .threads = threads, .split_segment = split,
-				      .parse_split = parse_split };
+				      .parse_split = parse_split, .no_memo = no_memo };
 	struct cfi_error err = { { 0 } };
 	int ret = cfi_compile(e, &o, t, st, &err);
 
@@ -43,39 +50,51 @@ static int compile(const struct cfi_elf *e, const char *path, unsigned threads, 
 	return ret;
 }
 
-static void check_split(const struct cfi_elf *e, const char *path, size_t split,
+/* threads 1: the single-threaded compile with reuse; 2: split. */
+static void check_split(const struct cfi_elf *e, const char *path, unsigned threads, size_t split,
 			size_t parse_split, const struct cfi_table *want,
-			const struct cfi_compile_stats *wst)
+			const struct cfi_compile_stats *wst, struct cfi_compile_stats *out)
 {
+	const char *how = threads == 1 ? "reusing rows" : "two threads";
 	struct cfi_compile_stats st;
 	struct cfi_table t;
+	char what[128];
 
-	if (compile(e, path, 2, split, parse_split, &t, &st)) {
-		fail(path, "two threads failed where one did not", split, parse_split);
+	if (compile(e, path, threads, split, parse_split, false, &t, &st)) {
+		snprintf(what, sizeof(what), "%s failed where interpreting did not", how);
+		fail(path, what, split, parse_split);
 		return;
 	}
+	if (out)
+		*out = st;
+	snprintf(what, sizeof(what), "%s: table differs from the interpreted one", how);
 	if (t.size != want->size || memcmp(t.blob, want->blob, t.size))
-		fail(path, "table differs from the single-threaded one", split, parse_split);
+		fail(path, what, split, parse_split);
 	if (st.rows != wst->rows || st.stored_rows != wst->stored_rows ||
 	    st.unsupported_rows != wst->unsupported_rows || st.reg_expr_rows != wst->reg_expr_rows ||
 	    st.reg_expr_signal_rows != wst->reg_expr_signal_rows ||
 	    st.covered_bytes != wst->covered_bytes || st.rules != wst->rules ||
 	    st.fdes_shadowed != wst->fdes_shadowed || st.cies != wst->cies ||
 	    st.fdes != wst->fdes || st.fdes_outside_text != wst->fdes_outside_text)
-		fail(path, "statistics differ from the single-threaded ones", split, parse_split);
+		fail(path, "statistics differ from the interpreted ones", split, parse_split);
 	cfi_table_free(&t);
 }
 
 int main(int argc, char **argv)
 {
-	int i;
+	unsigned long long min_reused = 0;
+	int i = 1;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: compile_threads OBJECT...\n");
+	if (argc > 2 && !strcmp(argv[1], "--min-reused")) {
+		min_reused = strtoull(argv[2], NULL, 10);
+		i = 3;
+	}
+	if (argc <= i) {
+		fprintf(stderr, "usage: compile_threads [--min-reused N] OBJECT...\n");
 		return 2;
 	}
-	for (i = 1; i < argc; i++) {
-		struct cfi_compile_stats wst;
+	for (; i < argc; i++) {
+		struct cfi_compile_stats wst, mst = { 0 };
 		struct cfi_error err = { { 0 } };
 		struct cfi_table want;
 		struct cfi_elf e;
@@ -85,16 +104,24 @@ int main(int argc, char **argv)
 			fprintf(stderr, "compile_threads: %s\n", err.msg);
 			return 1;
 		}
-		if (compile(&e, argv[i], 1, 0, 0, &want, &wst)) {
+		if (compile(&e, argv[i], 1, 0, 0, true, &want, &wst)) {
 			cfi_elf_close(&e);
 			return 1;
 		}
 		/* Segments are at most the FDEs, plus the pieces Go marks cut. */
 		n = wst.fdes + 64;
-		check_split(&e, argv[i], 0, 0, &want, &wst);
+		if (wst.fdes_reused)
+			fail(argv[i], "reused rows with reuse turned off", 0, 0);
+		check_split(&e, argv[i], 1, 0, 0, &want, &wst, &mst);
+		if (mst.fdes_reused < min_reused) {
+			fprintf(stderr, "compile_threads: %s: %llu FDEs' rows reused, expected at least %llu\n",
+				argv[i], (unsigned long long)mst.fdes_reused, min_reused);
+			failures++;
+		}
+		check_split(&e, argv[i], 2, 0, 0, &want, &wst, NULL);
 		step = n <= SWEEP ? 1 : n / SWEEP;
 		for (k = 1; k <= n; k += step)
-			check_split(&e, argv[i], k, 0, &want, &wst);
+			check_split(&e, argv[i], 2, k, 0, &want, &wst, NULL);
 		ways = (n - 1) / step + 2;
 		/* The parse: split before every byte of a small .eh_frame, else
 		 * at PARSE_SWEEP offsets spread over it, where an entry starts
@@ -102,9 +129,10 @@ int main(int argc, char **argv)
 		n = e.eh_frame.size;
 		step = n <= 16 * SWEEP ? 1 : n / PARSE_SWEEP + 1;
 		for (k = 1; k < n; k += step, ways++)
-			check_split(&e, argv[i], 0, k, &want, &wst);
-		printf("%s: %llu rows, %zu ways split: identical\n", argv[i],
-		       (unsigned long long)wst.rows, ways);
+			check_split(&e, argv[i], 2, 0, k, &want, &wst, NULL);
+		printf("%s: %llu rows, %llu of %llu FDEs' rows reused, %zu ways split: identical\n",
+		       argv[i], (unsigned long long)wst.rows, (unsigned long long)mst.fdes_reused,
+		       (unsigned long long)wst.fdes, ways);
 		cfi_table_free(&want);
 		cfi_elf_close(&e);
 	}

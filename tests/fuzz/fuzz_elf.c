@@ -53,31 +53,42 @@ static bool in_map(const struct cfi_elf *e, const struct cfi_section *sec)
 		sec->size <= e->size - (size_t)(sec->data - map));
 }
 
-/* The compile split between two threads (at the balanced point and after
- * the first few segments) fails with the same message or builds the same
- * bytes as the one-thread compile (ret, err, t). */
-static void same_when_split(const struct cfi_elf *e, const struct cfi_compile_opts *opts, int ret,
-			    const struct cfi_error *err, const struct cfi_table *t)
+/* The compile with options `o` fails as the first did (ret, err) or builds
+ * the same bytes (t).  Returns its count of FDEs whose rows were reused. */
+static uint64_t same_as(const struct cfi_elf *e, const struct cfi_compile_opts *o, int ret,
+			const struct cfi_error *err, const struct cfi_table *t)
+{
+	struct cfi_compile_stats st = { 0 };
+	struct cfi_error err2 = { { 0 } };
+	struct cfi_table t2 = { 0 };
+	int ret2 = cfi_compile(e, o, &t2, &st, &err2);
+
+	CHECK(ret2 == ret);
+	if (ret)
+		CHECK(!strcmp(err2.msg, err->msg));
+	else
+		CHECK(t2.size == t->size && !memcmp(t2.blob, t->blob, t->size));
+	cfi_table_free(&t2);
+	return st.fdes_reused;
+}
+
+/* The compile that interprets every FDE, reusing no rows, and the compile
+ * split between two threads (at the balanced point and after the first
+ * few segments) fail as the one-thread compile or build its bytes. */
+static void same_every_way(const struct cfi_elf *e, const struct cfi_compile_opts *opts, int ret,
+			   const struct cfi_error *err, const struct cfi_table *t)
 {
 	static const size_t splits[] = { 0, 1, 2, 3 };
+	struct cfi_compile_opts o = *opts;
 	size_t i;
 
+	o.no_memo = true;
+	CHECK(same_as(e, &o, ret, err, t) == 0);
+	o.no_memo = false;
+	o.threads = 2;
 	for (i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
-		struct cfi_compile_opts o = *opts;
-		struct cfi_compile_stats st;
-		struct cfi_error err2 = { { 0 } };
-		struct cfi_table t2 = { 0 };
-		int ret2;
-
-		o.threads = 2;
 		o.split_segment = splits[i];
-		ret2 = cfi_compile(e, &o, &t2, &st, &err2);
-		CHECK(ret2 == ret);
-		if (ret)
-			CHECK(!strcmp(err2.msg, err->msg));
-		else
-			CHECK(t2.size == t->size && !memcmp(t2.blob, t->blob, t->size));
-		cfi_table_free(&t2);
+		same_as(e, &o, ret, err, t);
 	}
 }
 
@@ -120,7 +131,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(st.table_bytes == t.size);
 		fuzz_check_table(&t);
 	}
-	same_when_split(&e, &opts, ret, &err, &t);
+	same_every_way(&e, &opts, ret, &err, &t);
 	cfi_table_free(&t);
 	cfi_elf_close(&e);
 	return 0;

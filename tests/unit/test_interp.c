@@ -63,6 +63,13 @@ static void put_addr(struct bytebuf *b, uint8_t enc, uint64_t v, bool is_range)
 		bb_u32(b, (uint32_t)(v - (VADDR + b->n)));
 }
 
+/* What the interpreter reported of the last run, for a caller that
+ * reuses an FDE's rows (cfi/compile.c). */
+static struct {
+	uint64_t last_loc;
+	bool set_loc, reached_end;
+} seen;
+
 /* Assembles the case into an .eh_frame, parses it and runs the FDE. */
 static int run(const struct icase *c, struct rows *out, struct cfi_error *err)
 {
@@ -112,6 +119,9 @@ static int run(const struct icase *c, struct rows *out, struct cfi_error *err)
 	out->n = 0;
 	ret = cfi_interp_fde(&ip, &sec, &set.cies[set.fdes[0].cie], &set.fdes[0], &ctx, collect,
 			     out, err);
+	seen.last_loc = ip.last_loc;
+	seen.set_loc = ip.set_loc;
+	seen.reached_end = ip.reached_end;
 	cfi_interp_free(&ip);
 	cfi_fdeset_free(&set);
 	return ret;
@@ -180,6 +190,9 @@ Test(advance, advance_loc_factored)
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
 	expect_row(&r, 1, 0x1004, RULE(CFA(7, 16), RBP_AT(-16), RA_AT(-8)));
 	expect_row(&r, 2, 0x1004 + 40, RULE(CFA(7, 8), RBP_AT(-16), RA_AT(-8)));
+	/* Position-independent rows, ended inside the FDE: reusable. */
+	cr_assert_eq(seen.last_loc, 0x1004 + 40);
+	cr_assert(!seen.set_loc && !seen.reached_end);
 }
 
 Test(advance, advance_loc1_2_4_8)
@@ -216,6 +229,7 @@ Test(advance, set_loc_absptr)
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
 	expect_row(&r, 1, 0x1010, RULE(CFA(7, 16), RA_AT(-8)));
 	expect_row(&r, 2, 0x1080, RULE(CFA(7, 24), RA_AT(-8)));
+	cr_assert(seen.set_loc, "rows placed by set_loc are not the FDE's at another start");
 }
 
 Test(advance, set_loc_pcrel_uses_fde_encoding)
@@ -231,6 +245,7 @@ Test(advance, set_loc_pcrel_uses_fde_encoding)
 	cr_assert_eq(r.n, 2);
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
 	expect_row(&r, 1, 0x1040, RULE(CFA(7, 16), RA_AT(-8)));
+	cr_assert(seen.set_loc);
 }
 
 Test(advance, set_loc_backwards)
@@ -259,12 +274,14 @@ Test(advance, clipped_at_fde_end)
 	run_ok(&past, &r);
 	cr_assert_eq(r.n, 1);
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 16), RA_AT(-8)));
+	cr_assert(seen.reached_end, "instructions left unread are not this FDE's rows elsewhere");
 
 	/* 1 + 15 reaches the end exactly: no row starts at 0x1010. */
 	run_ok(&exact, &r);
 	cr_assert_eq(r.n, 2);
 	expect_row(&r, 0, 0x1000, RULE(CFA(7, 8), RA_AT(-8)));
 	expect_row(&r, 1, 0x1001, RULE(CFA(7, 16), RA_AT(-8)));
+	cr_assert(seen.reached_end);
 }
 
 Test(advance, zero_advance_emits_nothing)
