@@ -575,10 +575,10 @@ struct fde_memo {
 	uint32_t *slot;      /* entry + 1, 0 empty */
 	size_t nslots;
 	uint64_t reused;     /* FDEs whose rows were repeated */
-	/* The hashes of the next segments', computed MEMO_AHEAD segments
-	 * ahead so that their slots and entries are fetched meanwhile: the
-	 * tables are larger than the caches, and three dependent misses
-	 * an FDE cost as much as interpreting it. */
+	/* The hashes of the coming segments' FDEs, computed MEMO_AHEAD
+	 * segments early so that their slots and entries are fetched
+	 * meanwhile: the tables are larger than the caches, and three
+	 * dependent misses cost an FDE as much as interpreting it. */
 	uint32_t ahead[16];
 	bool ahead_ok[16];
 };
