@@ -670,22 +670,19 @@ static int memo_rec_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
  * interpreted, and remembered.  Returns 0 or the interpreter's or
  * builder's negative errno. */
 static int memo_fde(struct fde_memo *m, struct cfi_interp *ip, const struct cfi_section *sec,
-		    const struct cfi_cie *cie, const struct cfi_fde *fde, const uint32_t *hash_given,
+		    const struct cfi_cie *cie, const struct cfi_fde *fde, uint32_t hash,
 		    const struct cfi_ptr_ctx *ctx, struct cfi_builder *b, struct cfi_error *err)
 {
-	size_t len = (size_t)(fde->insns_end - fde->insns), slot = 0, end;
+	/* (memo_takes checked that the length fits) */
+	uint32_t len = (uint32_t)(fde->insns_end - fde->insns);
 	uint64_t range = fde->end - fde->start;
 	const uint8_t *cie_at = sec->data + cie->offset;
 	struct memo_rec rec = { .b = b, .row0 = SIZE_MAX };
-	struct memo_entry *e = NULL;
-	bool fits = len <= UINT32_MAX;
-	uint32_t hash = 0;
+	struct memo_entry *e;
+	size_t slot = 0, end;
 	int ret;
 
-	if (fits) {
-		hash = hash_given ? *hash_given : memo_hash(cie_at, fde->insns, len);
-		e = memo_find(m, cie_at, fde->insns, (uint32_t)len, hash, &slot);
-	}
+	e = memo_find(m, cie_at, fde->insns, len, hash, &slot);
 	/* The same rows if the instructions end before this FDE's end too. */
 	if (e && range > e->reach) {
 		ret = cfi_builder_add_idx(b, fde->start, e->first);
@@ -696,13 +693,12 @@ static int memo_fde(struct fde_memo *m, struct cfi_interp *ip, const struct cfi_
 	}
 	ret = cfi_interp_fde(ip, sec, cie, fde, ctx, memo_rec_row, &rec, err);
 	end = cfi_builder_rows(b);
-	if (ret || e || !fits || !rec.keep || m->n == m->cap || ip->set_loc || ip->reached_end ||
+	if (ret || e || !rec.keep || m->n == m->cap || ip->set_loc || ip->reached_end ||
 	    ip->last_loc - fde->start >= range || ip->last_loc - fde->start > UINT32_MAX ||
 	    end > UINT32_MAX)
 		return ret;
 	m->e[m->n] = (struct memo_entry){
-		.insns = fde->insns, .cie = cie_at, .start = fde->start, .len = (uint32_t)len,
-		.hash = hash,
+		.insns = fde->insns, .cie = cie_at, .start = fde->start, .len = len, .hash = hash,
 		.reach = (uint32_t)(ip->last_loc - fde->start), .first = rec.first,
 		.row0 = (uint32_t)rec.row0, .nrows = (uint32_t)(end - rec.row0),
 	};
@@ -804,8 +800,8 @@ static int compile_range(struct seg_job *j)
 		if (!sec->is_eh)
 			fctx.has_text_base = fctx.has_data_base = false;
 		if (memo_takes(j, g, fde)) {
-			ret = memo_fde(&memo, &ip, sec, cie, fde,
-				       memo.ahead_ok[i & 15] ? &memo.ahead[i & 15] : NULL, &fctx, j->b,
+			/* (its hash was computed MEMO_AHEAD segments ago) */
+			ret = memo_fde(&memo, &ip, sec, cie, fde, memo.ahead[i & 15], &fctx, j->b,
 				       &j->err);
 			if (ret)
 				break;
