@@ -772,6 +772,7 @@ static int compile_range(struct seg_job *j)
 	static const struct cfi_rule undef = { .cfa_type = CFI_CFA_UNDEF };
 	struct cfi_interp ip = { 0 };
 	struct fde_memo memo;
+	uint32_t undef_idx = UINT32_MAX;
 	size_t i;
 	int ret = memo_init(&memo, j->to - j->from);
 
@@ -793,7 +794,11 @@ static int compile_range(struct seg_job *j)
 		if (i + MEMO_AHEAD / 4 < j->to)
 			memo_ahead(&memo, j, i + MEMO_AHEAD / 4, 2);
 		if (i > 0 && g->start > j->use->v[i - 1].end) {
-			ret = cfi_builder_add(j->b, j->use->v[i - 1].end, &undef);
+			/* (numbered once: a gap every other FDE on libLLVM-15) */
+			if (undef_idx == UINT32_MAX)
+				ret = cfi_builder_intern(j->b, &undef, &undef_idx);
+			if (!ret)
+				ret = cfi_builder_add_idx(j->b, j->use->v[i - 1].end, undef_idx);
 			if (ret)
 				break;
 		}

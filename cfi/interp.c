@@ -551,6 +551,16 @@ restore:
 #undef BAD
 }
 
+/* Whether the initial instructions of CIEs a and b leave the same state:
+ * the same bytes, read with the same factors, return address register and
+ * signal mark (their advances and DW_CFA_set_loc are errors). */
+static bool cie_same(const struct cfi_cie *a, const struct cfi_cie *b)
+{
+	return a->insns == b->insns && a->insns_end == b->insns_end &&
+	       a->code_align == b->code_align && a->data_align == b->data_align &&
+	       a->ra_reg == b->ra_reg && a->signal == b->signal;
+}
+
 int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 		   const struct cfi_cie *cie, const struct cfi_fde *fde,
 		   const struct cfi_ptr_ctx *ctx, cfi_row_fn fn, void *fnctx,
@@ -565,17 +575,27 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 
 	ip->set_loc = ip->reached_end = false;
 	ip->last_loc = fde->start;
-	/* Before any instruction: no CFA rule, registers unmentioned. */
-	memset(&st, 0, sizeof(st));
-	st.cfa.is_expr = true;
-	st.cfa.expr = NULL;
-	st.cfa.expr_len = 0;
-	if (cie->signal)
-		st.rule.flags = CFI_RULE_SIGNAL;
-	sync_cfa(&st);
-	ret = run_insns(&run, cie->insns, cie->insns_end, &st, NULL, 0, 0, NULL, NULL);
-	if (ret)
-		return ret;
+	if (ip->cie_state && cie_same(&ip->cie_key, cie)) {
+		st = *(const struct frame_state *)ip->cie_state;
+	} else {
+		/* Before any instruction: no CFA rule, registers unmentioned. */
+		memset(&st, 0, sizeof(st));
+		st.cfa.is_expr = true;
+		st.cfa.expr = NULL;
+		st.cfa.expr_len = 0;
+		if (cie->signal)
+			st.rule.flags = CFI_RULE_SIGNAL;
+		sync_cfa(&st);
+		ret = run_insns(&run, cie->insns, cie->insns_end, &st, NULL, 0, 0, NULL, NULL);
+		if (ret)
+			return ret;
+		/* Kept unless it left states remembered (which its FDEs can
+		 * restore): libLLVM-15's 98,256 FDEs have one CIE. */
+		if (!run.depth && (ip->cie_state || (ip->cie_state = malloc(sizeof(st))))) {
+			*(struct frame_state *)ip->cie_state = st;
+			ip->cie_key = *cie;
+		}
+	}
 	/* remember_state in a CIE carries over to its FDEs' instructions. */
 	initial = st;
 	run.entry_off = fde->offset;
@@ -589,4 +609,6 @@ void cfi_interp_free(struct cfi_interp *ip)
 	free(ip->stack);
 	ip->stack = NULL;
 	ip->cap = 0;
+	free(ip->cie_state);
+	ip->cie_state = NULL;
 }

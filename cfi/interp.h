@@ -20,15 +20,19 @@
  * non-zero return stops the interpretation and is passed back. */
 typedef int (*cfi_row_fn)(void *ctx, uint64_t addr, const struct cfi_rule *rule);
 
-/* Scratch space for the remember_state stack, reused across FDEs, and
- * what the last cfi_interp_fde met, for a caller that reuses an FDE's
- * rows for another FDE of the same CIE and instruction bytes: they are
- * the same rows moved by the difference of the starts when neither used
- * DW_CFA_set_loc (an absolute location) and neither FDE's end cut the
- * instructions short. */
+/* Scratch space for the remember_state stack, reused across FDEs; the
+ * state a CIE's initial instructions left, kept for the next FDE of a
+ * CIE with the same instructions (which must not change while `ip` is in
+ * use); and what the last cfi_interp_fde met, for a caller that reuses
+ * an FDE's rows for another FDE of the same CIE and instruction bytes:
+ * they are the same rows moved by the difference of the starts when
+ * neither used DW_CFA_set_loc (an absolute location) and neither FDE's
+ * end cut the instructions short. */
 struct cfi_interp {
 	void *stack;
 	size_t cap;
+	void *cie_state;    /* the state after cie_key's instructions, or NULL */
+	struct cfi_cie cie_key;
 	uint64_t last_loc;  /* the location the instructions left off at */
 	bool set_loc;       /* DW_CFA_set_loc was met */
 	bool reached_end;   /* an advance reached the FDE's end: the rest is unread */

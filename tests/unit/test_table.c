@@ -688,6 +688,68 @@ Test(builder, no_rows)
 	cfi_builder_free(b);
 }
 
+/* cfi_builder_repeat adds what cfi_builder_add_idx row by row would:
+ * when the builder ends as the repeated rows' own context did (copied as
+ * they are) and when it does not (the rows merge, replace or come out of
+ * order).  Rows 1-3 (x, y, x after a) are repeated, moved from 0x1000 to
+ * `to`, after a tail row `tail_rule` at `tail_addr`. */
+static void check_repeat(uint32_t tail_rule, uint64_t tail_addr, uint64_t to, int want_ret)
+{
+	static const uint64_t addr[] = { 0x1000, 0x1010, 0x1020, 0x1030 };
+	struct cfi_rule r[4] = { R(UNDEF_ID), R(1), R(2), R(3) };
+	/* the rows' rules, as numbers (rule k of r interned as k) */
+	static const uint32_t rule[] = { 1, 2, 3, 2 };
+	struct cfi_builder *fast = cfi_builder_new(), *slow = cfi_builder_new();
+	struct cfi_builder *bs[2] = { fast, slow };
+	struct cfi_table t[2];
+	struct cfi_error err = { { 0 } };
+	int ret[2], k, i;
+	uint32_t idx;
+
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < 4; i++) {
+			cr_assert_eq(cfi_builder_intern(bs[k], &r[i], &idx), 0);
+			cr_assert_eq(idx, (uint32_t)i);
+		}
+		for (i = 0; i < 4; i++)
+			cr_assert_eq(cfi_builder_add_idx(bs[k], addr[i], rule[i]), 0);
+		cr_assert_eq(cfi_builder_add_idx(bs[k], tail_addr, tail_rule), 0);
+	}
+	ret[0] = cfi_builder_repeat(fast, 1, 3, 0x1000, to);
+	ret[1] = 0;
+	for (i = 1; i < 4 && !ret[1]; i++)
+		ret[1] = cfi_builder_add_idx(slow, to + (addr[i] - 0x1000), rule[i]);
+	cr_assert_eq(ret[0], want_ret, "repeat after rule %u at 0x%llx to 0x%llx: %d", tail_rule,
+		     (unsigned long long)tail_addr, (unsigned long long)to, ret[0]);
+	cr_assert_eq(ret[1], want_ret);
+	cr_assert_eq(cfi_builder_rows(fast), cfi_builder_rows(slow));
+	for (k = 0; k < 2; k++)
+		cr_assert_eq(cfi_builder_finish(bs[k], 0x9000, 1, &t[k], &err), 0, "%s", err.msg);
+	cr_assert_eq(t[0].size, t[1].size);
+	cr_assert_eq(memcmp(t[0].blob, t[1].blob, t[0].size), 0,
+		     "repeat after rule %u at 0x%llx to 0x%llx: tables differ", tail_rule,
+		     (unsigned long long)tail_addr, (unsigned long long)to);
+	for (k = 0; k < 2; k++) {
+		cfi_table_free(&t[k]);
+		cfi_builder_free(bs[k]);
+	}
+}
+
+Test(builder, repeat_is_add_idx_row_by_row)
+{
+	/* The tail ends with row 0's rule below the first row moved: copied. */
+	check_repeat(1, 0x2000, 0x2000, 0);
+	check_repeat(1, 0x200f, 0x2000, 0);
+	/* The first row moved lands on the tail's address: it replaces it. */
+	check_repeat(1, 0x2010, 0x2000, 0);
+	/* The tail has the first moved row's rule: that row merges into it. */
+	check_repeat(2, 0x2000, 0x2000, 0);
+	/* Another rule at the tail: kept rows, a row more. */
+	check_repeat(3, 0x2000, 0x2000, 0);
+	/* Moved below the tail: out of order, as add_idx says. */
+	check_repeat(1, 0x2040, 0x2000, -EINVAL);
+}
+
 Test(builder, bad_order_and_end)
 {
 	struct cfi_builder *b = cfi_builder_new();
