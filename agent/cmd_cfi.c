@@ -51,6 +51,14 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	printf("table_bytes: %llu\n", (unsigned long long)s->table_bytes);
 	printf("bytes_per_row: %.3f\n", s->rows ? (double)s->table_bytes / (double)s->rows : 0.0);
 	printf("compile_ms: %.3f\n", s->compile_ms);
+	/* Where that went, phase by phase (all of it but the Go record and
+	 * the counts); the wait and the append are part of interpret_ms. */
+	printf("parse_ms: %.3f\n", s->parse_ms);
+	printf("segments_ms: %.3f\n", s->segments_ms);
+	printf("interpret_ms: %.3f\n", s->interpret_ms);
+	printf("interpret_wait_ms: %.3f\n", s->interpret_wait_ms);
+	printf("append_ms: %.3f\n", s->append_ms);
+	printf("finish_ms: %.3f\n", s->finish_ms);
 	return 0;
 }
 

@@ -325,8 +325,7 @@ struct go_range {
 	uint64_t start, end;
 	enum go_mark mark;
 	bool abi0;
-	const char *name;  /* in the ELF's string table */
-	size_t len;        /* of the name without .abi0 */
+	unsigned name;     /* go_name_of's number of its name (without .abi0) */
 };
 
 struct go_ranges {
@@ -334,26 +333,40 @@ struct go_ranges {
 	size_t n;
 };
 
-static bool name_in(const char *const *list, const char *name, size_t len)
+#define GO_SWITCHES (sizeof(go_stack_switches) / sizeof(*go_stack_switches) - 1)
+#define GO_NAMES (GO_SWITCHES + sizeof(go_top_frames) / sizeof(*go_top_frames) - 1)
+
+/* The index of the first `len` bytes of `name` in `list`, or -1. */
+static int name_in(const char *const *list, const char *name, size_t len)
 {
-	for (; *list; list++)
-		if (strlen(*list) == len && !memcmp(*list, name, len))
-			return true;
-	return false;
+	int i;
+
+	for (i = 0; list[i]; i++)
+		if (strlen(list[i]) == len && !memcmp(list[i], name, len))
+			return i;
+	return -1;
 }
 
-/* The mark of symbol `name`, and whether it is NAME.abi0. */
-static enum go_mark go_mark_of(const char *name, bool *abi0)
+/* The mark of symbol `name`, whether it is NAME.abi0, and the number of
+ * NAME among the names above (go_stack_switches', then go_top_frames'). */
+static enum go_mark go_mark_of(const char *name, bool *abi0, unsigned *number)
 {
 	size_t len = strlen(name);
+	int i;
 
 	*abi0 = len > 5 && !strcmp(name + len - 5, ".abi0");
 	if (*abi0)
 		len -= 5;
-	if (name_in(go_stack_switches, name, len))
+	i = name_in(go_stack_switches, name, len);
+	if (i >= 0) {
+		*number = (unsigned)i;
 		return GO_MARK_SWITCH;
-	if (name_in(go_top_frames, name, len))
+	}
+	i = name_in(go_top_frames, name, len);
+	if (i >= 0) {
+		*number = (unsigned)(GO_SWITCHES + (size_t)i);
 		return GO_MARK_TOP;
+	}
 	return GO_MARK_NONE;
 }
 
@@ -372,7 +385,7 @@ static int go_ranges_find(const struct cfi_elf *e, struct go_ranges *out)
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t cap = 0, i, j;
-	bool is_go = false;
+	bool is_go = false, has_abi0[GO_NAMES] = { false };
 
 	out->v = NULL;
 	out->n = 0;
@@ -400,13 +413,12 @@ static int go_ranges_find(const struct cfi_elf *e, struct go_ranges *out)
 				is_go = true;
 			if (GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_size)
 				continue;
-			r.mark = go_mark_of(name, &r.abi0);
+			r.mark = go_mark_of(name, &r.abi0, &r.name);
 			if (r.mark == GO_MARK_NONE)
 				continue;
 			r.start = sym.st_value;
 			r.end = sym.st_value + sym.st_size;
-			r.name = name;
-			r.len = strlen(name) - (r.abi0 ? 5 : 0);
+			has_abi0[r.name] |= r.abi0;
 			if (out->n == cap) {
 				size_t ncap = cap ? cap * 2 : 16;
 				void *p = realloc(out->v, ncap * sizeof(*out->v));
@@ -425,19 +437,14 @@ static int go_ranges_find(const struct cfi_elf *e, struct go_ranges *out)
 	}
 	/* Where NAME.abi0 exists, NAME is its ABIInternal wrapper: Go code
 	 * that calls the assembly, on its own stack. */
-	for (i = j = 0; i < out->n; i++) {
-		const struct go_range *r = &out->v[i];
-		bool wrapper = false;
-		size_t k;
-
-		for (k = 0; k < out->n && !r->abi0 && !wrapper; k++)
-			wrapper = out->v[k].abi0 && out->v[k].len == r->len &&
-				  !memcmp(out->v[k].name, r->name, r->len);
-		if (!wrapper)
-			out->v[j++] = *r;
-	}
+	for (i = j = 0; i < out->n; i++)
+		if (out->v[i].abi0 || !has_abi0[out->v[i].name])
+			out->v[j++] = out->v[i];
 	out->n = j;
-	qsort(out->v, out->n, sizeof(*out->v), cmp_go_range);
+	/* (qsort's array must not be NULL, even empty: a Go object whose
+	 * symbols name none of these) */
+	if (out->n)
+		qsort(out->v, out->n, sizeof(*out->v), cmp_go_range);
 	/* Aliases (NAME and NAME.abi0 at one address) and overlaps: the
 	 * first range wins; a range cut to nothing goes. */
 	for (i = j = 0; i < out->n; i++) {
@@ -905,7 +912,10 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 	}
 	ret = compile_range(&lo);
 	if (hi.b) {
+		double t = clock_ms(CLOCK_MONOTONIC);
+
 		pthread_join(tid, NULL);
+		st->interpret_wait_ms = clock_ms(CLOCK_MONOTONIC) - t;
 		st->compile_cpu_ms += hi.cpu_ms;
 		/* The lower range's error is the one a single pass meets first. */
 		if (!ret && hi.ret) {
@@ -913,8 +923,12 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			if (err)
 				*err = hi.err;
 		}
-		if (!ret)
+		if (!ret) {
+			double t = clock_ms(CLOCK_MONOTONIC);
+
 			ret = cfi_builder_append(b, hi.b);
+			st->append_ms = clock_ms(CLOCK_MONOTONIC) - t;
+		}
 		cfi_builder_free(hi.b);
 	}
 	if (ret && err && lo.err.msg[0])
@@ -1016,7 +1030,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	const struct cfi_section *debug_frame = NULL;
 	struct cfi_ptr_ctx ctx;
 	uint64_t prev_end = 0;
-	double t0 = clock_ms(CLOCK_MONOTONIC);
+	double t0 = clock_ms(CLOCK_MONOTONIC), t_phase;
 	double cpu0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
 	size_t i;
 	int ret;
@@ -1064,6 +1078,8 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto out;
 	}
 
+	t_phase = clock_ms(CLOCK_MONOTONIC);
+	st->parse_ms = t_phase - t0;
 	src.set[SEG_EH] = &eh;
 	src.sec[SEG_EH] = &e->eh_frame;
 	src.set[SEG_EH_UPPER] = &eh_upper.set;
@@ -1110,7 +1126,11 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
 		goto out;
 	}
+	st->segments_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
+	t_phase = clock_ms(CLOCK_MONOTONIC);
 	ret = compile_segments(use, &src, &ctx, opts, b, st, err);
+	st->interpret_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
+	t_phase += st->interpret_ms;
 	if (ret) {
 		if (ret == -EBADMSG)
 			goto fail_named;
@@ -1118,6 +1138,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	}
 	prev_end = use->n ? use->v[use->n - 1].end : 0;
 	ret = cfi_builder_finish(b, prev_end, opts->threads, out, err);
+	st->finish_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
 	if (ret) {
 		if (ret == -ENODATA)
 			ret = cfi_fail(err, -ENODATA, "%s: no call frame information", e->name);

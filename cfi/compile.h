@@ -49,6 +49,11 @@ struct cfi_compile_stats {
 	uint64_t covered_bytes;     /* code bytes with unwind information */
 	double compile_ms;          /* wall time */
 	double compile_cpu_ms;      /* the compiling threads' CPU time: the work itself */
+	/* Where the wall time went, in order: parse (and the second
+	 * thread's sort of its half), sort and segments, interpretation
+	 * (with the wait for the second thread and the append of its rows),
+	 * finish (the table laid out, written and checked). */
+	double parse_ms, segments_ms, interpret_ms, interpret_wait_ms, append_ms, finish_ms;
 	char debug_file[512];       /* separate debug file used, or "" */
 	bool go_systemstack;        /* Go: the table carries what walks need to continue
 					* through runtime.systemstack (struct cfi_go_info) */
