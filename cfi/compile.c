@@ -325,7 +325,7 @@ struct go_range {
 	uint64_t start, end;
 	enum go_mark mark;
 	bool abi0;
-	unsigned name;     /* go_name_of's number of its name (without .abi0) */
+	unsigned name;     /* go_mark_of's number of its name (without .abi0) */
 };
 
 struct go_ranges {
