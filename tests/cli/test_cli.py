@@ -188,26 +188,33 @@ def patched(src, dst, patches):
     return write(dst, bytes(b))
 
 
-def set_symbol_sizes(path, name, size):
+def place_symbols(path, name, size, over=None):
     """Sets st_size of every .symtab symbol `name` of ELF64 file `path`
-    (objcopy --add-symbol makes them 0); returns how many."""
+    (objcopy --add-symbol makes them 0) and, with `over`, the name of a
+    function, spreads them over it, 4 bytes apart; returns how many."""
     b = bytearray(open(path, "rb").read())
     shoff, = struct.unpack_from("<Q", b, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", b, 0x3a)
     secs = [struct.unpack_from("<IIQQQQIIQQ", b, shoff + i * shentsize) for i in range(shnum)]
-    n = 0
+    syms, base = [], None
     for sec in secs:
         if sec[1] != 2:  # SHT_SYMTAB
             continue
         strs = secs[sec[6]][4]
         for off in range(sec[4], sec[4] + sec[5], 24):
             at = strs + struct.unpack_from("<I", b, off)[0]
-            if b[at:b.index(b"\0", at)] == name:
-                struct.pack_into("<Q", b, off + 16, size)
-                n += 1
+            sym = b[at:b.index(b"\0", at)]
+            if sym == name:
+                syms.append(off)
+            elif sym == over:
+                base = struct.unpack_from("<Q", b, off + 8)[0]
+    for n, off in enumerate(syms):
+        struct.pack_into("<Q", b, off + 16, size)
+        if base is not None:
+            struct.pack_into("<Q", b, off + 8, base + 16 + 4 * n)
     with open(path, "wb") as f:
         f.write(b)
-    return n
+    return len(syms) if over is None or base is not None else 0
 
 
 def compile_c(tmp, name, src, *flags):
@@ -505,30 +512,35 @@ NO_UNSUPPORTED = ["/usr/lib/x86_64-linux-gnu/libcrypto.so.3",
 
 
 def test_stats_go_symbols(cfiprof, env, tmp):
-    if not wanted("stats-go-symbols-many"):
+    if not wanted("stats-go-symbols-many") and not wanted("stats-go-ranges-many"):
         return
-    with Case("stats-go-symbols-many") as c:
-        # A Go object (it defines runtime.buildVersion) whose .symtab names
-        # a stack-switching function 600,000 times: the compiler's Go marks
-        # take time in proportion to the symbols.  They compared every pair
-        # before (27 s for 200,000 symbols on this VM, growing as the
-        # square): a table worker of the agent, which compiles what any
-        # user runs, held for minutes.
-        exe = compile_c(tmp, "go_many",
-                        'char version[8] __asm__("runtime.buildVersion");\n'
-                        'void mcall(void) __asm__("runtime.mcall");\n'
-                        'void mcall(void) { __asm__ volatile("nop"); }\n'
-                        'int main(void) { mcall(); return version[0]; }\n', "-O2")
-        rsp = write(os.path.join(tmp, "go_many.rsp"),
-                    b"--add-symbol runtime.mcall=.text:0x0,function,local\n" * 600000)
-        many = os.path.join(tmp, "go_many_syms")
-        rc, _, err = run(["objcopy", "@" + rsp, exe, many], timeout=HANG)
-        if c.check(rc == 0, "objcopy: %s" % err.strip()[:300]):
-            c.check(set_symbol_sizes(many, b"runtime.mcall", 16) > 600000,
-                    "runtime.mcall symbols not all sized")
+    # A Go object (it defines runtime.buildVersion) whose .symtab names a
+    # stack-switching function 600,000 times: all at one address, and
+    # spread over one function of 2.4 MB (one FDE cut in 1.2 million
+    # pieces).  The compiler's Go marks take time in proportion: they
+    # compared every pair of symbols before (27 s for 200,000 at one
+    # address on this VM) and passed the ranges behind each piece again
+    # (76 s for 300,000 spread), growing as the square: a table worker of
+    # the agent, which compiles what any user runs, held for minutes.
+    exe = compile_c(tmp, "go_many",
+                    'char version[8] __asm__("runtime.buildVersion");\n'
+                    'void big(void) { __asm__ volatile(".fill 2400000, 1, 0x90"); }\n'
+                    'int main(void) { big(); return version[0]; }\n', "-O2")
+    rsp = write(os.path.join(tmp, "go_many.rsp"),
+                b"--add-symbol runtime.mcall=.text:0x0,function,local\n" * 600000)
+    for case, size, over in [("stats-go-symbols-many", 16, None),
+                             ("stats-go-ranges-many", 2, b"big")]:
+        if not wanted(case):
+            continue
+        with Case(case) as c:
+            many = os.path.join(tmp, case)
+            rc, _, err = run(["objcopy", "@" + rsp, exe, many], timeout=HANG)
+            if not c.check(rc == 0, "objcopy: %s" % err.strip()[:300]):
+                continue
+            c.check(place_symbols(many, b"runtime.mcall", size, over) == 600000,
+                    "runtime.mcall symbols not all placed")
             rc, out, err = run([cfiprof, "cfi", "stats", many], env, timeout=HANG)
             c.check(rc == 0 and err == "", "rc=%d %r" % (rc, err[:300]))
-
 
 def test_no_unsupported(cfiprof, env, tmp):
     """unsupported_rows is 0 on the objects above, and every row with a
