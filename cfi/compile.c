@@ -549,6 +549,15 @@ static double clock_ms(clockid_t clock)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* The milliseconds since *since, which becomes now: one phase's time. */
+static double lap_ms(double *since)
+{
+	double now = clock_ms(CLOCK_MONOTONIC), ms = now - *since;
+
+	*since = now;
+	return ms;
+}
+
 /* ---- Rows of FDEs seen before ------------------------------------------
  *
  * Compilers emit the same instructions for functions of the same shape:
@@ -916,7 +925,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		double t = clock_ms(CLOCK_MONOTONIC);
 
 		pthread_join(tid, NULL);
-		st->interpret_wait_ms = clock_ms(CLOCK_MONOTONIC) - t;
+		st->interpret_wait_ms = lap_ms(&t);
 		st->compile_cpu_ms += hi.cpu_ms;
 		/* The lower range's error is the one a single pass meets first. */
 		if (!ret && hi.ret) {
@@ -925,10 +934,8 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 				*err = hi.err;
 		}
 		if (!ret) {
-			double t = clock_ms(CLOCK_MONOTONIC);
-
 			ret = cfi_builder_append(b, hi.b);
-			st->append_ms = clock_ms(CLOCK_MONOTONIC) - t;
+			st->append_ms = lap_ms(&t);
 		}
 		cfi_builder_free(hi.b);
 	}
@@ -1031,7 +1038,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	const struct cfi_section *debug_frame = NULL;
 	struct cfi_ptr_ctx ctx;
 	uint64_t prev_end = 0;
-	double t0 = clock_ms(CLOCK_MONOTONIC), t_phase;
+	double t0 = clock_ms(CLOCK_MONOTONIC), t_phase = t0;
 	double cpu0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
 	size_t i;
 	int ret;
@@ -1079,8 +1086,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto out;
 	}
 
-	t_phase = clock_ms(CLOCK_MONOTONIC);
-	st->parse_ms = t_phase - t0;
+	st->parse_ms = lap_ms(&t_phase);
 	src.set[SEG_EH] = &eh;
 	src.sec[SEG_EH] = &e->eh_frame;
 	src.set[SEG_EH_UPPER] = &eh_upper.set;
@@ -1127,11 +1133,9 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->name);
 		goto out;
 	}
-	st->segments_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
-	t_phase = clock_ms(CLOCK_MONOTONIC);
+	st->segments_ms = lap_ms(&t_phase);
 	ret = compile_segments(use, &src, &ctx, opts, b, st, err);
-	st->interpret_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
-	t_phase += st->interpret_ms;
+	st->interpret_ms = lap_ms(&t_phase);
 	if (ret) {
 		if (ret == -EBADMSG)
 			goto fail_named;
@@ -1139,7 +1143,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	}
 	prev_end = use->n ? use->v[use->n - 1].end : 0;
 	ret = cfi_builder_finish(b, prev_end, opts->threads, out, err);
-	st->finish_ms = clock_ms(CLOCK_MONOTONIC) - t_phase;
+	st->finish_ms = lap_ms(&t_phase);
 	if (ret) {
 		if (ret == -ENODATA)
 			ret = cfi_fail(err, -ENODATA, "%s: no call frame information", e->name);
