@@ -11,6 +11,9 @@
 #   env D=5            seconds per run
 #   env DEPTH=30       frames from the leaf to _start (the kernel's walk
 #                      stops at kernel.perf_event_max_stack, 127)
+#   env HOP=1          every other frame of the descent in a shared library
+#                      (deep -x, libdeephop, built like the program): the
+#                      walk changes object, so table, at every frame
 #   env CPU=1          CPU the workload runs on and the only one sampled;
 #                      the profilers' agents run on AGENT_CPU (default 0)
 #
@@ -42,6 +45,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
 N=${N:-5} F=${F:-999} D=${D:-5} DEPTH=${DEPTH:-30} CPU=${CPU:-1} AGENT_CPU=${AGENT_CPU:-0}
+hop=()
+[ "${HOP:-0}" = 1 ] && hop=(-x)
 cfiprof=$build/cfiprof
 base=${BASE:-}
 case $base in ''|/*) ;; *) base=$root/$base ;; esac
@@ -62,7 +67,7 @@ val() { sed -n "s/^$1: *//p" "$2" | head -1; }
 # One run of cfiprof: prints "ns_per_run run_count target_samples depth".
 run_cfiprof() {
 	taskset -c "$AGENT_CPU" "${1:-$cfiprof}" record --stats -F "$F" -d "$D" -C "$CPU" \
-		--format folded -o "$tmp/out.folded" -- "$nofp" -c "$CPU" -n -20 -f "$DEPTH" spin 0 \
+		--format folded -o "$tmp/out.folded" -- "$nofp" -c "$CPU" -n -20 -f "$DEPTH" "${hop[@]}" spin 0 \
 		>"$tmp/cfiprof.log" 2>&1 || { cat "$tmp/cfiprof.log" >&2; return 1; }
 	local ns runs samples depth
 	ns=$(val bpf_ns_per_sample "$tmp/cfiprof.log")
@@ -77,7 +82,7 @@ run_cfiprof() {
 run_base() { run_cfiprof "$base/cfiprof"; }
 
 run_fp() {
-	taskset -c "$AGENT_CPU" "$fpwalk" -F "$F" -d "$D" -C "$CPU" -- "$fp" -c "$CPU" -n -20 -f "$DEPTH" spin 0 \
+	taskset -c "$AGENT_CPU" "$fpwalk" -F "$F" -d "$D" -C "$CPU" -- "$fp" -c "$CPU" -n -20 -f "$DEPTH" "${hop[@]}" spin 0 \
 		>"$tmp/fp.log" 2>"$tmp/fp.err" || { cat "$tmp/fp.err" >&2; return 1; }
 	echo "$(val bpf_ns_per_sample "$tmp/fp.log") $(val bpf_run_count "$tmp/fp.log")" \
 		"$(val samples "$tmp/fp.log") $(val mean_depth "$tmp/fp.log")"
@@ -85,7 +90,7 @@ run_fp() {
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-echo "bpf_cost: $N runs each of ${D}s at ${F} Hz, workload $DEPTH frames deep on CPU $CPU ($(date -u +%F), $(uname -r))"
+echo "bpf_cost: $N runs each of ${D}s at ${F} Hz, workload $DEPTH frames deep${hop:+ (every other in libdeephop)} on CPU $CPU ($(date -u +%F), $(uname -r))"
 # Untimed warm-up: compiles and caches the CFI tables, pages everything in.
 D_SAVE=$D; D=1
 run_cfiprof >/dev/null

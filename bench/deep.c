@@ -4,8 +4,8 @@
  * sample sees a stack of a known depth.  Built twice by bench/meson.build:
  * deep-nofp (-fomit-frame-pointer) and deep-fp (-fno-omit-frame-pointer).
  *
- * usage: deep [-c CPU] [-n NICE] [-f FRAMES] spin SECONDS
- *        deep [-c CPU] [-n NICE] [-f FRAMES] work ITERATIONS [LEAF_ROUNDS]
+ * usage: deep [-c CPU] [-n NICE] [-f FRAMES] [-x] spin SECONDS
+ *        deep [-c CPU] [-n NICE] [-f FRAMES] [-x] work ITERATIONS [LEAF_ROUNDS]
  *
  *   -c CPU      pin the process to this CPU
  *   -n NICE     set its nice value (e.g. -20: other tasks rarely get its
@@ -15,6 +15,10 @@
  *               _start inclusive (leaf, descend x (FRAMES-5), main,
  *               __libc_start_call_main, __libc_start_main, _start);
  *               default 30, at least 5
+ *   -x          every other descend frame is deep_hop's, in the shared
+ *               library libdeephop (bench/deep_hop.c, built like the
+ *               program), calling back: a walk changes object at every
+ *               frame of the descent
  *   spin        descend once and spin in the leaf for SECONDS (0: until
  *               killed)
  *   work        ITERATIONS times: descend, run LEAF_ROUNDS (default 20000)
@@ -39,6 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deep_hop.h"
+
 #define FRAME_PAD 48
 #define CHUNK 1000    /* iterations timed together in work mode */
 #define LIBC_FRAMES 3 /* __libc_start_call_main, __libc_start_main, _start */
@@ -49,6 +55,7 @@ static uintptr_t stack_top;
 static int spin_mode;
 static long leaf_rounds = 20000;
 static int reported;
+static int hop;
 
 static void on_alarm(int sig)
 {
@@ -84,7 +91,12 @@ __attribute__((noinline)) static uint64_t descend(int n, uint64_t x)
 
 	pad[0] = (uint8_t)n;
 	pad[FRAME_PAD - 1] = (uint8_t)x;
-	r = n <= 1 ? leaf(x) : descend(n - 1, x);
+	if (n <= 1)
+		r = leaf(x);
+	else if (hop && n >= 3)
+		r = deep_hop(n - 1, x, descend);
+	else
+		r = descend(n - 1, x);
 	/* Work after the call: no tail call, no loop. */
 	return r + pad[0] + pad[FRAME_PAD - 1];
 }
@@ -134,8 +146,8 @@ static int set_priority(int nice_val)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: deep [-c CPU] [-n NICE] [-f FRAMES] spin SECONDS\n"
-			"       deep [-c CPU] [-n NICE] [-f FRAMES] work ITERATIONS [LEAF_ROUNDS]\n");
+	fprintf(stderr, "usage: deep [-c CPU] [-n NICE] [-f FRAMES] [-x] spin SECONDS\n"
+			"       deep [-c CPU] [-n NICE] [-f FRAMES] [-x] work ITERATIONS [LEAF_ROUNDS]\n");
 	exit(2);
 }
 
@@ -145,7 +157,7 @@ int main(int argc, char **argv)
 	int frames = 30, cpu = -1, nice_val = 0, set_nice = 0, c, nrec;
 
 	stack_top = (uintptr_t)&top;
-	while ((c = getopt(argc, argv, "+c:n:f:")) != -1) {
+	while ((c = getopt(argc, argv, "+c:n:f:x")) != -1) {
 		switch (c) {
 		case 'c':
 			cpu = atoi(optarg);
@@ -156,6 +168,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			frames = atoi(optarg);
+			break;
+		case 'x':
+			hop = 1;
 			break;
 		default:
 			usage();
