@@ -17,6 +17,14 @@ struct walk_row {
 	struct cfi_rule rule;
 };
 
+/* The header fields of a table a walk is in (struct walk_state tbl):
+ * what a lookup needs.  id 0: none. */
+struct walk_table {
+	__u64 base, end;
+	__u32 id;
+	__u32 shift, npages, pages_off, rules_off, nrules;
+};
+
 /* Rows kept: 1 << WALK_ROWS_SHIFT. */
 #ifndef WALK_ROWS_SHIFT
 #define WALK_ROWS_SHIFT 6
@@ -31,6 +39,9 @@ struct walk_row {
 #endif
 #ifndef WALK_BENCH_NO_KEEP          /* mappings are searched anew in every walk */
 #define WALK_BENCH_NO_KEEP 0
+#endif
+#ifndef WALK_BENCH_NO_TABLE_PREV    /* a walk back into the table before looks it up again */
+#define WALK_BENCH_NO_TABLE_PREV 0
 #endif
 #ifndef WALK_BENCH_NO_WINDOW        /* one user read per value */
 #define WALK_BENCH_NO_WINDOW 0
@@ -67,10 +78,10 @@ struct walk_state {
 	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
 	__u32 miss_steps;     /* of fp_steps, those taken because a table was missing */
 	__u32 missed_id;      /* the last table found missing (reported once per walk), or 0 */
-	/* the current table's header fields, cached while frames stay in it */
-	__u32 tbl_id;
-	__u32 tbl_shift, tbl_npages, tbl_pages_off, tbl_rules_off, tbl_nrules;
-	__u64 tbl_base, tbl_end;
+	/* The current table's header fields, cached while frames stay in it,
+	 * and the table's before it (loop_ctx's table and table_prev): a walk
+	 * going back to it (a program and its libc) looks it up only once. */
+	struct walk_table tbl, tbl_prev;
 	/* Registers other than ip, sp and bp, by DWARF number (bit i is
 	 * regs[i]): `known` holds the value, `saved` the stack address a
 	 * callee saved it at, read only when a CFA needs it (most walks never

@@ -30,7 +30,8 @@
 struct loop_ctx {
 	struct walk_state *st;
 	struct sample_event *ev;
-	void *table;          /* table st->tbl_id, as walker_table_get gave it */
+	void *table;          /* table st->tbl.id, as walker_table_get gave it */
+	void *table_prev;     /* table st->tbl_prev.id, or NULL */
 	WALKER_ENV_FIELDS
 };
 
@@ -79,30 +80,46 @@ static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 
 	return stack_read(lc, lc->st, addr, out, sizeof(*out));
 }
 
-/* Loads table `id` into lc->table and its header into the state. */
+/* Loads table `id` into lc->table and its header into st->tbl: the table
+ * before it if that is the one (swapped), else a lookup, the current one
+ * becoming the one before. */
 static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 {
 	struct walk_state *st = lc->st;
 	const struct cfi_table_header *h;
+	struct walk_table tmp;
 	void *t;
 
-	if (lc->table && st->tbl_id == id)
+	if (lc->table && st->tbl.id == id)
 		return 0;
+	if (lc->table_prev && st->tbl_prev.id == id && !WALK_BENCH_NO_TABLE_PREV) {
+		t = lc->table;
+		lc->table = lc->table_prev;
+		lc->table_prev = t;
+		tmp = st->tbl;
+		st->tbl = st->tbl_prev;
+		st->tbl_prev = tmp;
+		return 0;
+	}
 	t = walker_table_get(lc, id);
 	if (!t)
 		return -1;
 	h = (const void *)table_at(t, 0, sizeof(*h));
 	if (!h || h->magic != CFI_TABLE_MAGIC || h->version != CFI_TABLE_VERSION)
 		return -1;
+	if (lc->table) {
+		lc->table_prev = lc->table;
+		st->tbl_prev = st->tbl;
+	}
 	lc->table = t;
-	st->tbl_id = id;
-	st->tbl_shift = h->page_shift;
-	st->tbl_npages = h->npages;
-	st->tbl_pages_off = h->pages_off;
-	st->tbl_rules_off = h->rules_off;
-	st->tbl_nrules = h->nrules;
-	st->tbl_base = h->base;
-	st->tbl_end = h->end;
+	st->tbl.id = id;
+	st->tbl.shift = h->page_shift;
+	st->tbl.npages = h->npages;
+	st->tbl.pages_off = h->pages_off;
+	st->tbl.rules_off = h->rules_off;
+	st->tbl.nrules = h->nrules;
+	st->tbl.base = h->base;
+	st->tbl.end = h->end;
 	return 0;
 }
 
@@ -112,11 +129,11 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 {
 	struct walk_state *st = lc->st;
 	struct cfi_table_geom g = {
-		.base = st->tbl_base,
-		.end = st->tbl_end,
-		.page_shift = st->tbl_shift,
-		.npages = st->tbl_npages,
-		.pages_off = st->tbl_pages_off,
+		.base = st->tbl.base,
+		.end = st->tbl.end,
+		.page_shift = st->tbl.shift,
+		.npages = st->tbl.npages,
+		.pages_off = st->tbl.pages_off,
 	};
 	const struct cfi_rule *r;
 	struct cfi_row_span span;
@@ -126,26 +143,26 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 
 	/* A row found before (struct walk_state rows): its rule, without a
 	 * search. */
-	idx = ((vaddr + st->tbl_id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
+	idx = ((vaddr + st->tbl.id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
 	barrier_var(idx);
 	row = &st->rows[idx & (WALK_ROWS - 1)];
-	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
+	if (row->tbl == st->tbl.id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
 		*rule = row->rule;
 		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 	}
 	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
 	if (ret <= 0)
 		return ret;
-	if (idx >= st->tbl_nrules)
+	if (idx >= st->tbl.nrules)
 		return -1;
-	r = (const void *)table_at(lc->table, st->tbl_rules_off + idx * sizeof(*r), sizeof(*r));
+	r = (const void *)table_at(lc->table, st->tbl.rules_off + idx * sizeof(*r), sizeof(*r));
 	if (!r)
 		return -1;
 	*rule = *r;
 	row->rule = *r;
 	row->lo = span.lo;
 	row->hi = span.hi;
-	row->tbl = st->tbl_id;
+	row->tbl = st->tbl.id;
 	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
@@ -770,7 +787,7 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 		st->have_cur = st->have_prev = 0;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
-	st->tbl_id = 0;
+	st->tbl.id = st->tbl_prev.id = 0;
 	st->via_fp = 0;
 	st->snapshot = 0;
 	st->win_len = 0;

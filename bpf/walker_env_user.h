@@ -84,10 +84,11 @@ static inline long walker_user_read_code(const struct walker_user_env *env, void
 
 #define walker_read_code(lc, dst, size, addr) walker_user_read_code((lc)->env, (dst), (size), (addr))
 
-static inline void *walker_user_table_get(const struct walker_user_env *env, __u32 id)
+static inline void *walker_user_table_get(struct walker_user_env *env, __u32 id)
 {
 	__u32 i;
 
+	env->res.table_gets++;
 	for (i = 0; i < env->in->ntables; i++)
 		if (env->in->tables[i].id == id)
 			return (void *)env->in->tables[i].table;

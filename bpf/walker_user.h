@@ -75,6 +75,7 @@ struct walker_user_result {
 	__u32 misses;        /* tables looked for and not given (walker_miss_notify) */
 	__u32 go_switches;   /* steps through runtime.systemstack onto a goroutine's stack */
 	__u32 last_missed;   /* the last such id, or 0 */
+	__u32 table_gets;    /* lookups of a table by id (in BPF, of the map of tables) */
 	/* stop_at_miss: where the walk stopped, to walk on from once the
 	 * table is there (stopped: it did) */
 	__u8 stopped;

@@ -155,7 +155,8 @@ Test(walker_fast, a_row_span_is_exactly_its_row)
 /* A program FN(0..1) and a library's function at LIB, each with its
  * table: a walk program -> library -> program -> library -> program's
  * outermost frame comes back to each mapping (the one before the current
- * one is kept) and must still use each one's own table and bias.
+ * one is kept, and so is the table before the current one) and must
+ * still use each one's own table and bias.
  * `walks` times, with the state kept between walks if `keep`. */
 static void back_and_forth(int walks, int keep)
 {
@@ -180,8 +181,15 @@ static void back_and_forth(int walks, int keep)
 	w.stack[5] = LIB + 0x19;                   /* lib: CFA AT(10) */
 	w.stack[9] = FN(0) + 0x19;                 /* prog: CFA AT(12) */
 	w.stack[11] = FN(1) + 9;                   /* outermost */
-	for (i = 0; i < walks; i++)
+	for (i = 0; i < walks; i++) {
+		struct walker_user_result res;
+
 		check(&w, want, 5, WALK_END_OUTERMOST);
+		/* Each table looked up once a walk: going back to the table
+		 * before takes the one kept. */
+		cr_assert_eq(walker_user_walk(&w.in, w.ev, &res), 0);
+		cr_expect_eq(res.table_gets, 2, "%u table lookups, want 2", res.table_gets);
+	}
 	free(w.in.keep);
 	done(&w, 2);
 }
