@@ -13,8 +13,9 @@
  * snapshot, the frames and end reason of its walk.  Divide callgrind's
  * count of walk_many by WALKS for instructions per walk.  -k 1 keeps the
  * walk state from walk to walk (walker_user_input.keep), as BPF keeps it
- * per CPU from sample to sample: the steady state of a program sampled
- * again and again; without it every walk starts cold.
+ * per CPU from sample to sample, under one publication of the mappings
+ * (walker_user_input.mappings_gen): the steady state of a program
+ * sampled again and again; without it every walk starts cold.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,9 @@ static int replay_one(const char *path, unsigned long walks, unsigned max_depth,
 	}
 	replay_walker_input(&r, max_depth, &in);
 	if (keep) {
+		/* One publication of the mappings for every walk, as while
+		 * the agent publishes nothing new of the process. */
+		in.mappings_gen = 1;
 		in.keep = calloc(1, walker_user_state_size());
 		if (!in.keep) {
 			fprintf(stderr, "cfiprof: %s: out of memory\n", path);

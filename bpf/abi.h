@@ -237,6 +237,8 @@ struct proc_info {
 	__u32 nmappings;
 	__u32 slot;       /* 0 or MAPPING_SLOT_BIT: which array is current */
 	__u64 epoch;      /* proc_epochs[tgid] read before the mappings were (0: none) */
+	__u64 gen;        /* this publication's number, never reused by the agent (from 1):
+			   * walks trust the mappings they kept under the same gen */
 };
 
 /* Record kinds on the events ring buffer. */

@@ -40,6 +40,9 @@ struct walk_table {
 #ifndef WALK_BENCH_NO_KEEP          /* mappings are searched anew in every walk */
 #define WALK_BENCH_NO_KEEP 0
 #endif
+#ifndef WALK_BENCH_NO_GEN           /* kept mappings are checked against the array in every walk */
+#define WALK_BENCH_NO_GEN 0
+#endif
 #ifndef WALK_BENCH_NO_TABLE_PREV    /* a walk back into the table before looks it up again */
 #define WALK_BENCH_NO_TABLE_PREV 0
 #endif
@@ -117,6 +120,11 @@ struct walk_state {
 	__u8 cur_old, prev_old;
 	__u8 win_pad;
 	__u32 cur_idx, prev_idx;
+	/* ... or with no lookup at all when the process's mappings are still
+	 * those of the publication (struct proc_info gen; 0: unknown, never
+	 * trusted) under which cur and prev were last found or checked:
+	 * walk_trust_kept. */
+	__u64 gen, cur_gen, prev_gen;
 	/* A window of user memory (stack_read): one read of up to
 	 * WALK_WIN_SIZE bytes, to the end of its page, serves the frames
 	 * above it.  win_len 0: empty (walk_begin). */

@@ -197,6 +197,7 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 			return 0;
 		if (mapping_current(st, &arr, st->cur_idx, &st->cur)) {
 			st->cur_old = 0;
+			st->cur_gen = st->gen;
 			return 0;
 		}
 	} else if (st->have_prev && addr >= st->prev.start && addr < st->prev.end &&
@@ -204,13 +205,16 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 		struct walker_mapping t = st->cur;
 		__u32 t_idx = st->cur_idx;
 		__u8 t_old = st->cur_old;
+		__u64 t_gen = st->cur_gen;
 
 		st->cur = st->prev;
 		st->cur_idx = st->prev_idx;
 		st->cur_old = 0;
+		st->cur_gen = st->gen;
 		st->prev = t;
 		st->prev_idx = t_idx;
 		st->prev_old = t_old;
+		st->prev_gen = t_gen;
 		return 0;
 	}
 	/* Only the last mapping starting at or below addr can hold it.  At
@@ -225,11 +229,13 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 		st->prev = st->cur;
 		st->prev_idx = st->cur_idx;
 		st->prev_old = st->cur_old;
+		st->prev_gen = st->cur_gen;
 		st->have_prev = 1;
 	}
 	st->cur = *m;
 	st->cur_idx = idx - 1;
 	st->cur_old = 0;
+	st->cur_gen = st->gen;
 	st->have_cur = 1;
 	return 0;
 }
@@ -793,6 +799,22 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 	st->win_len = 0;
 }
 
+/* The process's mappings are publication `gen` (struct proc_info; 0:
+ * unknown): the kept mappings found or checked under it are used without
+ * a look at the array.  The agent publishes every change under a gen of
+ * its own, never reused, so under the same gen the array is the one they
+ * were found in; a different gen (or another process's) checks them. */
+static __always_inline void walk_trust_kept(struct walk_state *st, __u64 gen)
+{
+	st->gen = gen;
+	if (!gen || WALK_BENCH_NO_GEN)
+		return;
+	if (st->cur_gen == gen)
+		st->cur_old = 0;
+	if (st->prev_gen == gen)
+		st->prev_old = 0;
+}
+
 static __always_inline void walk_init_done(struct walk_state *st)
 {
 	st->known = 0xffff;
@@ -910,6 +932,7 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 	pi = proc_info_current(tgid);
 	st->nmappings = pi ? pi->nmappings : 0;
 	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
+	walk_trust_kept(st, pi ? pi->gen : 0);
 	walk_run(&lc, st, &sc->ev);
 	/* (Asked only of a walk that failed: one in the old program's
 	 * registers cannot reach its outermost frame in the new address

@@ -116,15 +116,18 @@ static inline const __u8 *table_at(const void *table, __u32 off, __u32 size)
 typedef struct {
 	const struct walker_mapping *v;
 	__u32 n;
+	__u32 *gets;          /* counts the lookups: walker_user_result mapping_gets */
 } walker_mappings_t;
 
 #define walker_mappings_init(lc, arr) do {		\
 	(arr)->v = (lc)->env->in->mappings;		\
 	(arr)->n = (lc)->env->in->nmappings;		\
+	(arr)->gets = &(lc)->env->res.mapping_gets;	\
 } while (0)
 
 static inline const struct walker_mapping *mapping_at(const walker_mappings_t *arr, __u32 idx)
 {
+	(*arr->gets)++;
 	return idx < arr->n ? &arr->v[idx] : NULL;
 }
 

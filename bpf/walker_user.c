@@ -46,6 +46,7 @@ int walker_user_walk(const struct walker_user_input *in, struct sample_event *ev
 	}
 	st->snap_want = in->stop_at_miss;
 	st->nmappings = in->nmappings;
+	walk_trust_kept(st, in->mappings_gen);
 	walk_run(&lc, st, ev);
 	if (st->snapshot) {
 		env.res.stopped = 1;

@@ -29,6 +29,10 @@ struct walker_user_input {
 	__u64 regs[WALKER_USER_NREGS];     /* DWARF-numbered, as at the sample */
 	const struct walker_mapping *mappings;  /* sorted by start, disjoint */
 	__u32 nmappings;
+	/* struct proc_info gen of these mappings (0: unknown): with `keep`,
+	 * the mappings kept under the same gen are used unchecked, as BPF
+	 * does. */
+	__u64 mappings_gen;
 	const struct walker_user_table *tables;
 	__u32 ntables;
 	/* The captured stack: `stack_size` bytes from address `stack_base`.
@@ -76,6 +80,8 @@ struct walker_user_result {
 	__u32 go_switches;   /* steps through runtime.systemstack onto a goroutine's stack */
 	__u32 last_missed;   /* the last such id, or 0 */
 	__u32 table_gets;    /* lookups of a table by id (in BPF, of the map of tables) */
+	__u32 mapping_gets;  /* lookups of an element of the mapping array (in BPF, of
+			      * the proc_mappings hash) */
 	/* stop_at_miss: where the walk stopped, to walk on from once the
 	 * table is there (stopped: it did) */
 	__u8 stopped;

@@ -77,11 +77,17 @@ void bpf_proc_forget_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 	bpf_map_delete_elem(maps->epochs_fd, &pid);
 }
 
+/* The last publication's number: walks trust the mappings they kept
+ * while a process's proc_info shows the gen they were found under, so no
+ * two publications, of any process, any registry, may share one. */
+static uint64_t last_gen;
+
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots)
 {
 	uint32_t slot = slots->live ? 0 : 1, bit = slot ? MAPPING_SLOT_BIT : 0;
-	struct proc_info info = { .nmappings = n, .slot = bit, .epoch = epoch };
+	struct proc_info info = { .nmappings = n, .slot = bit, .epoch = epoch,
+				  .gen = __atomic_add_fetch(&last_gen, 1, __ATOMIC_RELAXED) };
 	int ret;
 
 	/* The walker reads the other slot until proc_info switches below. */

@@ -114,20 +114,29 @@ static void expect_nothing_published(void)
 
 Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 {
+	struct proc_info first, second, third;
 	uint64_t writes;
 
 	read_child();
 	expect_published(0);
+	cr_assert(test_bpf_proc_info(&t, child.pid, &first));
 	test_bpf_new_epoch(&t, child.pid, 42);
 	/* Unchanged mappings, but another epoch: published again. */
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	expect_published(42);
 	cr_expect_eq(t.procs.publishes, 2);
+	/* Under a gen of its own: walks check the mappings they kept
+	 * (bpf/walker.h walk_trust_kept). */
+	cr_assert(test_bpf_proc_info(&t, child.pid, &second));
+	cr_expect(first.gen != 0 && second.gen > first.gen, "gens %llu then %llu",
+		  (unsigned long long)first.gen, (unsigned long long)second.gen);
 	/* Nothing changed at all: BPF is left alone. */
 	writes = test_bpf_writes(&t);
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	cr_expect_eq(t.procs.publishes, 2);
 	cr_expect_eq(test_bpf_writes(&t), writes, "an unchanged process was written to BPF");
+	cr_assert(test_bpf_proc_info(&t, child.pid, &third));
+	cr_expect_eq(third.gen, second.gen);
 }
 
 /* A busy host's processes come and go by the hundred a second: a

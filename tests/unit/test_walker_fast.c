@@ -250,27 +250,37 @@ Test(walker_fast, unaligned_return_addresses)
 	chain(0, 36, 8, 0);
 }
 
+/* CODE mapped (map[0]) from the first of two objects whose code sits at
+ * the same place: FN(0)'s CFA is rsp + 16 in the first, rsp + 32 in the
+ * second (map[1]).  The walk starts at FN(0) + 0x10 with rsp AT(0) and
+ * keeps its state in `keep` from one walk to the next. */
+static void two_objects_at_code(struct walk *w, void *keep)
+{
+	static const uint64_t at[] = { 0, 0x100 };
+	static const struct cfi_rule first[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
+	static const struct cfi_rule second[] = { { CFA(7, 32), RA_AT8 }, OUTERMOST };
+
+	cr_assert_not_null(keep);
+	add_table(w, 0, CODE, at, first, 2);
+	add_table(w, 1, CODE, at, second, 2);
+	setup(w, 2);
+	w->in.nmappings = 1;
+	w->in.keep = keep;
+	w->in.regs[WALKER_USER_RIP] = FN(0) + 0x10;
+	w->in.regs[7] = AT(0);
+}
+
 /* BPF keeps its walk state from one sample to the next (per CPU): the
  * mapping a walk ended in is used by the next only once the process's
  * array still holds it.  Here the code at CODE is another object by the
  * second walk (another table: CFA = rsp + 32, not rsp + 16). */
 Test(walker_fast, a_kept_mapping_is_checked_against_the_array)
 {
-	static const uint64_t at[] = { 0, 0x100 };
-	static const struct cfi_rule first[] = { { CFA(7, 16), RA_AT8 }, OUTERMOST };
-	static const struct cfi_rule second[] = { { CFA(7, 32), RA_AT8 }, OUTERMOST };
 	static struct walk w;
 	const uint64_t want[] = { FN(0) + 0x10, FN(1) + 8 };
 	void *keep = calloc(1, walker_user_state_size());
 
-	cr_assert_not_null(keep);
-	add_table(&w, 0, CODE, at, first, 2);
-	add_table(&w, 1, CODE, at, second, 2);
-	setup(&w, 2);
-	w.in.nmappings = 1;          /* map[0]: CODE with table 1 */
-	w.in.keep = keep;
-	w.in.regs[WALKER_USER_RIP] = FN(0) + 0x10;
-	w.in.regs[7] = AT(0);
+	two_objects_at_code(&w, keep);
 	w.stack[1] = FN(1) + 9;      /* at CFA AT(2) - 8 */
 	check(&w, want, 2, WALK_END_OUTERMOST);
 
@@ -286,6 +296,53 @@ Test(walker_fast, a_kept_mapping_is_checked_against_the_array)
 
 	/* and then nothing is mapped: the kept mapping is no longer the
 	 * process's */
+	w.in.nmappings = 0;
+	check(&w, want, 1, WALK_END_NO_MAPPING);
+	free(keep);
+	done(&w, 2);
+}
+
+/* Under one publication of the process's mappings (its gen) the kept
+ * mappings are used as they are, unchecked: the agent never changes a
+ * live array under a gen.  Another gen, or none (0), checks them. */
+Test(walker_fast, a_kept_mapping_is_trusted_under_its_gen_alone)
+{
+	static struct walk w;
+	const uint64_t want[] = { FN(0) + 0x10, FN(1) + 8 };
+	void *keep = calloc(1, walker_user_state_size());
+	struct walker_user_result res;
+
+	two_objects_at_code(&w, keep);
+	w.in.mappings_gen = 7;
+	w.stack[1] = FN(1) + 9;      /* table 1's return address, at CFA AT(2) - 8 */
+	w.stack[3] = FN(1) + 9;      /* table 2's, at CFA AT(4) - 8 */
+	check(&w, want, 2, WALK_END_OUTERMOST);
+
+	/* The array changes (what the agent never does under a gen): gen 7
+	 * still walks with the kept mapping, table 1's, without a look at
+	 * the array. */
+	w.map[0] = w.map[1];
+	w.map[0].start = CODE;
+	w.stack[3] = 0;
+	check(&w, want, 2, WALK_END_OUTERMOST);
+	cr_assert_eq(walker_user_walk(&w.in, w.ev, &res), 0);
+	cr_expect_eq(res.mapping_gets, 0, "%u lookups of the mapping array", res.mapping_gets);
+
+	/* Published again, gen 8: the kept mapping is checked, and table 2's
+	 * found (table 1's would read 0 at AT(3): a frame short). */
+	w.stack[1] = 0;
+	w.stack[3] = FN(1) + 9;
+	w.in.mappings_gen = 8;
+	check(&w, want, 2, WALK_END_OUTERMOST);
+	cr_assert_eq(walker_user_walk(&w.in, w.ev, &res), 0);
+	cr_expect_eq(res.mapping_gets, 0, "gen 8, checked once, trusted since");
+	w.in.mappings_gen = 9;
+	cr_assert_eq(walker_user_walk(&w.in, w.ev, &res), 0);
+	cr_expect_gt(res.mapping_gets, 0, "gen 9 not checked");
+
+	/* Gen 0 (no proc_info) is never trusted, even after walks under 0. */
+	w.in.mappings_gen = 0;
+	check(&w, want, 2, WALK_END_OUTERMOST);
 	w.in.nmappings = 0;
 	check(&w, want, 1, WALK_END_NO_MAPPING);
 	free(keep);
