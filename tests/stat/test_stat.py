@@ -296,21 +296,44 @@ def t_writes_exact(tmp):
               f"-p {' '.join(work)}: cfiprof {c[ev].value}, perf {p[ev].value}, want {n}")
 
 
+def steal_ms():
+    """The machine's stolen time so far, all CPUs, in ms (/proc/stat).
+
+    task-clock counts the time a task is on a CPU by the scheduler's clock,
+    steal included; its own CPU time (CLOCK_PROCESS_CPUTIME_ID, the
+    runtime in schedstat) leaves out what the hypervisor stole under
+    CONFIG_PARAVIRT_TIME_ACCOUNTING.  On a busy host the two differ by it:
+    323 ms against 300 in one CI run.
+    """
+    with open("/proc/stat") as f:
+        cpu = f.readline().split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(cpu[8]) * 1000 / hz if len(cpu) > 8 else 0.0
+
+
 @case("task-clock")
 def t_task_clock(tmp):
     ms = 300
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
     # The workload reports its own CPU time: the oracle in the same run.
-    tc = {}
+    # task-clock may exceed it by the time stolen meanwhile, never more
+    # (the steal is counted in clock ticks: one tick either way).
+    tc, extra = {}, {}
     for tool in ("cfiprof", "perf"):
+        s0 = steal_ms()
         r, out = cmd_counts(tool, tmp, "task-clock", ["spin", str(ms)])
+        stolen = steal_ms() - s0
         m = re.search(r"cpu_ns (\d+)", out)
         check(m, f"no cpu_ns from the workload: {out!r}")
         own = int(m.group(1)) / 1e6
         tc[tool] = r["task-clock"].count()
-        log(f"{tool}: task-clock {tc[tool]} ms, the workload's own CPU time {own:.3f} ms")
+        extra[tool] = stolen + tick if stolen else 0.0
+        log(f"{tool}: task-clock {tc[tool]} ms, the workload's own CPU time {own:.3f} ms, "
+            f"{stolen:.0f} ms stolen meanwhile")
         check(r["task-clock"].unit == "msec", "task-clock unit is not msec")
-        check(near(tc[tool], own, 0.02, 1.0), f"{tool}: task-clock {tc[tool]} ms, CPU time {own:.3f} ms")
-    check(near(tc["cfiprof"], tc["perf"], 0.03),
+        check(near(tc[tool], own, 0.02, 1.0) or own <= tc[tool] <= own * 1.02 + 1.0 + extra[tool],
+              f"{tool}: task-clock {tc[tool]} ms, CPU time {own:.3f} ms, {stolen:.0f} ms stolen")
+    check(abs(tc["cfiprof"] - tc["perf"]) <= 0.03 * max(tc.values()) + extra["cfiprof"] + extra["perf"],
           f"task-clock: cfiprof {tc['cfiprof']} ms, perf {tc['perf']} ms")
     c, p, _ = same_run(tmp, "task-clock", ["spin", str(ms)])
     check(near(c["task-clock"].count(), p["task-clock"].count(), 0.005),

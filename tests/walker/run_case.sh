@@ -29,7 +29,7 @@ shift
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The record fixtures' warm-up would only delay the chain.
-FX_WARMUP=0 "$take" "${take_args[@]}" --after-ms 200 --every-ms 23 --count "$count" "$dir/$name" -- "$@" || exit 2
+FX_WARMUP=0 "$take" "${take_args[@]}" --restart 5 --after-ms 200 --every-ms 23 --count "$count" "$dir/$name" -- "$@" || exit 2
 "$compare" --name "$name" "${cargs[@]}" "$dir/$name".*.snap
 rc=$?
 if [ $expect = 1 ]; then

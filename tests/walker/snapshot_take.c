@@ -3,7 +3,7 @@
  * a profiler sample would see of its main thread (snapshot.h).
  *
  * usage: snapshot_take [--after-ms N] [--every-ms N] [--count K]
- *                      [--stack-max BYTES] OUT_PREFIX -- CMD [ARG...]
+ *                      [--stack-max BYTES] [--restart N] OUT_PREFIX -- CMD [ARG...]
  *
  * Runs CMD, lets it run --after-ms (default 300), then takes --count
  * (default 1) snapshots --every-ms (default 37) apart, each stopped with
@@ -12,7 +12,8 @@
  * killed afterwards.  The stack is copied from the red zone below rsp up
  * to the end of its mapping, at most --stack-max bytes (default 64 KiB):
  * a walk that needs more ends at a read fault, as BPF's does at a page
- * not present.
+ * not present.  --restart N runs CMD again, up to N times, if it exits
+ * before the last snapshot.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -211,7 +212,7 @@ static int take(pid_t pid, const char *out, struct cfi_error *err)
 static void usage(void)
 {
 	fprintf(stderr, "usage: snapshot_take [--after-ms N] [--every-ms N] [--count K] "
-			"[--stack-max BYTES] OUT_PREFIX -- CMD [ARG...]\n");
+			"[--stack-max BYTES] [--restart N] OUT_PREFIX -- CMD [ARG...]\n");
 	exit(2);
 }
 
@@ -229,45 +230,26 @@ static long number(const char *opt, const char *s, long max)
 	return v;
 }
 
-int main(int argc, char **argv)
+/* Starts `cmd`, lets it run `after` ms and seizes it: its pid, or -1 (said
+ * on stderr) if it could not be run or had already exited. */
+static pid_t start(char **cmd, long after)
 {
-	static const struct option opts[] = {
-		{ "after-ms", required_argument, NULL, 'a' },
-		{ "every-ms", required_argument, NULL, 'e' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "stack-max", required_argument, NULL, 's' },
-		{ 0 },
-	};
-	long after = 300, every = 37, count = 1, i;
-	struct cfi_error err = { "" };
-	char out[4096];
+	int exec_err = 0, pfd[2];
 	pid_t pid;
-	int c, ret = 0, exec_err = 0, pfd[2];
 
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
-		switch (c) {
-		case 'a': after = number("--after-ms", optarg, 600000); break;
-		case 'e': every = number("--every-ms", optarg, 600000); break;
-		case 'n': count = number("--count", optarg, 10000); break;
-		case 's': stack_max = (uint64_t)number("--stack-max", optarg, SNAP_MAX_STACK); break;
-		default: usage();
-		}
-	}
-	if (argc - optind < 3 || strcmp(argv[optind + 1], "--"))
-		usage();
 	/* The child writes its exec's errno here; the pipe closes on success. */
 	if (pipe2(pfd, O_CLOEXEC)) {
 		perror("snapshot_take: pipe");
-		return 1;
+		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
 		perror("snapshot_take: fork");
-		return 1;
+		return -1;
 	}
 	if (pid == 0) {
 		close(pfd[0]);
-		execvp(argv[optind + 2], &argv[optind + 2]);
+		execvp(cmd[0], cmd);
 		exec_err = errno;
 		if (write(pfd[1], &exec_err, sizeof(exec_err)) < 0)
 			_exit(126);
@@ -277,28 +259,77 @@ int main(int argc, char **argv)
 	if (read(pfd[0], &exec_err, sizeof(exec_err)) == sizeof(exec_err)) {
 		close(pfd[0]);
 		waitpid(pid, NULL, 0);
-		fprintf(stderr, "snapshot_take: %s: %s\n", argv[optind + 2], strerror(exec_err));
-		return 1;
+		fprintf(stderr, "snapshot_take: %s: %s\n", cmd[0], strerror(exec_err));
+		return -1;
 	}
 	close(pfd[0]);
 	sleep_ms(after);
 	if (waitpid(pid, NULL, WNOHANG) == pid) {
-		fprintf(stderr, "snapshot_take: %s exited before its first snapshot\n",
-			argv[optind + 2]);
-		return 1;
+		fprintf(stderr, "snapshot_take: %s exited before its first snapshot\n", cmd[0]);
+		return -1;
 	}
 	if (ptrace(PTRACE_SEIZE, pid, 0, 0)) {
-		ret = cfi_fail(&err, -errno, "PTRACE_SEIZE %d: %s", pid, strerror(errno));
-		goto out;
+		fprintf(stderr, "snapshot_take: PTRACE_SEIZE %d: %s\n", pid, strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
 	}
-	for (i = 0; i < count; i++) {
+	return pid;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "after-ms", required_argument, NULL, 'a' },
+		{ "every-ms", required_argument, NULL, 'e' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "stack-max", required_argument, NULL, 's' },
+		{ "restart", required_argument, NULL, 'r' },
+		{ 0 },
+	};
+	long after = 300, every = 37, count = 1, restarts = 0, i = 0;
+	struct cfi_error err = { "" };
+	char out[4096];
+	pid_t pid;
+	int c, ret = 0;
+
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		switch (c) {
+		case 'a': after = number("--after-ms", optarg, 600000); break;
+		case 'e': every = number("--every-ms", optarg, 600000); break;
+		case 'n': count = number("--count", optarg, 10000); break;
+		case 's': stack_max = (uint64_t)number("--stack-max", optarg, SNAP_MAX_STACK); break;
+		case 'r': restarts = number("--restart", optarg, 100); break;
+		default: usage();
+		}
+	}
+	if (argc - optind < 3 || strcmp(argv[optind + 1], "--"))
+		usage();
+	pid = start(&argv[optind + 2], after);
+	if (pid < 0)
+		return 1;
+	while (i < count) {
 		if (i)
 			sleep_ms(every);
-		if (ptrace(PTRACE_INTERRUPT, pid, 0, 0)) {
+		/* ESRCH: it has exited, and the wait below says so. */
+		if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) && errno != ESRCH) {
 			ret = cfi_fail(&err, -errno, "PTRACE_INTERRUPT %d: %s", pid, strerror(errno));
 			break;
 		}
 		ret = wait_interrupt(pid, &err);
+		/* A program whose run time is chance (a prime search) may end
+		 * before the last snapshot: with --restart it runs again and
+		 * the snapshots go on from the same index. */
+		if (ret == -ESRCH && restarts > 0) {
+			restarts--;
+			fprintf(stderr, "snapshot_take: %s exited after %ld snapshots; run again\n",
+				argv[optind + 2], i);
+			pid = start(&argv[optind + 2], after);
+			if (pid < 0)
+				return 1;
+			ret = 0;
+			continue;
+		}
 		if (!ret) {
 			snprintf(out, sizeof(out), "%s.%ld.snap", argv[optind], i);
 			ret = take(pid, out, &err);
@@ -308,8 +339,8 @@ int main(int argc, char **argv)
 				ret = cfi_fail(&err, -errno, "PTRACE_CONT %d: %s", pid, strerror(errno));
 			break;
 		}
+		i++;
 	}
-out:
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, __WALL);
 	if (ret) {
