@@ -108,6 +108,13 @@ struct {
 	__type(value, __u8);
 } target_tids SEC(".maps");
 
+/* Bumped after every change to what proc_info_current answers: by BPF at
+ * each new epoch (proc_track.h), by the agent after each publication or
+ * removal of a proc_info and each epoch it deletes (agent/procs/
+ * bpf_procs.c, through the skeleton's mmapped .bss).  A sample's answer
+ * is kept per CPU with the count it was read under (proc_seen_get). */
+__u64 proc_changes;
+
 /* The proc_info of `tgid` if its mappings are those of the program
  * running now, else NULL (see above). */
 static __always_inline struct proc_info *proc_info_current(__u32 tgid)
@@ -150,10 +157,49 @@ struct {
 
 #include "walk_state.h"
 
+/* The last process a sample on this CPU found current (proc_info_current),
+ * and what the walk needs of its proc_info, valid while proc_changes is
+ * still `changes`: the same process sampled again costs no hash lookup.
+ * Only a current process is kept: the lookup of an epoch that disagrees
+ * marks its LRU entry used, which keeps it from being evicted (an
+ * evicted epoch would read as "no change" and revive dead mappings). */
+struct proc_seen {
+	__u64 changes;
+	__u64 gen;
+	__u32 tgid;       /* 0: none kept */
+	__u32 nmappings;
+	__u32 slot;
+	__u32 pad;
+};
+
 struct sample_scratch {
 	struct walk_state st;
+	struct proc_seen seen;
 	struct sample_event ev;
 };
+
+/* Fills `ps` with what the walk needs of `tgid`'s current proc_info
+ * (zeros: none), from the kept answer if nothing changed since.  The
+ * count is read before the lookups: a change during them leaves the
+ * answer kept under a stale count, looked up again next time. */
+static __always_inline void proc_seen_get(struct proc_seen *ps, __u32 tgid)
+{
+	__u64 changes = *(volatile __u64 *)&proc_changes;
+	struct proc_info *pi;
+
+	if (ps->tgid == tgid && ps->changes == changes && !WALK_BENCH_NO_PROC_SEEN)
+		return;
+	pi = proc_info_current(tgid);
+	if (!pi) {
+		*ps = (struct proc_seen){ 0 };
+		return;
+	}
+	ps->changes = changes;
+	ps->gen = pi->gen;
+	ps->tgid = tgid;
+	ps->nmappings = pi->nmappings;
+	ps->slot = pi->slot & MAPPING_SLOT_BIT;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

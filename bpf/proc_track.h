@@ -30,6 +30,7 @@ static __always_inline void new_epoch(__u32 tgid)
 	__u64 now = bpf_ktime_get_ns();
 
 	bpf_map_update_elem(&proc_epochs, &tgid, &now, BPF_ANY);
+	__sync_fetch_and_add(&proc_changes, 1);
 }
 
 /* Its address space was replaced (exec) or is gone (exit): walks stop

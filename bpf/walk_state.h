@@ -46,6 +46,9 @@ struct walk_table {
 #ifndef WALK_BENCH_NO_TABLE_PREV    /* a walk back into the table before looks it up again */
 #define WALK_BENCH_NO_TABLE_PREV 0
 #endif
+#ifndef WALK_BENCH_NO_PROC_SEEN     /* each sample looks its process up (BPF) */
+#define WALK_BENCH_NO_PROC_SEEN 0
+#endif
 #ifndef WALK_BENCH_NO_WINDOW        /* one user read per value */
 #define WALK_BENCH_NO_WINDOW 0
 #endif

@@ -924,15 +924,15 @@ static __always_inline void walk_user(struct sample_scratch *sc, const struct pt
 {
 	struct walk_state *st = &sc->st;
 	struct loop_ctx lc = { .st = st, .ev = &sc->ev };
-	struct proc_info *pi;
+	struct proc_seen *ps = &sc->seen;
 
 	walk_begin(st, tgid);
 	walk_init_regs(st, regs);
 
-	pi = proc_info_current(tgid);
-	st->nmappings = pi ? pi->nmappings : 0;
-	st->slot = pi ? pi->slot & MAPPING_SLOT_BIT : 0;
-	walk_trust_kept(st, pi ? pi->gen : 0);
+	proc_seen_get(ps, tgid);
+	st->nmappings = ps->nmappings;
+	st->slot = ps->slot;
+	walk_trust_kept(st, ps->gen);
 	walk_run(&lc, st, &sc->ev);
 	/* (Asked only of a walk that failed: one in the old program's
 	 * registers cannot reach its outermost frame in the new address

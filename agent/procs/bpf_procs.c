@@ -34,6 +34,14 @@ static void delete_range(int mappings_fd, uint32_t pid, uint32_t slot, uint32_t 
 	}
 }
 
+/* After each change of a process's proc_info or epoch: a walk's kept
+ * proc_info (bpf/maps.h, proc_seen_get) is dropped at its next sample. */
+static void changed(const struct bpf_proc_maps *maps)
+{
+	if (maps->changes)
+		__atomic_add_fetch(maps->changes, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Writes m[0..n) as entries 0..n of one slot, BATCH a call.  Kernels
  * without batch operations on hashes (before 5.6) get them one by one. */
 static int update_range(int mappings_fd, uint32_t pid, uint32_t slot,
@@ -74,7 +82,8 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 
 void bpf_proc_forget_epoch(const struct bpf_proc_maps *maps, uint32_t pid)
 {
-	bpf_map_delete_elem(maps->epochs_fd, &pid);
+	if (!bpf_map_delete_elem(maps->epochs_fd, &pid))
+		changed(maps);
 }
 
 /* The last publication's number: walks trust the mappings they kept
@@ -98,6 +107,7 @@ int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struc
 	slots->n[slot] = n;
 	if (bpf_map_update_elem(maps->infos_fd, &pid, &info, BPF_ANY))
 		return -errno;
+	changed(maps);
 	slots->live = slot;
 	return 0;
 }
@@ -106,6 +116,7 @@ int bpf_proc_unpublish(const struct bpf_proc_maps *maps, uint32_t pid, struct bp
 {
 	int ret = bpf_map_delete_elem(maps->infos_fd, &pid) ? -errno : 0;
 
+	changed(maps);
 	delete_range(maps->mappings_fd, pid, 0, 0, slots->n[0]);
 	delete_range(maps->mappings_fd, pid, MAPPING_SLOT_BIT, 0, slots->n[1]);
 	slots->n[0] = slots->n[1] = 0;

@@ -20,6 +20,11 @@ struct bpf_proc_maps {
 	int infos_fd;              /* proc_infos */
 	int epochs_fd;             /* proc_epochs: read, and an exited process's deleted */
 	int targets_fd;            /* target_pids: until tracking is attached */
+	/* BPF's proc_changes (the skeleton's mmapped .bss), bumped after
+	 * every change of proc_infos or deletion from proc_epochs: walks
+	 * keep their last process's proc_info while it holds still.  NULL
+	 * where no BPF program reads these maps (tests). */
+	__u64 *changes;
 };
 
 /* Which of a process's two mapping slots is live, and how many entries

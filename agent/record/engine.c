@@ -188,6 +188,7 @@ static int start_unwinding(struct record_engine *e)
 	e->procs.bpf.infos_fd = bpf_map__fd(e->skel->maps.proc_infos);
 	e->procs.bpf.epochs_fd = bpf_map__fd(e->skel->maps.proc_epochs);
 	e->procs.bpf.targets_fd = bpf_map__fd(e->skel->maps.target_pids);
+	e->procs.bpf.changes = &e->skel->bss->proc_changes;
 	e->events.procs = &e->procs;
 	e->events.mods = &e->mods;
 	e->events.tables = &e->tables;

@@ -100,6 +100,7 @@ void test_registry_init(struct test_registry *t)
 					       1024);
 	t->procs.bpf.targets_fd = fake_bpf_hash("target_pids", sizeof(uint32_t), sizeof(uint8_t),
 						1024);
+	t->procs.bpf.changes = &t->changes;
 }
 
 void test_registry_free(struct test_registry *t)
@@ -118,6 +119,7 @@ void test_bpf_new_epoch(struct test_registry *t, int pid, uint64_t epoch)
 	uint32_t key = (uint32_t)pid;
 
 	cr_assert_eq(fake_bpf_put(t->procs.bpf.epochs_fd, &key, &epoch), 0);
+	t->changes++;   /* as bpf/proc_track.h's new_epoch */
 }
 
 bool test_bpf_proc_info(const struct test_registry *t, int pid, struct proc_info *info)

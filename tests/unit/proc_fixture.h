@@ -40,6 +40,7 @@ void test_child_end(struct test_child *c);
 struct test_registry {
 	struct module_registry mods;
 	struct proc_registry procs;
+	__u64 changes;   /* BPF's proc_changes (procs.bpf.changes) */
 };
 
 void test_registry_init(struct test_registry *t);

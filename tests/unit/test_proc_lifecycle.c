@@ -115,16 +115,22 @@ static void expect_nothing_published(void)
 Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 {
 	struct proc_info first, second, third;
-	uint64_t writes;
+	uint64_t writes, changes;
 
 	read_child();
 	expect_published(0);
+	/* Each publication bumps proc_changes: a walk drops the proc_info
+	 * it kept (bpf/maps.h proc_seen_get). */
+	cr_expect_eq(t.changes, 1, "proc_changes %llu after one publication",
+		     (unsigned long long)t.changes);
 	cr_assert(test_bpf_proc_info(&t, child.pid, &first));
 	test_bpf_new_epoch(&t, child.pid, 42);
+	changes = t.changes;
 	/* Unchanged mappings, but another epoch: published again. */
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	expect_published(42);
 	cr_expect_eq(t.procs.publishes, 2);
+	cr_expect_eq(t.changes, changes + 1);
 	/* Under a gen of its own: walks check the mappings they kept
 	 * (bpf/walker.h walk_trust_kept). */
 	cr_assert(test_bpf_proc_info(&t, child.pid, &second));
@@ -135,6 +141,7 @@ Test(lifecycle, scan_publishes_with_the_epoch_read_first)
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	cr_expect_eq(t.procs.publishes, 2);
 	cr_expect_eq(test_bpf_writes(&t), writes, "an unchanged process was written to BPF");
+	cr_expect_eq(t.changes, changes + 1, "proc_changes bumped with nothing changed");
 	cr_assert(test_bpf_proc_info(&t, child.pid, &third));
 	cr_expect_eq(third.gen, second.gen);
 }
@@ -263,7 +270,7 @@ Test(lifecycle, exec_between_epoch_and_mappings_is_read_again)
 
 Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
 {
-	uint64_t now, leaf;
+	uint64_t now, leaf, changes;
 	uint32_t before, nmaps;
 	struct proc *p;
 
@@ -273,8 +280,10 @@ Test(lifecycle, exit_unpublishes_and_later_samples_do_not_resurrect)
 	nmaps = p->n;
 	leaf = p->maps[0].start;
 	now = mono_ns();
+	changes = t.changes;
 	procs_on_exit(&t.procs, child.pid, now);
 	expect_nothing_published();
+	cr_expect_gt(t.changes, changes, "the proc_info went without a bump of proc_changes");
 	cr_expect_eq(procs_get(&t.procs, child.pid)->state, PROC_EXITED);
 	cr_expect_eq(procs_count(&t.procs), 0);
 	/* The exiting task is still sampled after its exit record (the child
