@@ -47,8 +47,8 @@ uint64_t bpf_proc_epoch(const struct bpf_proc_maps *maps, uint32_t pid);
  * `epoch`, into the slot not in use, then makes it the live one: walks in
  * progress finish with the old array, and no walk ever sees half of an
  * update.  Each publication has a gen of its own (struct proc_info): a
- * live array never changes under one.  No map-of-maps is touched, so this does not wait for an RCU
- * grace period.  Returns 0 or a negative errno. */
+ * live array never changes under one.  No map-of-maps is touched, so this
+ * does not wait for an RCU grace period.  Returns 0 or a negative errno. */
 int bpf_proc_publish(const struct bpf_proc_maps *maps, uint32_t pid, const struct walker_mapping *m,
 		     uint32_t n, uint64_t epoch, struct bpf_proc_slots *slots);
 
