@@ -123,18 +123,17 @@ static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 	return 0;
 }
 
-/* The rule for file address `vaddr` in the current table: 1 if found,
- * 0 if the address has no unwind information, -1 on a table error. */
-static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct cfi_rule *rule)
+/* The rule for file address `vaddr` in the current table, as a pointer
+ * into the walk's kept rows (valid until the next lookup): 1 if found, 0
+ * if the address has no unwind information, -1 on a table error.  A
+ * pointer, not a copy: most frames take a kept row, and copying its 32
+ * bytes out to read them back cost a few percent of a walk (bench/README.md,
+ * "the kept row's rule read in place"). */
+static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr,
+					const struct cfi_rule **rule)
 {
 	struct walk_state *st = lc->st;
-	struct cfi_table_geom g = {
-		.base = st->tbl.base,
-		.end = st->tbl.end,
-		.page_shift = st->tbl.shift,
-		.npages = st->tbl.npages,
-		.pages_off = st->tbl.pages_off,
-	};
+	struct cfi_table_geom g;
 	const struct cfi_rule *r;
 	struct cfi_row_span span;
 	struct walk_row *row;
@@ -147,9 +146,16 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	barrier_var(idx);
 	row = &st->rows[idx & (WALK_ROWS - 1)];
 	if (row->tbl == st->tbl.id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
-		*rule = row->rule;
-		return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
+		*rule = &row->rule;
+		return row->rule.cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 	}
+	g = (struct cfi_table_geom){
+		.base = st->tbl.base,
+		.end = st->tbl.end,
+		.page_shift = st->tbl.shift,
+		.npages = st->tbl.npages,
+		.pages_off = st->tbl.pages_off,
+	};
 	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
 	if (ret <= 0)
 		return ret;
@@ -158,12 +164,12 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr, struct
 	r = (const void *)table_at(lc->table, st->tbl.rules_off + idx * sizeof(*r), sizeof(*r));
 	if (!r)
 		return -1;
-	*rule = *r;
 	row->rule = *r;
 	row->lo = span.lo;
 	row->hi = span.hi;
 	row->tbl = st->tbl.id;
-	return rule->cfa_type == CFI_CFA_UNDEF ? 0 : 1;
+	*rule = &row->rule;
+	return row->rule.cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
 
 /* Whether mapping `idx` of the process's array is still `m`: then it is
@@ -441,14 +447,16 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	__u64 cfa, ra, bp, base, old_sp = st->sp;
 	int ok;
 
-	if (r->flags & CFI_RULE_SIGNAL)
-		return step_signal(lc, st);
-	if (r->flags & CFI_RULE_TOO_BIG)
-		return WALK_END_UNSUPPORTED;
-	/* The callers are on the stack Go's runtime switched from
-	 * (step_go_switch may go on there). */
-	if (r->flags & CFI_RULE_STACK_SWITCH)
+	/* (one test for the three rare cases on the common path) */
+	if (r->flags & (CFI_RULE_SIGNAL | CFI_RULE_TOO_BIG | CFI_RULE_STACK_SWITCH)) {
+		if (r->flags & CFI_RULE_SIGNAL)
+			return step_signal(lc, st);
+		if (r->flags & CFI_RULE_TOO_BIG)
+			return WALK_END_UNSUPPORTED;
+		/* The callers are on the stack Go's runtime switched from
+		 * (step_go_switch may go on there). */
 		return WALK_END_STACK_SWITCH;
+	}
 
 	switch (r->cfa_type) {
 	case CFI_CFA_REG:
@@ -696,7 +704,8 @@ static long walk_one(__u32 i, void *ctx)
 	struct loop_ctx *lc = ctx;
 	struct walk_state *st = lc->st;
 	struct sample_event *ev = lc->ev;
-	struct cfi_rule rule;
+	const struct cfi_rule *rule = NULL;
+	struct cfi_rule sig_rule;
 	__u64 pc;
 	__u32 n = st->n;
 	int ret;
@@ -758,20 +767,23 @@ static long walk_one(__u32 i, void *ctx)
 		/* A signal trampoline is entered by "returning" to its first
 		 * instruction: ip - 1 found its FDE (which starts one byte early
 		 * for that reason), but the frame is the trampoline itself. */
-		if (ret > 0 && (rule.flags & CFI_RULE_SIGNAL))
+		if (ret > 0 && (rule->flags & CFI_RULE_SIGNAL))
 			ev->addrs[n] = st->ip;
 		/* An interrupted ip on a trampoline whose CFI (Go's) is the
 		 * entry rule: the signal frame is at rsp whatever it says. */
-		if (ret > 0 && st->exact && rule.cfa_type == CFI_CFA_REG &&
-		    rule.cfa_reg == DWARF_RSP && rule.cfa_off == 8 && sigreturn_on(lc, st->ip))
-			rule.flags |= CFI_RULE_SIGNAL;
-		ret = ret ? step_cfi(lc, st, &rule) : step_no_cfi(lc, st, ev, n, 0);
+		if (ret > 0 && st->exact && rule->cfa_type == CFI_CFA_REG &&
+		    rule->cfa_reg == DWARF_RSP && rule->cfa_off == 8 && sigreturn_on(lc, st->ip)) {
+			sig_rule = *rule;
+			sig_rule.flags |= CFI_RULE_SIGNAL;
+			rule = &sig_rule;
+		}
+		ret = ret ? step_cfi(lc, st, rule) : step_no_cfi(lc, st, ev, n, 0);
 	}
 stepped:
 	if (ret >= 0) {
 		/* (only step_cfi ends so, with `rule` its rule) */
-		if (ret == WALK_END_STACK_SWITCH)
-			ret = step_go_switch(lc, st, &rule);
+		if (ret == WALK_END_STACK_SWITCH && rule)
+			ret = step_go_switch(lc, st, rule);
 		if (ret >= 0) {
 			st->end = ret;
 			return 1;
