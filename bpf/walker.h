@@ -80,6 +80,27 @@ static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 
 	return stack_read(lc, lc->st, addr, out, sizeof(*out));
 }
 
+/* stack_read where every frame reads (step_cfi's return address and
+ * rbp): a read the window holds is served here, inline, as stack_read
+ * would serve it; the call was most of such a read's cost.  Anything
+ * else is stack_read's. */
+static __always_inline int stack_read_hot(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
+					  __u64 *out, __u32 size)
+{
+	__u64 off = addr - st->win_base;
+	__u32 i;
+
+	if (!(addr & 7) && addr >= st->win_base && off <= st->win_len &&
+	    st->win_len - off >= size && size <= 16 && !WALK_BENCH_NO_WINDOW) {
+		i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
+		out[0] = st->win[i];
+		if (size > 8)
+			out[1] = st->win[i + 1];
+		return 0;
+	}
+	return stack_read(lc, st, addr, out, size);
+}
+
 /* Loads table `id` into lc->table and its header into st->tbl: the table
  * before it if that is the one (swapped), else a lookup, the current one
  * becoming the one before. */
@@ -500,7 +521,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	    r->rbp_off == r->ra_off - 8) {
 		__u64 pair[2];
 
-		if (stack_read(lc, st, cfa + (__s64)r->rbp_off, pair, sizeof(pair)))
+		if (stack_read_hot(lc, st, cfa + (__s64)r->rbp_off, pair, sizeof(pair)))
 			return WALK_END_READ_FAULT;
 		st->bp = pair[0];
 		st->bp_valid = 1;
@@ -510,7 +531,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 
 	switch (r->ra_type) {
 	case CFI_REG_OFFSET:
-		if (read_user_u64(lc, cfa + (__s64)r->ra_off, &ra))
+		if (stack_read_hot(lc, st, cfa + (__s64)r->ra_off, &ra, sizeof(ra)))
 			return WALK_END_READ_FAULT;
 		break;
 	case CFI_REG_UNDEFINED:
@@ -529,7 +550,7 @@ static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
 	case CFI_REG_SAME:
 		break;
 	case CFI_REG_OFFSET:
-		st->bp_valid = !read_user_u64(lc, cfa + (__s64)r->rbp_off, &bp);
+		st->bp_valid = !stack_read_hot(lc, st, cfa + (__s64)r->rbp_off, &bp, sizeof(bp));
 		st->bp = bp;
 		break;
 	case CFI_REG_VAL_OFFSET:
