@@ -43,7 +43,8 @@ struct loop_ctx {
  * cannot take (unaligned, straddling a page, a fault) is made as is.
  * Returns non-zero with out zeroed on a fault, as walker_read_user.
  * Called, not inlined: a dozen places read, and the window's code once
- * is cheaper for the verifier and the instruction cache. */
+ * is cheaper for the verifier and the instruction cache; the reads of
+ * every frame test the window inline first (stack_read_hot). */
 static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
 				 __u64 *out, __u32 size)
 {
