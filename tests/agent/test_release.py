@@ -163,9 +163,12 @@ def t_release_modules(tmp):
             time.sleep(1)
             peak = dict(base)
             script = f'echo $$ > {cg}/cgroup.procs && exec "$0" run {RUN_MS}'
+            ran = []     # (program, pid): the script execs it in place
             for i, path in enumerate(progs):
-                subprocess.run(["sh", "-c", script, path], stdin=subprocess.DEVNULL,
-                               check=True, timeout=60)
+                p = subprocess.Popen(["sh", "-c", script, path], stdin=subprocess.DEVNULL)
+                ran.append((i, str(p.pid)))
+                if p.wait(timeout=60):
+                    raise tr.Fail(f"{path} exited with status {p.returncode}")
                 os.unlink(path)
                 if i % 8 == 7:
                     now = figures(agent.base, agent.pid, f"after {i + 1} programs")
@@ -228,7 +231,18 @@ def t_release_modules(tmp):
     # Every one of them, by its own pid, symbolized.
     pids = {s.labels.get("pid") for s in samples if s.frames and s.frames[-1] == "short_leaf"}
     if len(pids) < PROGRAMS:
-        raise tr.Fail(f"only {len(pids)} of the {PROGRAMS} programs have symbolized samples")
+        # Which ones, and what the profile holds of them: their samples
+        # whatever the leaf, and those leaves.
+        missing = []
+        for i, pid in ran:
+            if pid in {str(p) for p in pids}:
+                continue
+            own = [s for s in samples if str(s.labels.get("pid")) == pid]
+            leaves = sorted({s.frames[-1] if s.frames else "(none)" for s in own})
+            n = sum(s.values[0] for s in own if s.values)
+            missing.append(f"short-{i} (pid {pid}): {n} samples, leaves {leaves[:4]}")
+        raise tr.Fail(f"only {len(pids)} of the {PROGRAMS} programs have symbolized samples; "
+                      f"without: {'; '.join(missing)}")
 
 
 if __name__ == "__main__":
