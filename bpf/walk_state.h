@@ -17,11 +17,10 @@ struct walk_row {
 	struct cfi_rule rule;
 };
 
-/* The header fields of a table a walk is in (struct walk_state tbl):
- * what a lookup needs.  id 0: none. */
+/* The header fields of a table a walk is in (struct walk_state tbls):
+ * what a search needs. */
 struct walk_table {
 	__u64 base, end;
-	__u32 id;
 	__u32 shift, npages, pages_off, rules_off, nrules;
 };
 
@@ -84,10 +83,15 @@ struct walk_state {
 	__u32 fp_steps, cfi_steps, signal_frames; /* added to counters once per walk */
 	__u32 miss_steps;     /* of fp_steps, those taken because a table was missing */
 	__u32 missed_id;      /* the last table found missing (reported once per walk), or 0 */
-	/* The current table's header fields, cached while frames stay in it,
-	 * and the table's before it (loop_ctx's table and table_prev): a walk
-	 * going back to it (a program and its libc) looks it up only once. */
-	struct walk_table tbl, tbl_prev;
+	/* The current table (tbl_id, 0: none) and the one before it
+	 * (tbl_prev_id; loop_ctx's table and table_prev): a walk going back
+	 * to it (a program and its libc) looks it up only once.  Their
+	 * header fields, needed only by a search, are in tbls: the current
+	 * table's at tbl_at, the other's at the other index, so that going
+	 * back swaps two ids and flips tbl_at rather than copy headers. */
+	__u32 tbl_id, tbl_prev_id;
+	__u8 tbl_at;
+	struct walk_table tbls[2];
 	/* Registers other than ip, sp and bp, by DWARF number (bit i is
 	 * regs[i]): `known` holds the value, `saved` the stack address a
 	 * callee saved it at, read only when a CFA needs it (most walks never

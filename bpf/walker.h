@@ -30,8 +30,8 @@
 struct loop_ctx {
 	struct walk_state *st;
 	struct sample_event *ev;
-	void *table;          /* table st->tbl.id, as walker_table_get gave it */
-	void *table_prev;     /* table st->tbl_prev.id, or NULL */
+	void *table;          /* table st->tbl_id, as walker_table_get gave it */
+	void *table_prev;     /* table st->tbl_prev_id, or NULL */
 	WALKER_ENV_FIELDS
 };
 
@@ -102,25 +102,25 @@ static __always_inline int stack_read_hot(struct loop_ctx *lc, struct walk_state
 	return stack_read(lc, st, addr, out, size);
 }
 
-/* Loads table `id` into lc->table and its header into st->tbl: the table
- * before it if that is the one (swapped), else a lookup, the current one
- * becoming the one before. */
+/* Loads table `id` into lc->table and its header into st->tbls[tbl_at]:
+ * the table before it if that is the one (swapped), else a lookup, the
+ * current one becoming the one before. */
 static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 {
 	struct walk_state *st = lc->st;
 	const struct cfi_table_header *h;
-	struct walk_table tmp;
+	struct walk_table *w;
 	void *t;
 
-	if (lc->table && st->tbl.id == id)
+	if (lc->table && st->tbl_id == id)
 		return 0;
-	if (lc->table_prev && st->tbl_prev.id == id && !WALK_BENCH_NO_TABLE_PREV) {
+	if (lc->table_prev && st->tbl_prev_id == id && !WALK_BENCH_NO_TABLE_PREV) {
 		t = lc->table;
 		lc->table = lc->table_prev;
 		lc->table_prev = t;
-		tmp = st->tbl;
-		st->tbl = st->tbl_prev;
-		st->tbl_prev = tmp;
+		st->tbl_prev_id = st->tbl_id;
+		st->tbl_id = id;
+		st->tbl_at ^= 1;
 		return 0;
 	}
 	t = walker_table_get(lc, id);
@@ -129,19 +129,22 @@ static __always_inline int table_enter(struct loop_ctx *lc, __u32 id)
 	h = (const void *)table_at(t, 0, sizeof(*h));
 	if (!h || h->magic != CFI_TABLE_MAGIC || h->version != CFI_TABLE_VERSION)
 		return -1;
+	/* The current table becomes the one before, its header where it is. */
 	if (lc->table) {
 		lc->table_prev = lc->table;
-		st->tbl_prev = st->tbl;
+		st->tbl_prev_id = st->tbl_id;
+		st->tbl_at ^= 1;
 	}
 	lc->table = t;
-	st->tbl.id = id;
-	st->tbl.shift = h->page_shift;
-	st->tbl.npages = h->npages;
-	st->tbl.pages_off = h->pages_off;
-	st->tbl.rules_off = h->rules_off;
-	st->tbl.nrules = h->nrules;
-	st->tbl.base = h->base;
-	st->tbl.end = h->end;
+	st->tbl_id = id;
+	w = &st->tbls[st->tbl_at & 1];
+	w->shift = h->page_shift;
+	w->npages = h->npages;
+	w->pages_off = h->pages_off;
+	w->rules_off = h->rules_off;
+	w->nrules = h->nrules;
+	w->base = h->base;
+	w->end = h->end;
 	return 0;
 }
 
@@ -155,6 +158,7 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr,
 					const struct cfi_rule **rule)
 {
 	struct walk_state *st = lc->st;
+	const struct walk_table *w;
 	struct cfi_table_geom g;
 	const struct cfi_rule *r;
 	struct cfi_row_span span;
@@ -164,32 +168,33 @@ static __always_inline int table_lookup(struct loop_ctx *lc, __u64 vaddr,
 
 	/* A row found before (struct walk_state rows): its rule, without a
 	 * search. */
-	idx = ((vaddr + st->tbl.id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
+	idx = ((vaddr + st->tbl_id) * 0x9e3779b97f4a7c15ull) >> (64 - WALK_ROWS_SHIFT);
 	barrier_var(idx);
 	row = &st->rows[idx & (WALK_ROWS - 1)];
-	if (row->tbl == st->tbl.id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
+	if (row->tbl == st->tbl_id && vaddr - row->lo < row->hi - row->lo && !WALK_BENCH_NO_ROWS) {
 		*rule = &row->rule;
 		return row->rule.cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 	}
+	w = &st->tbls[st->tbl_at & 1];
 	g = (struct cfi_table_geom){
-		.base = st->tbl.base,
-		.end = st->tbl.end,
-		.page_shift = st->tbl.shift,
-		.npages = st->tbl.npages,
-		.pages_off = st->tbl.pages_off,
+		.base = w->base,
+		.end = w->end,
+		.page_shift = w->shift,
+		.npages = w->npages,
+		.pages_off = w->pages_off,
 	};
 	ret = cfi_table_search_span(&g, lc->table, table_at, vaddr, &idx, NULL, &span);
 	if (ret <= 0)
 		return ret;
-	if (idx >= st->tbl.nrules)
+	if (idx >= w->nrules)
 		return -1;
-	r = (const void *)table_at(lc->table, st->tbl.rules_off + idx * sizeof(*r), sizeof(*r));
+	r = (const void *)table_at(lc->table, w->rules_off + idx * sizeof(*r), sizeof(*r));
 	if (!r)
 		return -1;
 	row->rule = *r;
 	row->lo = span.lo;
 	row->hi = span.hi;
-	row->tbl = st->tbl.id;
+	row->tbl = st->tbl_id;
 	*rule = &row->rule;
 	return row->rule.cfa_type == CFI_CFA_UNDEF ? 0 : 1;
 }
@@ -827,7 +832,7 @@ static __always_inline void walk_begin(struct walk_state *st, __u32 tgid)
 		st->have_cur = st->have_prev = 0;
 	st->tgid = tgid;
 	st->end = WALK_END_OUTERMOST;
-	st->tbl.id = st->tbl_prev.id = 0;
+	st->tbl_id = st->tbl_prev_id = 0;
 	st->via_fp = 0;
 	st->snapshot = 0;
 	st->win_len = 0;
