@@ -258,6 +258,9 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 	fprintf(stderr, ")\n");
 	fprintf(stderr, "tables_from_cache: %llu\n", (unsigned long long)ts->cache_hits);
 	fprintf(stderr, "tables_compiled: %llu\n", (unsigned long long)ts->compiled);
+	fprintf(stderr, "tables_cached: %llu written, %llu not (%.1f ms, after their loads)\n",
+		(unsigned long long)(ts->cache_stores - ts->cache_store_failed),
+		(unsigned long long)ts->cache_store_failed, ts->cache_store_ms);
 	fprintf(stderr, "debug_cache: hits %llu, writes %llu, failures %llu\n",
 		(unsigned long long)f->debug_cache.hits, (unsigned long long)f->debug_cache.writes,
 		(unsigned long long)f->debug_cache.failures);

@@ -173,8 +173,11 @@ static void warn_untrusted(const char *reason)
 		fprintf(stderr, "cfiprof: warning: %s: not trusted, compiling instead\n", reason);
 }
 
-int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
-		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err)
+/* The table for `e`, as cfi_table_get; with `defer`, a compiled table's
+ * write is left pending in info. */
+static int table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
+		     struct cfi_table *out, struct cfi_get_info *info, bool defer,
+		     struct cfi_error *err)
 {
 	char key[CFI_TABLE_KEY_MAX], vpath[PATH_MAX];
 	struct cfi_error lerr = { { 0 } };
@@ -182,6 +185,7 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 	int vfd, ret;
 
 	memset(info, 0, sizeof(*info));
+	info->store_dir_fd = -1;
 	if (!dir) {
 		info->outcome = CFI_CACHE_BYPASS;
 		return cfi_compile(e, opts, out, &info->stats, err);
@@ -215,13 +219,49 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 		return ret;
 	}
 	info->outcome = replace ? CFI_CACHE_REPLACED : CFI_CACHE_MISS;
-	if (vfd >= 0) {
-		memset(&lerr, 0, sizeof(lerr));
-		store_at(vfd, vpath, key, out, &lerr);
-		close(vfd);
-	}
-	/* The directory that could not be opened, or the store that failed. */
-	if (lerr.msg[0])
+	if (vfd < 0) {
+		/* The directory that could not be opened. */
 		snprintf(info->store_error, sizeof(info->store_error), "%s", lerr.msg);
+		return 0;
+	}
+	info->store_dir_fd = vfd;
+	snprintf(info->store_vpath, sizeof(info->store_vpath), "%s", vpath);
+	snprintf(info->store_key, sizeof(info->store_key), "%s", key);
+	if (!defer)
+		cfi_table_store_pending(info, out);
 	return 0;
+}
+
+int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
+		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err)
+{
+	return table_get(e, opts, dir, out, info, false, err);
+}
+
+int cfi_table_get_unstored(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
+			   const char *dir, struct cfi_table *out, struct cfi_get_info *info,
+			   struct cfi_error *err)
+{
+	return table_get(e, opts, dir, out, info, true, err);
+}
+
+int cfi_table_store_pending(struct cfi_get_info *info, const struct cfi_table *t)
+{
+	struct cfi_error lerr = { { 0 } };
+	int ret;
+
+	if (info->store_dir_fd < 0)
+		return 0;
+	ret = store_at(info->store_dir_fd, info->store_vpath, info->store_key, t, &lerr);
+	if (ret)
+		snprintf(info->store_error, sizeof(info->store_error), "%s", lerr.msg);
+	cfi_table_drop_pending(info);
+	return ret;
+}
+
+void cfi_table_drop_pending(struct cfi_get_info *info)
+{
+	if (info->store_dir_fd >= 0)
+		close(info->store_dir_fd);
+	info->store_dir_fd = -1;
 }

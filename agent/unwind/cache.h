@@ -36,6 +36,7 @@
 #ifndef AGENT_UNWIND_CACHE_H
 #define AGENT_UNWIND_CACHE_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -70,6 +71,12 @@ struct cfi_get_info {
 	enum cfi_cache_outcome outcome;
 	struct cfi_compile_stats stats;   /* valid unless outcome == HIT */
 	char store_error[256];            /* a cache write that failed (the table is still good) */
+	/* A table compiled by cfi_table_get_unstored, still to be written:
+	 * the cache's version directory (-1: nothing to write) and the
+	 * table's key in it. */
+	int store_dir_fd;
+	char store_vpath[PATH_MAX];
+	char store_key[CFI_TABLE_KEY_MAX];
 };
 
 /* The table for `e`, from the cache in `dir` if it holds a valid,
@@ -77,5 +84,19 @@ struct cfi_get_info {
  * cache.  Thread-safe. */
 int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, const char *dir,
 		  struct cfi_table *out, struct cfi_get_info *info, struct cfi_error *err);
+
+/* cfi_table_get without the write of a table it compiled: the agent puts
+ * the table in the kernel first, since walks wait for it and a write
+ * does not (its CRC, and an fsync that waits for whatever else the
+ * filesystem's journal holds: tens of milliseconds on a busy machine).
+ * Then it calls cfi_table_store_pending, once, whatever the outcome: it
+ * writes the table if one is pending (failures go to info->store_error,
+ * and are returned as a negative errno) and releases what info holds.
+ * cfi_table_drop_pending releases it without writing. */
+int cfi_table_get_unstored(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
+			   const char *dir, struct cfi_table *out, struct cfi_get_info *info,
+			   struct cfi_error *err);
+int cfi_table_store_pending(struct cfi_get_info *info, const struct cfi_table *t);
+void cfi_table_drop_pending(struct cfi_get_info *info);
 
 #endif

@@ -268,6 +268,29 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
 	return ret;
 }
 
+/* Writes a table just compiled to the disk cache, once it is on its way
+ * into the kernel (cfi_table_get_unstored says why), and frees it.  A
+ * table the cache should have taken and did not (its directory unusable
+ * or untrusted, or the write failed) is counted. */
+static void store_and_free(struct table_manager *tm, struct cfi_get_info *info,
+			   struct cfi_table *t)
+{
+	bool wanted = info->outcome == CFI_CACHE_MISS || info->outcome == CFI_CACHE_REPLACED ||
+		      info->outcome == CFI_CACHE_REFUSED;
+	uint64_t t0 = mono_ns();
+	int ret = cfi_table_store_pending(info, t);
+
+	cfi_table_free(t);
+	if (!wanted)
+		return;
+	pthread_mutex_lock(&tm->lock);
+	tm->stats.cache_stores++;
+	tm->stats.cache_store_failed += ret || info->store_error[0] ||
+					info->outcome == CFI_CACHE_REFUSED;
+	tm->stats.cache_store_ms += since(t0, mono_ns()) / 1e6;
+	pthread_mutex_unlock(&tm->lock);
+}
+
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
  * without the lock: compiling takes milliseconds, and the main thread
  * keeps draining samples meanwhile.  The module's fd and path never
@@ -276,7 +299,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 {
 	struct cfi_error err = { { 0 } };
 	struct cfi_compile_opts copts = tm->copts;
-	struct cfi_get_info info;
+	struct cfi_get_info info = { .store_dir_fd = -1 };
 	struct module *victims[64];
 	struct table_publish pub;
 	struct cfi_table t;
@@ -287,12 +310,13 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	ret = cfi_elf_open_fd(&e, m->fd, m->path, &err);
 	if (!ret) {
 		copts.path = m->path;
-		ret = cfi_table_get(&e, &copts, tm->cache_dir, &t, &info, &err);
+		ret = cfi_table_get_unstored(&e, &copts, tm->cache_dir, &t, &info, &err);
 		cfi_elf_close(&e);
 	}
 	t_built = mono_ns();
 	pthread_mutex_lock(&tm->lock);
 	if (ret) {
+		cfi_table_drop_pending(&info);
 		m->user_table_wanted = false;
 		set_error(m, "%s", err.msg[0] ? reason_only(m, err.msg) : strerror(-ret));
 		m->table_state = TABLE_FAILED;
@@ -323,7 +347,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->table_state = TABLE_IDLE;
 		m->miss_ns = 0;
 		pthread_mutex_unlock(&tm->lock);
-		cfi_table_free(&t);
+		store_and_free(tm, &info, &t);
 		return 0;
 	}
 	nvictims = pick_victims_locked(tm, m, kbytes, victims, 64);
@@ -342,7 +366,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->miss_ns = 0;
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
-		cfi_table_free(&t);
+		store_and_free(tm, &info, &t);
 		return nvictims;
 	}
 	/* Counted now, so that no other load can overrun the budget. */
@@ -357,10 +381,11 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		.hit = info.outcome == CFI_CACHE_HIT, .eager = eager,
 		.start_ns = t_start, .built_ns = t_built,
 	};
-	cfi_table_free(&t);
 	pub.filled_ns = mono_ns();
-	if (pub.fd < 0)
+	if (pub.fd < 0) {
+		store_and_free(tm, &info, &t);
 		return finish_load(tm, &pub, pub.fd);
+	}
 
 	/* The publisher puts it in cfi_tables, with whatever else is filled
 	 * meanwhile, while this worker goes on to the next. */
@@ -371,12 +396,15 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->table_jobs++;
 		pthread_cond_signal(&tm->publish_wake);
 		pthread_mutex_unlock(&tm->lock);
+		store_and_free(tm, &info, &t);
 		return 0;
 	}
 	pthread_mutex_unlock(&tm->lock);
 	pub.issued_ns = mono_ns();
 	bpf_table_publish(tm->tables_fd, &m->table_id, &pub.fd, &ret, 1);
-	return finish_load(tm, &pub, ret);
+	ret = finish_load(tm, &pub, ret);
+	store_and_free(tm, &info, &t);
+	return ret;
 }
 
 /* A table whose last process went away: unload it, unless a process

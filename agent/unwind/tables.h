@@ -58,6 +58,12 @@ struct table_stats {
 	uint64_t preloads;         /* of loads, those a preload asked for, not a miss */
 	uint64_t loads;            /* tables loaded into the kernel */
 	uint64_t cache_hits, compiled, failed;
+	/* Tables compiled for a disk cache, those it did not take (its
+	 * directory unusable or untrusted, or the write failed: the table
+	 * was loaded all the same), and the wall time the writes took
+	 * (after the loads, on no walk's time). */
+	uint64_t cache_stores, cache_store_failed;
+	double cache_store_ms;
 	uint64_t evictions;        /* unloaded to stay under the budget */
 	uint64_t unloads;          /* unloaded because no process maps them any more */
 	uint64_t loaded;           /* tables in the kernel now */

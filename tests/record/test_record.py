@@ -1510,6 +1510,12 @@ def check_stats(err, what, preloaded_for=None, cmd=False):
         if pre > total or pre > before:
             raise Fail(f"{what}: {m.group(0)!r}: {pre} preloaded, of {total} loads and "
                        f"{before} tables built before sampling")
+    # Every table compiled is written to the cache or counted as not
+    # taken by it, unless there is no cache at all.
+    m = line(r"^tables_cached: (\d+) written, (\d+) not \([\d.]+ ms, after their loads\)$")
+    compiled = stat_value(err, "tables_compiled")
+    if int(m.group(1)) + int(m.group(2)) not in (0, compiled):
+        raise Fail(f"{what}: {m.group(0)!r}: of {compiled} tables compiled")
     m = line(r"^processes: (\d+) \((\d+) now\)$")
     if int(m.group(2)) > int(m.group(1)) or (cmd and int(m.group(1)) < 1):
         raise Fail(f"{what}: {m.group(0)!r}" + (" after a -- CMD run" if cmd else ""))

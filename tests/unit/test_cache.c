@@ -251,6 +251,66 @@ Test(cache, get_miss_then_hit)
 	cfi_table_free(&fresh);
 }
 
+/* The agent's way: the table first, its write after (and only then). */
+Test(cache, unstored_until_stored)
+{
+	struct cfi_table fresh, t, again;
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	int fd;
+
+	compile_fresh(&fresh);
+	cr_assert_eq(cfi_table_get_unstored(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s",
+		     err.msg);
+	cr_assert_eq(info.outcome, CFI_CACHE_MISS);
+	cr_assert_geq(info.store_dir_fd, 0, "no write pending after a miss");
+	cr_assert_eq(entries_in_v1(tmpdir), 0, "written before cfi_table_store_pending");
+	assert_same_blob(&t, &fresh, "unstored");
+	fd = info.store_dir_fd;
+	cr_assert_eq(cfi_table_store_pending(&info, &t), 0, "%s", info.store_error);
+	cr_assert_eq(info.store_dir_fd, -1);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the cache directory's fd left open");
+	cr_assert_eq(entries_in_v1(tmpdir), 1);
+	/* Once only: a second call has nothing to write. */
+	cr_assert_eq(cfi_table_store_pending(&info, &t), 0);
+	cfi_table_free(&t);
+
+	cr_assert_eq(cfi_table_get_unstored(&libc_elf, &opts, tmpdir, &again, &info, &err), 0, "%s",
+		     err.msg);
+	cr_assert_eq(info.outcome, CFI_CACHE_HIT);
+	cr_assert_eq(info.store_dir_fd, -1, "a write pending after a hit");
+	assert_same_blob(&again, &fresh, "hit");
+	cfi_table_free(&again);
+	cfi_table_free(&fresh);
+}
+
+/* Dropped, nothing is written and nothing is left open. */
+Test(cache, unstored_dropped)
+{
+	struct cfi_table t;
+	struct cfi_get_info info;
+	struct cfi_error err = { { 0 } };
+	int fd;
+
+	cr_assert_eq(cfi_table_get_unstored(&libc_elf, &opts, tmpdir, &t, &info, &err), 0, "%s",
+		     err.msg);
+	fd = info.store_dir_fd;
+	cr_assert_geq(fd, 0);
+	cfi_table_drop_pending(&info);
+	cr_assert_eq(info.store_dir_fd, -1);
+	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the cache directory's fd left open");
+	cr_assert_eq(cfi_table_store_pending(&info, &t), 0);
+	cr_assert_eq(entries_in_v1(tmpdir), 0);
+	cfi_table_free(&t);
+
+	/* Without a cache there is nothing to write either. */
+	cr_assert_eq(cfi_table_get_unstored(&libc_elf, &opts, NULL, &t, &info, &err), 0, "%s",
+		     err.msg);
+	cr_assert_eq(info.outcome, CFI_CACHE_BYPASS);
+	cr_assert_eq(info.store_dir_fd, -1);
+	cfi_table_free(&t);
+}
+
 /* ---- corrupt cache files ---------------------------------------------- */
 
 enum corruption { TRUNCATE, FLIP_BLOB, FLIP_MAGIC, VERSION, OTHER_KEY, PAD, SHORT_HEADER };

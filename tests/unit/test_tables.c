@@ -41,6 +41,8 @@ static void expect_stats(struct table_stats want)
 	EXPECT_COUNT(loads);
 	EXPECT_COUNT(cache_hits);
 	EXPECT_COUNT(compiled);
+	EXPECT_COUNT(cache_stores);
+	EXPECT_COUNT(cache_store_failed);
 	EXPECT_COUNT(failed);
 	EXPECT_COUNT(evictions);
 	EXPECT_COUNT(unloads);
@@ -685,12 +687,38 @@ Test(tables, reload_comes_from_the_cache)
 	cr_assert_eq(uf_state(m), TABLE_IDLE);
 	load(m);
 	expect_stats((struct table_stats){ .misses = 2, .loads = 2, .compiled = 1, .cache_hits = 1,
-					   .unloads = 1, .loaded = 1, .kernel_bytes = CHUNK,
+					   .cache_stores = 1, .unloads = 1, .loaded = 1, .kernel_bytes = CHUNK,
 					   .kernel_bytes_peak = CHUNK,
 					   .table_bytes_loaded = 2 * m->table_bytes });
 	tables_stop(&tm);
 	snprintf(sub, sizeof(sub), "v%u", CFI_TABLE_VERSION);
 	tu_rmdir(tu_path(dir, sub));
+	tu_rmdir(dir);
+}
+
+/* A cache that cannot take the table: loaded all the same, and counted. */
+Test(tables, cache_write_failure_is_counted)
+{
+	struct module *m = uf_obj(1);
+	char *dir = tu_mkdtemp(), sub[32];
+	int fd;
+
+	/* DIR/v<format> is a regular file: no cache file can be made. */
+	snprintf(sub, sizeof(sub), "v%u", CFI_TABLE_VERSION);
+	fd = open(tu_path(dir, sub), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	pthread_mutex_lock(&tm.lock);
+	tm.cache_dir = dir;
+	pthread_mutex_unlock(&tm.lock);
+	load(m);
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1,
+					   .cache_stores = 1, .cache_store_failed = 1,
+					   .loaded = 1, .kernel_bytes = CHUNK,
+					   .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = m->table_bytes });
+	tables_stop(&tm);
+	cr_assert_eq(unlink(tu_path(dir, sub)), 0);
 	tu_rmdir(dir);
 }
 
