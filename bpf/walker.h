@@ -35,27 +35,46 @@ struct loop_ctx {
 	WALKER_ENV_FIELDS
 };
 
+/* Whether the walk's window (struct walk_state) holds the `size` bytes
+ * at `addr`, `off` bytes into it. */
+static __always_inline int window_holds(const struct walk_state *st, __u64 addr, __u64 off,
+					__u32 size)
+{
+	return addr >= st->win_base && off <= st->win_len && st->win_len - off >= size;
+}
+
+/* out[0] (and out[1] for 16 bytes): the window's words `off` bytes in. */
+static __always_inline void window_copy(const struct walk_state *st, __u64 off, __u64 *out,
+					__u32 size)
+{
+	__u32 i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
+
+	out[0] = st->win[i];
+	if (size > 8)
+		out[1] = st->win[i + 1];
+}
+
 /* Reads `size` (8 or 16) bytes of user memory at `addr` into out[0]
- * (and out[1]), through the walk's window (struct walk_state): a read
- * outside it reads the window anew, from addr to the end of addr's page,
- * at most WALK_WIN_SIZE bytes.  The window never crosses a page, so it
- * faults exactly where the read it serves would; a read the window
- * cannot take (unaligned, straddling a page, a fault) is made as is.
- * Returns non-zero with out zeroed on a fault, as walker_read_user.
- * Called, not inlined: a dozen places read, and the window's code once
- * is cheaper for the verifier and the instruction cache; the reads of
- * every frame test the window inline first (stack_read_hot). */
+ * (and out[1]), through the walk's window: a read outside it reads the
+ * window anew, from addr to the end of addr's page, at most
+ * WALK_WIN_SIZE bytes.  The window never crosses a page, so it faults
+ * exactly where the read it serves would; a read the window cannot take
+ * (unaligned, straddling a page, a fault) is made as is.  Returns
+ * non-zero with out zeroed on a fault, as walker_read_user.  Called, not
+ * inlined: a dozen places read, and the window's code once is cheaper
+ * for the verifier and the instruction cache; the reads of every frame
+ * test the window inline first (stack_read_hot). */
 static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
 				 __u64 *out, __u32 size)
 {
 	__u64 off = addr - st->win_base;
-	__u32 len, i;
+	__u32 len;
 
 	if (size > 16)
 		return -1;
 	if ((addr & 7) || WALK_BENCH_NO_WINDOW)
 		goto direct;
-	if (addr < st->win_base || off > st->win_len || st->win_len - off < size) {
+	if (!window_holds(st, addr, off, size)) {
 		len = 4096 - (addr & 4095);
 		if (len > WALK_WIN_SIZE)
 			len = WALK_WIN_SIZE;
@@ -67,10 +86,7 @@ static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u
 		st->win_len = len;
 		off = 0;
 	}
-	i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
-	out[0] = st->win[i];
-	if (size > 8)
-		out[1] = st->win[i + 1];
+	window_copy(st, off, out, size);
 	return 0;
 direct:
 	return walker_read_user(lc, out, size, addr) ? -1 : 0;
@@ -82,21 +98,17 @@ static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 
 }
 
 /* stack_read where every frame reads (step_cfi's return address and
- * rbp): a read the window holds is served here, inline, as stack_read
- * would serve it; the call was most of such a read's cost.  Anything
- * else is stack_read's. */
+ * rbp): a read the window holds is served here, inline, with
+ * stack_read's own test; the call was most of such a read's cost.
+ * Anything else is stack_read's. */
 static __always_inline int stack_read_hot(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
 					  __u64 *out, __u32 size)
 {
 	__u64 off = addr - st->win_base;
-	__u32 i;
 
-	if (!(addr & 7) && addr >= st->win_base && off <= st->win_len &&
-	    st->win_len - off >= size && size <= 16 && !WALK_BENCH_NO_WINDOW) {
-		i = (off >> 3) & (WALK_WIN_SIZE / 8 - 1);
-		out[0] = st->win[i];
-		if (size > 8)
-			out[1] = st->win[i + 1];
+	if (!(addr & 7) && window_holds(st, addr, off, size) && size <= 16 &&
+	    !WALK_BENCH_NO_WINDOW) {
+		window_copy(st, off, out, size);
 		return 0;
 	}
 	return stack_read(lc, st, addr, out, size);
