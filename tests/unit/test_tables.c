@@ -700,12 +700,13 @@ Test(tables, reload_comes_from_the_cache)
 Test(tables, cache_write_failure_is_counted)
 {
 	struct module *m = uf_obj(1);
-	char *dir = tu_mkdtemp(), sub[32];
+	char *dir = tu_mkdtemp(), *v, sub[32];
 	int fd;
 
 	/* DIR/v<format> is a regular file: no cache file can be made. */
 	snprintf(sub, sizeof(sub), "v%u", CFI_TABLE_VERSION);
-	fd = open(tu_path(dir, sub), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	v = tu_path(dir, sub);
+	fd = open(v, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	cr_assert_geq(fd, 0);
 	close(fd);
 	pthread_mutex_lock(&tm.lock);
@@ -718,7 +719,8 @@ Test(tables, cache_write_failure_is_counted)
 					   .kernel_bytes_peak = CHUNK,
 					   .table_bytes_loaded = m->table_bytes });
 	tables_stop(&tm);
-	cr_assert_eq(unlink(tu_path(dir, sub)), 0);
+	cr_assert_eq(unlink(v), 0);
+	free(v);
 	tu_rmdir(dir);
 }
 
