@@ -87,8 +87,9 @@ int cfi_table_get(const struct cfi_elf *e, const struct cfi_compile_opts *opts, 
 
 /* cfi_table_get without the write of a table it compiled: the agent puts
  * the table in the kernel first, since walks wait for it and a write
- * does not (its CRC, and an fsync that waits for whatever else the
- * filesystem's journal holds: tens of milliseconds on a busy machine).
+ * does not (its CRC, the write and two fsyncs: 2.7 ms a table on a quiet
+ * machine, bench/README.md, and an fsync also waits for whatever else
+ * the filesystem's journal holds).
  * Then it calls cfi_table_store_pending, once, whatever the outcome: it
  * writes the table if one is pending (failures go to info->store_error,
  * and are returned as a negative errno) and releases what info holds.
