@@ -663,14 +663,11 @@ struct memo_rec {
 	bool keep;
 };
 
-static int memo_rec_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
+static int memo_rec_row(void *ctx, uint64_t addr, uint32_t idx)
 {
 	struct memo_rec *r = ctx;
-	uint32_t idx;
-	int ret = cfi_builder_intern(r->b, rule, &idx);
+	int ret = cfi_builder_add_idx(r->b, addr, idx);
 
-	if (!ret)
-		ret = cfi_builder_add_idx(r->b, addr, idx);
 	if (ret || r->row0 != SIZE_MAX)
 		return ret;
 	/* The rows after the first are the FDE's own only if the builder
@@ -680,6 +677,16 @@ static int memo_rec_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
 	r->row0 = cfi_builder_rows(r->b);
 	r->keep = r->row0 && cfi_builder_last_rule(r->b) == idx;
 	return 0;
+}
+
+static int memo_rec_number(void *ctx, const struct cfi_rule *rule, uint32_t *idx)
+{
+	return cfi_builder_intern(((struct memo_rec *)ctx)->b, rule, idx);
+}
+
+static const struct cfi_rule *memo_rec_rule(void *ctx, uint32_t idx)
+{
+	return cfi_builder_rule(((struct memo_rec *)ctx)->b, idx);
 }
 
 /* Adds the rows of `fde` (a segment of its whole range, unmarked): the
@@ -695,6 +702,8 @@ static int memo_fde(struct fde_memo *m, struct cfi_interp *ip, const struct cfi_
 	uint64_t range = fde->end - fde->start;
 	const uint8_t *cie_at = sec->data + cie->offset;
 	struct memo_rec rec = { .b = b, .row0 = SIZE_MAX };
+	const struct cfi_numbering nb = { .number = memo_rec_number, .rule = memo_rec_rule,
+					  .row = memo_rec_row, .ctx = &rec };
 	struct memo_entry *e;
 	size_t slot = 0, end;
 	int ret;
@@ -708,7 +717,7 @@ static int memo_fde(struct fde_memo *m, struct cfi_interp *ip, const struct cfi_
 		m->reused += !ret;
 		return ret;
 	}
-	ret = cfi_interp_fde(ip, sec, cie, fde, ctx, memo_rec_row, &rec, err);
+	ret = cfi_interp_fde_numbered(ip, sec, cie, fde, ctx, &nb, err);
 	end = cfi_builder_rows(b);
 	if (ret || e || !rec.keep || m->n == m->cap || ip->set_loc || ip->reached_end ||
 	    ip->last_loc - fde->start >= range || ip->last_loc - fde->start > UINT32_MAX ||
@@ -736,6 +745,7 @@ struct seg_job {
 	struct cfi_builder *b;
 	uint64_t covered;
 	uint64_t reused;     /* FDEs added from the memo */
+	uint64_t steps;      /* runs of instructions looked up (cfi_interp_steps) */
 	double cpu_ms;
 	int ret;
 	struct cfi_error err;
@@ -790,6 +800,7 @@ static int compile_range(struct seg_job *j)
 	struct cfi_interp ip = { 0 };
 	struct fde_memo memo;
 	uint32_t undef_idx = UINT32_MAX;
+	uint64_t kept;
 	size_t i;
 	int ret = memo_init(&memo, j->to - j->from);
 
@@ -842,6 +853,7 @@ static int compile_range(struct seg_job *j)
 		}
 		j->covered += g->end - g->start;
 	}
+	cfi_interp_steps(&ip, &j->steps, &kept);
 	cfi_interp_free(&ip);
 	j->reused = memo.reused;
 	memo_free(&memo);
@@ -943,6 +955,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		*err = lo.err;
 	st->covered_bytes += lo.covered + hi.covered;
 	st->fdes_reused += lo.reused + hi.reused;
+	st->rule_steps += lo.steps + hi.steps;
 	return ret;
 }
 

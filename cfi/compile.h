@@ -25,8 +25,9 @@ struct cfi_compile_opts {
 	size_t parse_split;      /* tests: the second thread parses the .eh_frame
 				  * entries from the first at or after this offset
 				  * (0: the section's middle) */
-	bool no_memo;            /* tests: interpret every FDE, even one whose rows
-				  * an earlier FDE's give (the table is the same) */
+	bool no_memo;            /* tests: interpret every FDE and every run of its
+				  * instructions, even those an earlier FDE's rows or
+				  * rule steps give (the table is the same) */
 };
 
 struct cfi_compile_stats {
@@ -38,6 +39,9 @@ struct cfi_compile_stats {
 	uint64_t fdes_reused;       /* rows taken from an earlier FDE of the same
 				     * CIE and instructions (per thread: depends
 				     * on the split) */
+	uint64_t rule_steps;        /* runs of instructions between advances whose
+				     * next rule was looked up, not interpreted
+				     * (per thread, as fdes_reused) */
 	uint64_t rows;              /* table rows, identical neighbours merged */
 	uint64_t stored_rows;       /* rows plus those repeated at page starts */
 	uint64_t unsupported_rows;  /* rows whose rule the walker cannot follow */

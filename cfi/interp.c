@@ -274,18 +274,20 @@ static int push_state(struct run *run, const struct frame_state *st)
 	return 0;
 }
 
-/* Runs one instruction stream.  With fn == NULL (the CIE's initial
- * instructions) no row is emitted and advances are errors. */
+/* Runs one instruction stream from location `start`.  With fn == NULL
+ * (the CIE's initial instructions, or a run of an FDE's without advances)
+ * no row is emitted and advances are errors.  *dirtyp says whether the
+ * rule changed since the last row, on entry and on return. */
 static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns_end,
 		     struct frame_state *st, const struct frame_state *initial,
-		     uint64_t start, uint64_t end, cfi_row_fn fn, void *fnctx)
+		     uint64_t start, uint64_t end, cfi_row_fn fn, void *fnctx, bool *dirtyp)
 {
 	const struct cfi_cie *cie = run->cie;
 	struct cfi_reader r;
 	uint64_t loc = start;
 	/* Only changes of the CFA and of the registers the walker tracks
 	 * (rbp, RA, rbx, r12-r15) make a new row. */
-	bool dirty = true;
+	bool dirty = *dirtyp;
 	int ret;
 
 #define BAD(reason) cfi_fail(run->err, -EBADMSG, "%s: %s at offset 0x%llx: %s", \
@@ -520,6 +522,7 @@ static int run_insns(struct run *run, const uint8_t *insns, const uint8_t *insns
 				if (loc >= end) {
 					run->ip->reached_end = true;
 					run->ip->last_loc = loc;
+					*dirtyp = dirty;
 					return 0;
 				}
 			}
@@ -545,6 +548,7 @@ restore:
 	}
 
 	run->ip->last_loc = loc;
+	*dirtyp = dirty;
 	if (fn && loc < end && dirty)
 		return fn(fnctx, loc, &st->rule);
 	return 0;
@@ -561,6 +565,44 @@ static bool cie_same(const struct cfi_cie *a, const struct cfi_cie *b)
 	       a->ra_reg == b->ra_reg && a->signal == b->signal;
 }
 
+/* Sets up `run` and `st` for an FDE: the state its CIE's initial
+ * instructions leave, computed or kept from the FDE before. */
+static int fde_begin(struct cfi_interp *ip, struct run *run, const struct cfi_fde *fde,
+		     struct frame_state *st)
+{
+	const struct cfi_cie *cie = run->cie;
+	int ret;
+
+	ip->set_loc = ip->reached_end = false;
+	ip->last_loc = fde->start;
+	if (ip->cie_state && cie_same(&ip->cie_key, cie)) {
+		*st = *(const struct frame_state *)ip->cie_state;
+	} else {
+		bool dirty = true;
+
+		/* Before any instruction: no CFA rule, registers unmentioned. */
+		memset(st, 0, sizeof(*st));
+		st->cfa.is_expr = true;
+		st->cfa.expr = NULL;
+		st->cfa.expr_len = 0;
+		if (cie->signal)
+			st->rule.flags = CFI_RULE_SIGNAL;
+		sync_cfa(st);
+		ret = run_insns(run, cie->insns, cie->insns_end, st, NULL, 0, 0, NULL, NULL, &dirty);
+		if (ret)
+			return ret;
+		/* Kept unless it left states remembered (which its FDEs can
+		 * restore): libLLVM-15's 98,256 FDEs have one CIE. */
+		if (!run->depth && (ip->cie_state || (ip->cie_state = malloc(sizeof(*st))))) {
+			*(struct frame_state *)ip->cie_state = *st;
+			ip->cie_key = *cie;
+		}
+	}
+	run->entry_off = fde->offset;
+	run->what = "FDE";
+	return 0;
+}
+
 int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 		   const struct cfi_cie *cie, const struct cfi_fde *fde,
 		   const struct cfi_ptr_ctx *ctx, cfi_row_fn fn, void *fnctx,
@@ -571,37 +613,358 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 		.entry_off = cie->offset, .what = "CIE",
 	};
 	struct frame_state st, initial;
-	int ret;
+	bool dirty = true;
+	int ret = fde_begin(ip, &run, fde, &st);
 
-	ip->set_loc = ip->reached_end = false;
-	ip->last_loc = fde->start;
-	if (ip->cie_state && cie_same(&ip->cie_key, cie)) {
-		st = *(const struct frame_state *)ip->cie_state;
-	} else {
-		/* Before any instruction: no CFA rule, registers unmentioned. */
-		memset(&st, 0, sizeof(st));
-		st.cfa.is_expr = true;
-		st.cfa.expr = NULL;
-		st.cfa.expr_len = 0;
-		if (cie->signal)
-			st.rule.flags = CFI_RULE_SIGNAL;
-		sync_cfa(&st);
-		ret = run_insns(&run, cie->insns, cie->insns_end, &st, NULL, 0, 0, NULL, NULL);
-		if (ret)
-			return ret;
-		/* Kept unless it left states remembered (which its FDEs can
-		 * restore): libLLVM-15's 98,256 FDEs have one CIE. */
-		if (!run.depth && (ip->cie_state || (ip->cie_state = malloc(sizeof(st))))) {
-			*(struct frame_state *)ip->cie_state = st;
-			ip->cie_key = *cie;
-		}
-	}
+	if (ret)
+		return ret;
 	/* remember_state in a CIE carries over to its FDEs' instructions. */
 	initial = st;
-	run.entry_off = fde->offset;
-	run.what = "FDE";
 	return run_insns(&run, fde->insns, fde->insns_end, &st, &initial,
-			 fde->start, fde->end, fn, fnctx);
+			 fde->start, fde->end, fn, fnctx, &dirty);
+}
+
+/* ---- Rows by number, through a cache of steps --------------------------
+ *
+ * Between two advances an FDE's instructions move the rule in force from
+ * one rule to the next, and the same moves recur: on libLLVM-15 the
+ * 504,735 such runs of instructions that its interpreted FDEs hold are
+ * 12,958 distinct pairs of a rule and a run's bytes.  So for a caller
+ * that numbers rules (the builder), a run of common instructions met
+ * before from the same rule and under the same CIE gives the next rule's
+ * number from a hash table: no decoding, no rule to hash and compare.
+ *
+ * A step is only taken from a rule the frame state can be rebuilt from
+ * (a register CFA, no field too big: state_of_rule), since after steps
+ * the frame state is left behind and rebuilt from the rule when an
+ * instruction must be interpreted again.  Every other instruction
+ * (DW_CFA_set_loc, remember_state, expressions, ...) hands the rest of
+ * the FDE to the interpreter. */
+
+/* A run of instructions between advances, with its rule before and
+ * after.  The bytes (at most STEP_BYTES) are zero-padded in `k`. */
+struct cfi_step {
+	uint64_t k[2];
+	const struct cfi_cie *cie;
+	uint32_t from, to;
+	uint8_t len;             /* 0: empty slot */
+	bool dirty;              /* the run changes the rule, for the row logic */
+};
+
+#define STEP_BYTES 16
+
+void cfi_interp_steps(const struct cfi_interp *ip, uint64_t *taken, uint64_t *kept)
+{
+	*taken = ip->steps_taken;
+	*kept = ip->nsteps;
+}
+
+/* Whether the rule of `st` gives back `st` through state_of_rule. */
+static bool state_plain(const struct frame_state *st)
+{
+	return st->rule.cfa_type == CFI_CFA_REG && !(st->rule.flags & CFI_RULE_TOO_BIG);
+}
+
+/* The frame state a plain rule is the image of.  A callee-saved register
+ * whose slot did not fit is CFI_REG_UNDEFINED in the rule, and comes back
+ * as undefined: the same to every later instruction, which replaces or
+ * restores a register whole. */
+static void state_of_rule(struct frame_state *st, const struct cfi_rule *r)
+{
+	size_t i;
+
+	memset(st, 0, sizeof(*st));
+	st->cfa.reg = r->cfa_reg;
+	st->cfa.off = r->cfa_off;
+	st->rbp = (struct reg_state){ .type = r->rbp_type, .off = r->rbp_off };
+	st->ra = (struct reg_state){ .type = r->ra_type, .off = r->ra_off };
+	for (i = 0; i < CFI_CSR_NR; i++)
+		st->csr[i] = (struct reg_state){ .type = r->csr_type[i], .off = r->csr_off[i] };
+	st->rule = *r;
+}
+
+static const uint8_t *skip_leb(const uint8_t *p, const uint8_t *e)
+{
+	while (p < e && (*p & 0x80))
+		p++;
+	return p < e ? p + 1 : NULL;
+}
+
+/* The end of the run of instructions at p: at the next advance (or e),
+ * with *common set, or at an instruction steps do not take, with *common
+ * clear (NULL: a truncated instruction, also left to the interpreter). */
+static const uint8_t *run_end(const uint8_t *p, const uint8_t *e, bool *common)
+{
+	*common = true;
+	while (p && p < e) {
+		uint8_t op = *p;
+
+		switch (op & 0xc0) {
+		case DW_CFA_advance_loc:
+			return p;
+		case DW_CFA_offset:
+			p = skip_leb(p + 1, e);
+			continue;
+		case DW_CFA_restore:
+			p++;
+			continue;
+		}
+		switch (op) {
+		case DW_CFA_advance_loc1:
+		case DW_CFA_advance_loc2:
+		case DW_CFA_advance_loc4:
+			return p;
+		case DW_CFA_nop:
+			p++;
+			continue;
+		case DW_CFA_def_cfa_offset:
+		case DW_CFA_def_cfa_register:
+		case DW_CFA_GNU_args_size:
+		case DW_CFA_restore_extended:
+		case DW_CFA_undefined:
+		case DW_CFA_same_value:
+			p = skip_leb(p + 1, e);
+			continue;
+		case DW_CFA_def_cfa:
+		case DW_CFA_offset_extended:
+		case DW_CFA_offset_extended_sf:
+		case DW_CFA_register:
+			p = skip_leb(p + 1, e);
+			p = p ? skip_leb(p, e) : NULL;
+			continue;
+		}
+		break;
+	}
+	*common = p == e;
+	return p;
+}
+
+/* The key of the `len` bytes (1 to STEP_BYTES) at p, zero-padded: two
+ * loads where the section has 16 bytes from p, as it has but at its end.
+ * Both ways give the same key on a little-endian machine only. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "run_key masks the high bytes");
+static void run_key(uint64_t k[2], const uint8_t *p, size_t len, const uint8_t *sec_end)
+{
+	size_t i;
+
+	if (sec_end - p >= 16) {
+		memcpy(k, p, 16);
+		if (len < 8) {
+			k[0] &= ((uint64_t)1 << (8 * len)) - 1;
+			k[1] = 0;
+		} else if (len < 16) {
+			k[1] &= ((uint64_t)1 << (8 * (len - 8))) - 1;
+		}
+		return;
+	}
+	k[0] = k[1] = 0;
+	for (i = 0; i < len; i++)
+		k[i / 8] |= (uint64_t)p[i] << (8 * (i % 8));
+}
+
+static uint64_t step_hash(const uint64_t k[2], const struct cfi_cie *cie, uint32_t from)
+{
+	uint64_t h = (k[0] ^ ((uint64_t)from << 32)) * 0x9e3779b97f4a7c15ull;
+
+	h ^= (k[1] ^ (uint64_t)(uintptr_t)cie) * 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static struct cfi_step *step_find(const struct cfi_interp *ip, const uint64_t k[2],
+			      const struct cfi_cie *cie, uint32_t from, uint8_t len)
+{
+	struct cfi_step *t = ip->steps;
+	size_t mask = ip->cap_steps - 1, j;
+
+	for (j = (step_hash(k, cie, from) >> 20) & mask; t[j].len; j = (j + 1) & mask)
+		if (t[j].from == from && t[j].len == len && t[j].k[0] == k[0] &&
+		    t[j].k[1] == k[1] && t[j].cie == cie)
+			return &t[j];
+	return &t[j];
+}
+
+/* Remembers a step; nothing if memory runs out (steps are a cache). */
+static void step_add(struct cfi_interp *ip, const struct cfi_step *s)
+{
+	if ((ip->nsteps + 1) * 2 > ip->cap_steps) {
+		size_t ncap = ip->cap_steps ? ip->cap_steps * 2 : 1024, i;
+		struct cfi_step *old = ip->steps, *t = calloc(ncap, sizeof(*t));
+
+		if (!t)
+			return;
+		ip->steps = t;
+		ip->cap_steps = ncap;
+		for (i = 0; old && i < ncap / 2; i++)
+			if (old[i].len)
+				*step_find(ip, old[i].k, old[i].cie, old[i].from, old[i].len) = old[i];
+		free(old);
+	}
+	*step_find(ip, s->k, s->cie, s->from, s->len) = *s;
+	ip->nsteps++;
+}
+
+/* Turns rows by rule into rows by number, for the interpreter's slow
+ * path. */
+struct numbered_fn {
+	const struct cfi_numbering *nb;
+};
+
+static int numbered_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
+{
+	const struct cfi_numbering *nb = ((struct numbered_fn *)ctx)->nb;
+	uint32_t idx;
+	int ret = nb->number(nb->ctx, rule, &idx);
+
+	return ret ? ret : nb->row(nb->ctx, addr, idx);
+}
+
+int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec,
+			    const struct cfi_cie *cie, const struct cfi_fde *fde,
+			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,
+			    struct cfi_error *err)
+{
+	struct run run = {
+		.sec = sec, .cie = cie, .ctx = ctx, .ip = ip, .err = err,
+		.entry_off = cie->offset, .what = "CIE",
+	};
+	struct numbered_fn slow = { .nb = nb };
+	const uint8_t *p = fde->insns, *e = fde->insns_end, *sec_end = sec->data + sec->size;
+	struct frame_state st, initial;
+	uint64_t loc = fde->start;
+	uint32_t cur = 0;
+	/* have: `cur` numbers the rule in force and st can be rebuilt from
+	 * it; stale: st was left behind by steps. */
+	bool dirty = true, have = false, stale = false;
+	int ret = fde_begin(ip, &run, fde, &st);
+
+	if (ret)
+		return ret;
+	initial = st;
+	if (state_plain(&st)) {
+		if (ip->numbered_cie != cie) {
+			ret = nb->number(nb->ctx, &st.rule, &ip->numbered_cie_idx);
+			if (ret)
+				return ret;
+			ip->numbered_cie = cie;
+		}
+		cur = ip->numbered_cie_idx;
+		have = true;
+	}
+	while (p < e) {
+		bool common;
+		const uint8_t *q = run_end(p, e, &common);
+		uint64_t new_loc;
+		uint32_t adv;
+		ptrdiff_t width;
+
+		if (common && q > p) {
+			size_t len = (size_t)(q - p);
+			struct cfi_step s, *hit;
+
+			s.cie = cie;
+			s.from = cur;
+			s.len = (uint8_t)len;
+			if (have && len <= STEP_BYTES) {
+				run_key(s.k, p, len, sec_end);
+				if (ip->cap_steps) {
+					hit = step_find(ip, s.k, cie, cur, s.len);
+					if (hit->len) {
+						cur = hit->to;
+						dirty |= hit->dirty;
+						stale = true;
+						ip->steps_taken++;
+						p = q;
+						goto advance;
+					}
+				}
+			}
+			if (stale)
+				state_of_rule(&st, nb->rule(nb->ctx, cur));
+			stale = false;
+			s.dirty = false;
+			ret = run_insns(&run, p, q, &st, &initial, loc, fde->end, NULL, NULL, &s.dirty);
+			if (ret)
+				return ret;
+			dirty |= s.dirty;
+			p = q;
+			if (!state_plain(&st)) {
+				have = false;
+				goto advance;
+			}
+			ret = nb->number(nb->ctx, &st.rule, &s.to);
+			if (ret)
+				return ret;
+			if (have && len <= STEP_BYTES)
+				step_add(ip, &s);
+			cur = s.to;
+			have = true;
+		}
+advance:
+		if (p == e)
+			break;
+		/* An advance (run_end stopped at one); a truncated one, or one
+		 * that wraps, is the interpreter's to report. */
+		if (!common)
+			break;
+		if ((*p & 0xc0) == DW_CFA_advance_loc) {
+			width = 1;
+			adv = *p & 0x3f;
+		} else {
+			width = *p == DW_CFA_advance_loc1 ? 2 : *p == DW_CFA_advance_loc2 ? 3 : 5;
+			if (e - p < width)
+				break;
+			if (width == 2) {
+				adv = p[1];
+			} else if (width == 3) {
+				uint16_t v;
+
+				memcpy(&v, p + 1, sizeof(v));
+				adv = v;
+			} else {
+				memcpy(&adv, p + 1, sizeof(adv));
+			}
+		}
+		if (!advance_to(loc, adv, cie->code_align, &new_loc))
+			break;
+		p += width;
+		if (new_loc == loc)
+			continue;
+		if (dirty) {
+			if (!have) {
+				ret = nb->number(nb->ctx, &st.rule, &cur);
+				if (ret)
+					return ret;
+				have = state_plain(&st);
+			}
+			ret = nb->row(nb->ctx, loc, cur);
+			if (ret)
+				return ret;
+			dirty = false;
+		}
+		loc = new_loc;
+		if (loc >= fde->end) {
+			ip->reached_end = true;
+			ip->last_loc = loc;
+			return 0;
+		}
+	}
+	if (p < e) {
+		if (stale)
+			state_of_rule(&st, nb->rule(nb->ctx, cur));
+		return run_insns(&run, p, e, &st, &initial, loc, fde->end, numbered_row, &slow,
+				 &dirty);
+	}
+	ip->last_loc = loc;
+	if (loc < fde->end && dirty) {
+		if (!have) {
+			ret = nb->number(nb->ctx, &st.rule, &cur);
+			if (ret)
+				return ret;
+		}
+		return nb->row(nb->ctx, loc, cur);
+	}
+	return 0;
 }
 
 void cfi_interp_free(struct cfi_interp *ip)
@@ -611,4 +974,8 @@ void cfi_interp_free(struct cfi_interp *ip)
 	ip->cap = 0;
 	free(ip->cie_state);
 	ip->cie_state = NULL;
+	free(ip->steps);
+	ip->steps = NULL;
+	ip->cap_steps = ip->nsteps = 0;
+	ip->numbered_cie = NULL;
 }

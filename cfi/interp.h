@@ -36,12 +36,44 @@ struct cfi_interp {
 	uint64_t last_loc;  /* the location the instructions left off at */
 	bool set_loc;       /* DW_CFA_set_loc was met */
 	bool reached_end;   /* an advance reached the FDE's end: the rest is unread */
+	/* cfi_interp_fde_numbered's cache of steps from rule to rule, and
+	 * the number of the last CIE's initial rule. */
+	struct cfi_step *steps;
+	size_t nsteps, cap_steps;
+	uint64_t steps_taken;
+	const struct cfi_cie *numbered_cie;
+	uint32_t numbered_cie_idx;
 };
 
 int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
 		   const struct cfi_cie *cie, const struct cfi_fde *fde,
 		   const struct cfi_ptr_ctx *ctx, cfi_row_fn fn, void *fnctx,
 		   struct cfi_error *err);
+
+/* A caller's numbering of rules: `number` gives a rule's number (the
+ * same for equal rules, stable for the numbering's life), `rule` the rule
+ * of a number, `row` takes a row by number.  Non-zero returns stop the
+ * interpretation and are passed back. */
+struct cfi_numbering {
+	int (*number)(void *ctx, const struct cfi_rule *rule, uint32_t *idx);
+	const struct cfi_rule *(*rule)(void *ctx, uint32_t idx);
+	int (*row)(void *ctx, uint64_t addr, uint32_t idx);
+	void *ctx;
+};
+
+/* cfi_interp_fde for a caller that numbers rules: the same rows, in the
+ * same order, each by its rule's number.  Runs of instructions met before
+ * from the same rule are looked up instead of interpreted, in a cache
+ * `ip` keeps: `ip` must serve one numbering only, and CIEs that stay
+ * where they are. */
+int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec,
+			    const struct cfi_cie *cie, const struct cfi_fde *fde,
+			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,
+			    struct cfi_error *err);
+
+/* How many runs of instructions cfi_interp_fde_numbered looked up instead
+ * of interpreting, and how many steps its cache holds. */
+void cfi_interp_steps(const struct cfi_interp *ip, uint64_t *taken, uint64_t *kept);
 
 void cfi_interp_free(struct cfi_interp *ip);
 

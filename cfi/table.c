@@ -514,14 +514,20 @@ int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t
 	return intern(b, r, idx);
 }
 
-int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
+const struct cfi_rule *cfi_builder_rule(const struct cfi_builder *b, uint32_t idx)
+{
+	return &b->rules[idx];
+}
+
+/* A row at the last row's address (it replaces that row's rule), or the
+ * first row. */
+static __attribute__((noinline)) int add_idx_rare(struct cfi_builder *b, uint64_t addr,
+						 uint32_t idx)
 {
 	bool undef = b->rules[idx].cfa_type == CFI_CFA_UNDEF;
 
-	if (b->n && addr < b->addr[b->n - 1])
-		return -EINVAL;
 	b->uses_rows = SIZE_MAX;
-	if (b->n && addr == b->addr[b->n - 1]) {
+	if (b->n) {
 		b->rule[b->n - 1] = idx;
 		/* Merge into the row before, and never start with "no info". */
 		if ((b->n > 1 && b->rule[b->n - 2] == idx) ||
@@ -529,15 +535,33 @@ int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
 			b->n--;
 		return 0;
 	}
-	if (b->n && b->rule[b->n - 1] == idx)
+	if (undef && !b->keep_leading_undef)
 		return 0;
-	if (!b->n && undef && !b->keep_leading_undef)
-		return 0;
-	if (b->n == b->cap && rows_reserve(b, b->cap ? b->cap * 2 : 4096))
+	if (!b->cap && rows_reserve(b, 4096))
 		return -ENOMEM;
-	b->addr[b->n] = addr;
-	b->rule[b->n] = idx;
-	b->n++;
+	b->addr[0] = addr;
+	b->rule[0] = idx;
+	b->n = 1;
+	return 0;
+}
+
+int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
+{
+	size_t n = b->n;
+
+	if (!n || addr <= b->addr[n - 1]) {
+		if (n && addr < b->addr[n - 1])
+			return -EINVAL;
+		return add_idx_rare(b, addr, idx);
+	}
+	if (b->rule[n - 1] == idx)
+		return 0;
+	if (n == b->cap && rows_reserve(b, b->cap * 2))
+		return -ENOMEM;
+	b->uses_rows = SIZE_MAX;
+	b->addr[n] = addr;
+	b->rule[n] = idx;
+	b->n = n + 1;
 	return 0;
 }
 

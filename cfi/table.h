@@ -71,6 +71,9 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *rule, uint32_t *idx);
 int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx);
 
+/* The rule numbered `idx` by cfi_builder_intern. */
+const struct cfi_rule *cfi_builder_rule(const struct cfi_builder *b, uint32_t idx);
+
 /* A hint: row `i` of `b` is read soon. */
 void cfi_builder_prefetch_row(const struct cfi_builder *b, size_t i);
 

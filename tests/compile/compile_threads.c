@@ -9,10 +9,10 @@
  * single-threaded one, with the same statistics.  A plain program, so that it also runs
  * under ThreadSanitizer (build-tsan), which criterion cannot.
  *
- *   compile_threads [--min-reused N] OBJECT...
+ *   compile_threads [--min-reused N] [--min-steps M] OBJECT...
  *                  exits 1 with a message on a difference, or if an
  *                  object's single-threaded compile reused fewer than N
- *                  FDEs' rows
+ *                  FDEs' rows or looked up fewer than M rule steps
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -82,15 +82,19 @@ static void check_split(const struct cfi_elf *e, const char *path, unsigned thre
 
 int main(int argc, char **argv)
 {
-	unsigned long long min_reused = 0;
+	unsigned long long min_reused = 0, min_steps = 0;
 	int i = 1;
 
-	if (argc > 2 && !strcmp(argv[1], "--min-reused")) {
-		min_reused = strtoull(argv[2], NULL, 10);
-		i = 3;
+	for (; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--min-reused"))
+			min_reused = strtoull(argv[i + 1], NULL, 10);
+		else if (!strcmp(argv[i], "--min-steps"))
+			min_steps = strtoull(argv[i + 1], NULL, 10);
+		else
+			break;
 	}
 	if (argc <= i) {
-		fprintf(stderr, "usage: compile_threads [--min-reused N] OBJECT...\n");
+		fprintf(stderr, "usage: compile_threads [--min-reused N] [--min-steps M] OBJECT...\n");
 		return 2;
 	}
 	for (; i < argc; i++) {
@@ -110,12 +114,17 @@ int main(int argc, char **argv)
 		}
 		/* Segments are at most the FDEs, plus the pieces Go marks cut. */
 		n = wst.fdes + 64;
-		if (wst.fdes_reused)
-			fail(argv[i], "reused rows with reuse turned off", 0, 0);
+		if (wst.fdes_reused || wst.rule_steps)
+			fail(argv[i], "reused rows or rule steps with reuse turned off", 0, 0);
 		check_split(&e, argv[i], 1, 0, 0, &want, &wst, &mst);
 		if (mst.fdes_reused < min_reused) {
 			fprintf(stderr, "compile_threads: %s: %llu FDEs' rows reused, expected at least %llu\n",
 				argv[i], (unsigned long long)mst.fdes_reused, min_reused);
+			failures++;
+		}
+		if (mst.rule_steps < min_steps) {
+			fprintf(stderr, "compile_threads: %s: %llu rule steps looked up, expected at least %llu\n",
+				argv[i], (unsigned long long)mst.rule_steps, min_steps);
 			failures++;
 		}
 		check_split(&e, argv[i], 2, 0, 0, &want, &wst, NULL);
@@ -130,9 +139,10 @@ int main(int argc, char **argv)
 		step = n <= 16 * SWEEP ? 1 : n / PARSE_SWEEP + 1;
 		for (k = 1; k < n; k += step, ways++)
 			check_split(&e, argv[i], 2, 0, k, &want, &wst, NULL);
-		printf("%s: %llu rows, %llu of %llu FDEs' rows reused, %zu ways split: identical\n",
+		printf("%s: %llu rows, %llu of %llu FDEs' rows reused, %llu rule steps, "
+		       "%zu ways split: identical\n",
 		       argv[i], (unsigned long long)wst.rows, (unsigned long long)mst.fdes_reused,
-		       (unsigned long long)wst.fdes, ways);
+		       (unsigned long long)wst.fdes, (unsigned long long)mst.rule_steps, ways);
 		cfi_table_free(&want);
 		cfi_elf_close(&e);
 	}
