@@ -641,17 +641,22 @@ int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
  * (DW_CFA_set_loc, remember_state, expressions, ...) hands the rest of
  * the FDE to the interpreter. */
 
-/* A run of instructions between advances, with its rule before and
- * after.  The bytes (at most STEP_BYTES) are zero-padded in `k`. */
+/* A run of instructions between advances (at most STEP_BYTES of them)
+ * from a rule, under a CIE, and the rule it leads to, in 24 bytes so that
+ * the table stays in the caches:
+ *   key  the bytes, zero-padded, and their count in the top byte (0: an
+ *        empty slot);
+ *   val  the CIE's tag (bits 0-30, step_cie_tag), whether the run
+ *        changes the rule (bit 31, for the rows), the rule before (bits
+ *        32-47) and after (48-63): rule numbers are below CFI_RULES_MAX. */
 struct cfi_step {
-	uint64_t k[2];
-	const struct cfi_cie *cie;
-	uint32_t from, to;
-	uint8_t len;             /* 0: empty slot */
-	bool dirty;              /* the run changes the rule, for the row logic */
+	uint64_t key[2], val;
 };
 
-#define STEP_BYTES 16
+#define STEP_BYTES 15
+#define STEP_DIRTY ((uint64_t)1 << 31)
+/* The bits of val that are part of the key: the CIE and the rule before. */
+#define STEP_MATCH (((uint64_t)0xffff << 32) | 0x7fffffff)
 
 void cfi_interp_steps(const struct cfi_interp *ip, uint64_t *taken, uint64_t *kept)
 {
@@ -739,9 +744,18 @@ static const uint8_t *run_end(const uint8_t *p, const uint8_t *e, bool *common)
 	return p;
 }
 
-/* The key of the `len` bytes (1 to STEP_BYTES) at p, zero-padded: two
- * loads where the section has 16 bytes from p, as it has but at its end.
- * Both ways give the same key on a little-endian machine only. */
+/* A CIE's tag in a step: where it is, in which section (a CIE is the
+ * same everywhere in a compile), or -1 past the 1 GiB the tag can say. */
+static int64_t step_cie_tag(const struct cfi_section *sec, const struct cfi_cie *cie)
+{
+	if (cie->offset >= (1u << 30))
+		return -1;
+	return (int64_t)(cie->offset | (sec->is_eh ? 1u << 30 : 0));
+}
+
+/* The key of the `len` bytes (1 to STEP_BYTES) at p: two loads where the
+ * section has 16 bytes from p, as it has but at its end.  Both ways give
+ * the same key on a little-endian machine only. */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "run_key masks the high bytes");
 static void run_key(uint64_t k[2], const uint8_t *p, size_t len, const uint8_t *sec_end)
 {
@@ -752,41 +766,39 @@ static void run_key(uint64_t k[2], const uint8_t *p, size_t len, const uint8_t *
 		if (len < 8) {
 			k[0] &= ((uint64_t)1 << (8 * len)) - 1;
 			k[1] = 0;
-		} else if (len < 16) {
+		} else {
 			k[1] &= ((uint64_t)1 << (8 * (len - 8))) - 1;
 		}
-		return;
+	} else {
+		k[0] = k[1] = 0;
+		for (i = 0; i < len; i++)
+			k[i / 8] |= (uint64_t)p[i] << (8 * (i % 8));
 	}
-	k[0] = k[1] = 0;
-	for (i = 0; i < len; i++)
-		k[i / 8] |= (uint64_t)p[i] << (8 * (i % 8));
+	k[1] |= (uint64_t)len << 56;
 }
 
-static uint64_t step_hash(const uint64_t k[2], const struct cfi_cie *cie, uint32_t from)
-{
-	uint64_t h = (k[0] ^ ((uint64_t)from << 32)) * 0x9e3779b97f4a7c15ull;
-
-	h ^= (k[1] ^ (uint64_t)(uintptr_t)cie) * 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 29;
-	return h * 0xff51afd7ed558ccdull;
-}
-
-static struct cfi_step *step_find(const struct cfi_interp *ip, const uint64_t k[2],
-			      const struct cfi_cie *cie, uint32_t from, uint8_t len)
+/* The slot of the step from (key, val & STEP_MATCH), or the empty slot
+ * where it goes. */
+static struct cfi_step *step_find(const struct cfi_interp *ip, const uint64_t key[2],
+				  uint64_t match)
 {
 	struct cfi_step *t = ip->steps;
 	size_t mask = ip->cap_steps - 1, j;
+	uint64_t h = (key[0] ^ (match * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 
-	for (j = (step_hash(k, cie, from) >> 20) & mask; t[j].len; j = (j + 1) & mask)
-		if (t[j].from == from && t[j].len == len && t[j].k[0] == k[0] &&
-		    t[j].k[1] == k[1] && t[j].cie == cie)
-			return &t[j];
+	h = (h ^ (h >> 29) ^ key[1]) * 0xc4ceb9fe1a85ec53ull;
+	for (j = (h ^ (h >> 32)) & mask; t[j].key[1]; j = (j + 1) & mask)
+		if (t[j].key[0] == key[0] && t[j].key[1] == key[1] &&
+		    (t[j].val & STEP_MATCH) == match)
+			break;
 	return &t[j];
 }
 
 /* Remembers a step; nothing if memory runs out (steps are a cache). */
-static void step_add(struct cfi_interp *ip, const struct cfi_step *s)
+static void step_add(struct cfi_interp *ip, const uint64_t key[2], uint64_t val)
 {
+	struct cfi_step *slot;
+
 	if ((ip->nsteps + 1) * 2 > ip->cap_steps) {
 		size_t ncap = ip->cap_steps ? ip->cap_steps * 2 : 1024, i;
 		struct cfi_step *old = ip->steps, *t = calloc(ncap, sizeof(*t));
@@ -796,11 +808,12 @@ static void step_add(struct cfi_interp *ip, const struct cfi_step *s)
 		ip->steps = t;
 		ip->cap_steps = ncap;
 		for (i = 0; old && i < ncap / 2; i++)
-			if (old[i].len)
-				*step_find(ip, old[i].k, old[i].cie, old[i].from, old[i].len) = old[i];
+			if (old[i].key[1])
+				*step_find(ip, old[i].key, old[i].val & STEP_MATCH) = old[i];
 		free(old);
 	}
-	*step_find(ip, s->k, s->cie, s->from, s->len) = *s;
+	slot = step_find(ip, key, val & STEP_MATCH);
+	*slot = (struct cfi_step){ .key = { key[0], key[1] }, .val = val };
 	ip->nsteps++;
 }
 
@@ -836,6 +849,7 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 	/* have: `cur` numbers the rule in force and st can be rebuilt from
 	 * it; stale: st was left behind by steps. */
 	bool dirty = true, have = false, stale = false;
+	int64_t tag = step_cie_tag(sec, cie);
 	int ret = fde_begin(ip, &run, fde, &st);
 
 	if (ret)
@@ -860,18 +874,19 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 
 		if (common && q > p) {
 			size_t len = (size_t)(q - p);
-			struct cfi_step s, *hit;
+			bool steps = have && tag >= 0 && cur <= 0xffff && len <= STEP_BYTES;
+			bool changed = false;
+			uint64_t key[2] = { 0, 0 }, match = (uint64_t)tag | (uint64_t)cur << 32;
+			uint32_t next;
 
-			s.cie = cie;
-			s.from = cur;
-			s.len = (uint8_t)len;
-			if (have && len <= STEP_BYTES) {
-				run_key(s.k, p, len, sec_end);
+			if (steps) {
+				run_key(key, p, len, sec_end);
 				if (ip->cap_steps) {
-					hit = step_find(ip, s.k, cie, cur, s.len);
-					if (hit->len) {
-						cur = hit->to;
-						dirty |= hit->dirty;
+					const struct cfi_step *hit = step_find(ip, key, match);
+
+					if (hit->key[1]) {
+						cur = (uint32_t)(hit->val >> 48);
+						dirty |= !!(hit->val & STEP_DIRTY);
 						stale = true;
 						ip->steps_taken++;
 						p = q;
@@ -882,22 +897,22 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 			if (stale)
 				state_of_rule(&st, nb->rule(nb->ctx, cur));
 			stale = false;
-			s.dirty = false;
-			ret = run_insns(&run, p, q, &st, &initial, loc, fde->end, NULL, NULL, &s.dirty);
+			ret = run_insns(&run, p, q, &st, &initial, loc, fde->end, NULL, NULL, &changed);
 			if (ret)
 				return ret;
-			dirty |= s.dirty;
+			dirty |= changed;
 			p = q;
 			if (!state_plain(&st)) {
 				have = false;
 				goto advance;
 			}
-			ret = nb->number(nb->ctx, &st.rule, &s.to);
+			ret = nb->number(nb->ctx, &st.rule, &next);
 			if (ret)
 				return ret;
-			if (have && len <= STEP_BYTES)
-				step_add(ip, &s);
-			cur = s.to;
+			if (steps && next <= 0xffff)
+				step_add(ip, key, match | (changed ? STEP_DIRTY : 0) |
+						       (uint64_t)next << 48);
+			cur = next;
 			have = true;
 		}
 advance:
