@@ -53,17 +53,24 @@ static void seg_free(struct segvec *s)
 	*s = (struct segvec){ 0 };
 }
 
+static int seg_reserve(struct segvec *s, size_t ncap)
+{
+	void *p;
+
+	if (ncap <= s->cap)
+		return 0;
+	p = cfi_huge_resize(s->v, s->cap * sizeof(*s->v), ncap * sizeof(*s->v));
+	if (!p)
+		return -ENOMEM;
+	s->v = p;
+	s->cap = ncap;
+	return 0;
+}
+
 static int seg_push(struct segvec *s, const struct segment *g)
 {
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 1024;
-		void *p = cfi_huge_resize(s->v, s->cap * sizeof(*s->v), ncap * sizeof(*s->v));
-
-		if (!p)
-			return -ENOMEM;
-		s->v = p;
-		s->cap = ncap;
-	}
+	if (s->n == s->cap && seg_reserve(s, s->cap ? s->cap * 2 : 1024))
+		return -ENOMEM;
 	s->v[s->n++] = *g;
 	return 0;
 }
@@ -967,6 +974,7 @@ struct parse_job {
 	uint64_t from;
 	struct cfi_fdeset set;
 	uint64_t outside;    /* FDEs of code outside the executable segments */
+	size_t parsed;       /* FDEs, those outside included */
 	int ret, sort_ret;
 	struct cfi_error err;
 };
@@ -977,6 +985,7 @@ static void *parse_thread(void *arg)
 
 	j->ret = cfi_parse_entries(&j->e->eh_frame, j->ctx, j->from, j->e->eh_frame.size,
 				   &j->set, &j->err);
+	j->parsed = j->set.nfdes;
 	if (!j->ret)
 		j->sort_ret = fdes_keep_sorted(j->e, &j->set, &j->outside);
 	return NULL;
@@ -986,14 +995,17 @@ static void *parse_thread(void *arg)
 #define PARSE_SPLIT_MIN (256 << 10)
 
 /* Parses .eh_frame into `lower`; for a large one a second thread parses
- * the entries of its upper half meanwhile into `upper` and sorts them
- * (parse and sort are a tenth of the work on libLLVM-15, all of it before
- * the interpretation splits).  Together they are the FDEs of one pass,
- * and the error if any is its error: the lower half's comes first, and
- * the halves meet at an entry's start. */
+ * the entries of its upper half meanwhile into `upper` (parse and sort
+ * are a tenth of the work on libLLVM-15, all of it before the
+ * interpretation splits).  Together they are the FDEs of one pass, and
+ * the error if any is its error: the lower half's comes first, and the
+ * halves meet at an entry's start.  Each half is then kept to the FDEs
+ * of executable code (counted in *outside) and sorted by its own thread,
+ * with *sort_ret the lower half's result: *parsed is its FDEs before. */
 static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx,
 			  const struct cfi_compile_opts *opts, struct cfi_fdeset *lower,
-			  struct parse_job *upper, struct cfi_error *err)
+			  struct parse_job *upper, size_t *parsed, uint64_t *outside,
+			  int *sort_ret, struct cfi_error *err)
 {
 	const struct cfi_section *sec = &e->eh_frame;
 	pthread_t tid;
@@ -1002,18 +1014,29 @@ static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx
 	upper->e = e;
 	upper->ctx = ctx;
 	if (opts->threads == 1 || (opts->threads == 0 && sec->size < PARSE_SPLIT_MIN))
-		return cfi_parse_section(sec, ctx, lower, err);
+		goto one;
 	upper->from = cfi_section_entry_at(sec, opts->parse_split ? opts->parse_split
 								  : sec->size / 2);
 	if (!upper->from || pthread_create(&tid, NULL, parse_thread, upper))
-		return cfi_parse_section(sec, ctx, lower, err);
+		goto one;
 	ret = cfi_parse_entries(sec, ctx, 0, upper->from, lower, err);
+	*parsed = lower->nfdes;
+	/* This half sorted while the other thread parses and sorts its own. */
+	if (!ret)
+		*sort_ret = fdes_keep_sorted(e, lower, outside);
 	pthread_join(tid, NULL);
 	if (!ret && upper->ret) {
 		ret = upper->ret;
 		if (err)
 			*err = upper->err;
 	}
+	return ret;
+
+one:
+	ret = cfi_parse_section(sec, ctx, lower, err);
+	*parsed = lower->nfdes;
+	if (!ret)
+		*sort_ret = fdes_keep_sorted(e, lower, outside);
 	return ret;
 }
 
@@ -1040,6 +1063,8 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 				      .source = { SEG_EH, SEG_EH_UPPER } };
 	struct fde_merge merge_dbg = { .set = { &dbgset }, .source = { SEG_DEBUG } };
 	size_t upper_cies = 0;
+	size_t eh_parsed = 0;
+	int eh_sort_ret = 0;
 	struct segvec seg_eh = { 0 }, seg_dbg = { 0 }, all = { 0 }, marked = { 0 };
 	const struct segvec *use;
 	struct go_ranges go = { 0 };
@@ -1062,12 +1087,13 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	cfi_elf_ptr_ctx(e, &ctx);
 
 	if (e->eh_frame.size) {
-		ret = parse_eh_frame(e, &ctx, opts, &eh, &eh_upper, err);
+		ret = parse_eh_frame(e, &ctx, opts, &eh, &eh_upper, &eh_parsed,
+				     &st->fdes_outside_text, &eh_sort_ret, err);
 		if (!ret && cfi_fdeset_count_new_cies(&eh_upper.set, &eh, &upper_cies))
 			ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->eh_frame.name);
 		if (ret)
 			goto fail_named;
-		st->fdes_eh = eh.nfdes + eh_upper.set.nfdes;
+		st->fdes_eh = eh_parsed + eh_upper.parsed;
 	}
 	if (!opts->no_debug_frame) {
 		if (e->debug_frame.size) {
@@ -1106,12 +1132,15 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	src.sec[SEG_EH_UPPER] = &e->eh_frame;
 	src.set[SEG_DEBUG] = &dbgset;
 	src.sec[SEG_DEBUG] = debug_frame;
-	ret = fdes_keep_sorted(e, &eh, &st->fdes_outside_text);
+	ret = eh_sort_ret;
 	st->fdes_outside_text += eh_upper.outside;
 	if (!ret)
 		ret = eh_upper.sort_ret;
 	if (!ret)
 		ret = fdes_keep_sorted(e, &dbgset, &st->fdes_outside_text);
+	/* A section's segments are at most its FDEs: no copies as they grow. */
+	if (!ret)
+		ret = seg_reserve(&seg_eh, eh.nfdes + eh_upper.set.nfdes);
 	if (!ret)
 		ret = section_segments(&merge_eh, &seg_eh, st);
 	if (!ret)
