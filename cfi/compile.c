@@ -807,10 +807,13 @@ static int compile_range(struct seg_job *j)
 	struct cfi_interp ip = { 0 };
 	struct fde_memo memo;
 	uint32_t undef_idx = UINT32_MAX;
+	/* .debug_frame's addresses are absolute: no text or data base. */
+	struct cfi_ptr_ctx dctx = *j->ctx;
 	uint64_t kept;
 	size_t i;
 	int ret = memo_init(&memo, j->to - j->from);
 
+	dctx.has_text_base = dctx.has_data_base = false;
 	for (i = j->from; !ret && i < j->from + MEMO_AHEAD && i < j->to; i++)
 		memo_ahead(&memo, j, i, 0);
 	for (i = j->from; i < j->to && !ret; i++) {
@@ -818,9 +821,8 @@ static int compile_range(struct seg_job *j)
 		const struct cfi_fde *fde = seg_fde(j->src, g);
 		const struct cfi_section *sec = j->src->sec[g->source];
 		const struct cfi_cie *cie = &j->src->set[g->source]->cies[fde->cie];
-		struct clip c = { .b = j->b, .start = g->start, .end = g->end,
-				  .mark = (enum go_mark)g->mark };
-		struct cfi_ptr_ctx fctx = *j->ctx;
+		const struct cfi_ptr_ctx *fctx = sec->is_eh ? j->ctx : &dctx;
+		struct clip c;
 
 		if (i + MEMO_AHEAD < j->to)
 			memo_ahead(&memo, j, i + MEMO_AHEAD, 0);
@@ -837,18 +839,18 @@ static int compile_range(struct seg_job *j)
 			if (ret)
 				break;
 		}
-		if (!sec->is_eh)
-			fctx.has_text_base = fctx.has_data_base = false;
 		if (memo_takes(j, g, fde)) {
 			/* (its hash was computed MEMO_AHEAD segments ago) */
-			ret = memo_fde(&memo, &ip, sec, cie, fde, memo.ahead[i & 15], &fctx, j->b,
+			ret = memo_fde(&memo, &ip, sec, cie, fde, memo.ahead[i & 15], fctx, j->b,
 				       &j->err);
 			if (ret)
 				break;
 			j->covered += g->end - g->start;
 			continue;
 		}
-		ret = cfi_interp_fde(&ip, sec, cie, fde, &fctx, clip_row, &c, &j->err);
+		c = (struct clip){ .b = j->b, .start = g->start, .end = g->end,
+				   .mark = (enum go_mark)g->mark };
+		ret = cfi_interp_fde(&ip, sec, cie, fde, fctx, clip_row, &c, &j->err);
 		if (ret == 1)
 			ret = 0;
 		if (ret < 0)
