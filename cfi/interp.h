@@ -63,9 +63,9 @@ struct cfi_numbering {
 
 /* cfi_interp_fde for a caller that numbers rules: the same rows, in the
  * same order, each by its rule's number.  Runs of instructions met before
- * from the same rule are looked up instead of interpreted, in a cache
- * `ip` keeps: `ip` must serve one numbering only, and CIEs that stay
- * where they are. */
+ * from the same rule (numbered below 65536) are looked up instead of
+ * interpreted, in a cache `ip` keeps: `ip` must serve one numbering only,
+ * and sections and CIEs that stay where they are. */
 int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec,
 			    const struct cfi_cie *cie, const struct cfi_fde *fde,
 			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,
