@@ -9,10 +9,17 @@
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static bool huge_pages;
+static size_t huge_min = CFI_HUGE_MIN;
 
 void cfi_huge_pages_enable(void)
 {
 	huge_pages = true;
+	huge_min = CFI_HUGE_MIN_ENABLED;
+}
+
+size_t cfi_huge_min(void)
+{
+	return huge_min;
 }
 
 static size_t mapped_len(size_t size)
@@ -42,12 +49,12 @@ static void *map_aligned(size_t len)
 
 void *cfi_huge_resize(void *p, size_t old_size, size_t new_size)
 {
-	bool was_mapped = p && old_size >= CFI_HUGE_MIN;
+	bool was_mapped = p && old_size >= huge_min;
 	void *q;
 
 	if (!p)
 		old_size = 0;
-	if (new_size < CFI_HUGE_MIN) {
+	if (new_size < huge_min) {
 		if (!was_mapped)
 			return realloc(p, new_size);
 		q = malloc(new_size);
@@ -80,7 +87,7 @@ void *cfi_huge_resize(void *p, size_t old_size, size_t new_size)
 
 void *cfi_huge_zalloc(size_t size)
 {
-	if (size < CFI_HUGE_MIN)
+	if (size < huge_min)
 		return calloc(1, size ? size : 1);
 	/* A fresh mapping is zeroes already. */
 	return map_aligned(mapped_len(size));
@@ -90,7 +97,7 @@ void cfi_huge_free(void *p, size_t size)
 {
 	if (!p)
 		return;
-	if (size >= CFI_HUGE_MIN)
+	if (size >= huge_min)
 		munmap(p, mapped_len(size));
 	else
 		free(p);

@@ -1,4 +1,5 @@
 #include "interp.h"
+#include "hugemem.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -801,7 +802,7 @@ static void step_add(struct cfi_interp *ip, const uint64_t key[2], uint64_t val)
 
 	if ((ip->nsteps + 1) * 2 > ip->cap_steps) {
 		size_t ncap = ip->cap_steps ? ip->cap_steps * 2 : 1024, i;
-		struct cfi_step *old = ip->steps, *t = calloc(ncap, sizeof(*t));
+		struct cfi_step *old = ip->steps, *t = cfi_huge_zalloc(ncap * sizeof(*t));
 
 		if (!t)
 			return;
@@ -810,7 +811,7 @@ static void step_add(struct cfi_interp *ip, const uint64_t key[2], uint64_t val)
 		for (i = 0; old && i < ncap / 2; i++)
 			if (old[i].key[1])
 				*step_find(ip, old[i].key, old[i].val & STEP_MATCH) = old[i];
-		free(old);
+		cfi_huge_free(old, ncap / 2 * sizeof(*old));
 	}
 	slot = step_find(ip, key, val & STEP_MATCH);
 	*slot = (struct cfi_step){ .key = { key[0], key[1] }, .val = val };
@@ -989,7 +990,7 @@ void cfi_interp_free(struct cfi_interp *ip)
 	ip->cap = 0;
 	free(ip->cie_state);
 	ip->cie_state = NULL;
-	free(ip->steps);
+	cfi_huge_free(ip->steps, ip->cap_steps * sizeof(*ip->steps));
 	ip->steps = NULL;
 	ip->cap_steps = ip->nsteps = 0;
 	ip->numbered_cie = NULL;

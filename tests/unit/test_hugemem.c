@@ -83,7 +83,7 @@ Test(hugemem, growing_past_the_threshold_keeps_the_contents)
 		cr_assert_not_null(p, "resize to %zu", next);
 		check(p, size, 7);
 		fill(p, next, 7);
-		if (next >= CFI_HUGE_MIN)
+		if (next >= cfi_huge_min())
 			cr_assert_eq((uintptr_t)p & (2 * MIB - 1), 0, "%zu bytes at %p", next, p);
 	}
 	cfi_huge_free(p, size);
@@ -114,6 +114,20 @@ Test(hugemem, large_arrays_are_advised_for_huge_pages_once_enabled)
 	/* Gone, not handed back to malloc. */
 	cr_assert_not(vma_of(p, &lo, &hi, flags, sizeof(flags)) && lo <= (uintptr_t)p &&
 		      (uintptr_t)p < hi && strstr(flags, " hg"));
+
+	/* Enabled, arrays leave malloc from a smaller size. */
+	cr_assert_eq(cfi_huge_min(), CFI_HUGE_MIN_ENABLED);
+	size = CFI_HUGE_MIN_ENABLED;
+	p = cfi_huge_zalloc(size);
+	cr_assert_not_null(p);
+	cr_assert_eq((uintptr_t)p & (2 * MIB - 1), 0, "%zu bytes at %p", size, p);
+	cr_assert(vma_of(p, &lo, &hi, flags, sizeof(flags)));
+	cr_assert(strstr(flags, " hg"), "VmFlags:%s", flags);
+	cfi_huge_free(p, size);
+	p = cfi_huge_resize(NULL, 0, CFI_HUGE_MIN_ENABLED - 1);
+	cr_assert_not_null(p);
+	cr_assert_neq((uintptr_t)p & (2 * MIB - 1), 0, "malloc's, below the threshold");
+	cfi_huge_free(p, CFI_HUGE_MIN_ENABLED - 1);
 }
 
 Test(hugemem, shrinking_below_the_threshold_returns_to_malloc)
