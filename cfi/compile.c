@@ -752,7 +752,7 @@ struct seg_job {
 	struct cfi_builder *b;
 	uint64_t covered;
 	uint64_t reused;     /* FDEs added from the memo */
-	uint64_t steps;      /* runs of instructions looked up (cfi_interp_steps) */
+	uint64_t steps;      /* runs of instructions looked up (cfi_interp.steps_taken) */
 	double cpu_ms;
 	int ret;
 	struct cfi_error err;
@@ -809,7 +809,6 @@ static int compile_range(struct seg_job *j)
 	uint32_t undef_idx = UINT32_MAX;
 	/* .debug_frame's addresses are absolute: no text or data base. */
 	struct cfi_ptr_ctx dctx = *j->ctx;
-	uint64_t kept;
 	size_t i;
 	int ret = memo_init(&memo, j->to - j->from);
 
@@ -862,7 +861,7 @@ static int compile_range(struct seg_job *j)
 		}
 		j->covered += g->end - g->start;
 	}
-	cfi_interp_steps(&ip, &j->steps, &kept);
+	j->steps = ip.steps_taken;
 	cfi_interp_free(&ip);
 	j->reused = memo.reused;
 	memo_free(&memo);

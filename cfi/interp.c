@@ -659,12 +659,6 @@ struct cfi_step {
 /* The bits of val that are part of the key: the CIE and the rule before. */
 #define STEP_MATCH (((uint64_t)0xffff << 32) | 0x7fffffff)
 
-void cfi_interp_steps(const struct cfi_interp *ip, uint64_t *taken, uint64_t *kept)
-{
-	*taken = ip->steps_taken;
-	*kept = ip->nsteps;
-}
-
 /* Whether the rule of `st` gives back `st` through state_of_rule. */
 static bool state_plain(const struct frame_state *st)
 {
@@ -833,6 +827,21 @@ static int numbered_row(void *ctx, uint64_t addr, const struct cfi_rule *rule)
 	return ret ? ret : nb->row(nb->ctx, addr, idx);
 }
 
+/* The row at `loc`: the rule numbered `*cur` when `*have`, else st's rule
+ * numbered now (and steps may start from it if it is plain). */
+static int numbered_row_at(const struct cfi_numbering *nb, const struct frame_state *st,
+			   uint64_t loc, uint32_t *cur, bool *have)
+{
+	if (!*have) {
+		int ret = nb->number(nb->ctx, &st->rule, cur);
+
+		if (ret)
+			return ret;
+		*have = state_plain(st);
+	}
+	return nb->row(nb->ctx, loc, *cur);
+}
+
 int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec,
 			    const struct cfi_cie *cie, const struct cfi_fde *fde,
 			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,
@@ -947,13 +956,7 @@ advance:
 		if (new_loc == loc)
 			continue;
 		if (dirty) {
-			if (!have) {
-				ret = nb->number(nb->ctx, &st.rule, &cur);
-				if (ret)
-					return ret;
-				have = state_plain(&st);
-			}
-			ret = nb->row(nb->ctx, loc, cur);
+			ret = numbered_row_at(nb, &st, loc, &cur, &have);
 			if (ret)
 				return ret;
 			dirty = false;
@@ -973,12 +976,7 @@ advance:
 	}
 	ip->last_loc = loc;
 	if (loc < fde->end && dirty) {
-		if (!have) {
-			ret = nb->number(nb->ctx, &st.rule, &cur);
-			if (ret)
-				return ret;
-		}
-		return nb->row(nb->ctx, loc, cur);
+		return numbered_row_at(nb, &st, loc, &cur, &have);
 	}
 	return 0;
 }

@@ -40,7 +40,7 @@ struct cfi_interp {
 	 * the number of the last CIE's initial rule. */
 	struct cfi_step *steps;
 	size_t nsteps, cap_steps;
-	uint64_t steps_taken;
+	uint64_t steps_taken;  /* runs of instructions looked up, not interpreted */
 	const struct cfi_cie *numbered_cie;
 	uint32_t numbered_cie_idx;
 };
@@ -70,10 +70,6 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 			    const struct cfi_cie *cie, const struct cfi_fde *fde,
 			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,
 			    struct cfi_error *err);
-
-/* How many runs of instructions cfi_interp_fde_numbered looked up instead
- * of interpreting, and how many steps its cache holds. */
-void cfi_interp_steps(const struct cfi_interp *ip, uint64_t *taken, uint64_t *kept);
 
 void cfi_interp_free(struct cfi_interp *ip);
 
