@@ -47,7 +47,6 @@ static __always_inline int sample_current(void *ctx, const struct pt_regs *at, _
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct sample_scratch *sc;
-	struct pt_regs regs;
 	struct sample_event *ev;
 
 	sc = scratch_get();
@@ -77,15 +76,16 @@ static __always_inline int sample_current(void *ctx, const struct pt_regs *at, _
 		 * so a sample inside a syscall keeps its whole user stack. */
 		if (!at || (at->csx & 3) == 0) {
 			ev->flags |= SAMPLE_FLAG_KERNEL_MODE;
-			if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
-				__builtin_memset(&regs, 0, sizeof(regs));
+			if (bpf_probe_read_kernel(&sc->regs, sizeof(sc->regs),
+						  (void *)bpf_task_pt_regs(task)))
+				__builtin_memset(&sc->regs, 0, sizeof(sc->regs));
 		} else {
-			__builtin_memcpy(&regs, at, sizeof(regs));
+			__builtin_memcpy(&sc->regs, at, sizeof(sc->regs));
 		}
 		/* (off-CPU walks never: the stack is gone by the time their
 		 * record is sent) */
 		sc->st.snap_want = cfg.snapshot_size != 0;
-		walk_user(sc, &regs, tgid);
+		walk_user(sc, &sc->regs, tgid);
 	}
 
 	if (cfg.want_kernel && (ev->flags & SAMPLE_FLAG_KERNEL_MODE))

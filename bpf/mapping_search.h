@@ -26,27 +26,47 @@
  * compiler can inline (a static __always_inline one, named directly). */
 typedef int (*mapping_start_fn)(const void *arr, __u32 idx, __u64 *start);
 
+/* 1 if a < b, else 0, without a branch: BPF has no conditional set or
+ * move, so a comparison used as a value would be a branch. */
+static __always_inline __u64 mapping_search_below(__u64 a, __u64 b)
+{
+	__u64 lt = ((~a & b) | ((~a | b) & (a - b))) >> 63;
+
+	/* Unknown to the compiler, which would see the comparison, or the
+	 * products by a 0 or 1 it is used in, and branch on it. */
+	asm volatile("" : "+r"(lt));
+	return lt;
+}
+
 /* Sets *idx to the number of mappings starting below `limit`, which is
  * the index of the first one starting at or above it (n if none).
- * Returns 0, or -1 as soon as start_at fails. */
+ * Returns 0, or -1 as soon as start_at fails.
+ *
+ * The halving has no branch on what it reads: a branch there doubled the
+ * paths the verifier follows at each step, and once it could tell the
+ * loop's end from the bounds it kept all of them apart (the walker no
+ * longer loaded on kernel 6.18's verifier).  Each step looks at the
+ * middle of the `len` candidates from `base` and keeps the half that can
+ * hold the answer. */
 static __always_inline int mapping_lower_bound(const void *arr, __u32 n, __u64 limit,
 					       mapping_start_fn start_at, __u32 *idx)
 {
-	__u32 lo = 0, hi = n;
+	__u32 base = 0, len = n;
 	__u64 start;
 	int i;
 
-	for (i = 0; i < MAPPING_SEARCH_STEPS && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
+	for (i = 0; i < MAPPING_SEARCH_STEPS && len; i++) {
+		__u32 half = len / 2, below;
 
-		if (start_at(arr, mid, &start))
+		if (start_at(arr, base + half, &start))
 			return -1;
-		if (start < limit)
-			lo = mid + 1;
-		else
-			hi = mid;
+		below = (__u32)mapping_search_below(start, limit);
+		/* below: past the middle, len - half - 1 left (half, or
+		 * half - 1 for an even len); else the half before it. */
+		base += below * (half + 1);
+		len = half - below * (~len & 1);
 	}
-	*idx = lo;
+	*idx = base;
 	return 0;
 }
 

@@ -176,6 +176,10 @@ struct sample_scratch {
 	struct walk_state st;
 	struct proc_seen seen;
 	struct sample_event ev;
+	/* The user registers a walk starts from: here, not on the program's
+	 * stack, where they took 168 of the 512 bytes the program and the
+	 * walker's frames share. */
+	struct pt_regs regs;
 };
 
 /* Fills `ps` with what the walk needs of `tgid`'s current proc_info

@@ -112,7 +112,6 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 {
 	struct sample_event *ev = &sc->ev;
 	__u32 tgid = task->tgid;
-	struct pt_regs regs;
 
 	ev->kind = EVENT_SAMPLE;
 	ev->pid = tgid;
@@ -127,9 +126,9 @@ static __always_inline void offcpu_take(void *ctx, struct sample_scratch *sc,
 	ev->end_reason = WALK_END_NO_USER;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	if (!(flags & SAMPLE_FLAG_WAKER_IRQ) && !(task->flags & PF_KTHREAD)) {
-		if (bpf_probe_read_kernel(&regs, sizeof(regs), (void *)bpf_task_pt_regs(task)))
-			__builtin_memset(&regs, 0, sizeof(regs));
-		walk_user(sc, &regs, tgid);
+		if (bpf_probe_read_kernel(&sc->regs, sizeof(sc->regs), (void *)bpf_task_pt_regs(task)))
+			__builtin_memset(&sc->regs, 0, sizeof(sc->regs));
+		walk_user(sc, &sc->regs, tgid);
 		offcpu_cut(ev);
 	}
 	if (cfg.want_kernel)

@@ -33,6 +33,58 @@ struct cfi_table_geom {
  * __always_inline one, named directly). */
 typedef const __u8 *(*cfi_table_at_fn)(const void *table, __u32 off, __u32 size);
 
+/* A function BPF's verifier checks once on its own (bpf/walker_env_bpf.h
+ * defines it so); elsewhere a plain one. */
+#ifndef WALKER_SUBPROG
+#define WALKER_SUBPROG static inline
+#endif
+
+/* One chunk of a table, as an object a function can be given. */
+struct cfi_chunk {
+	__u8 b[CFI_CHUNK_SIZE];
+};
+
+/* The last of the rows lo < row < hi (their start offsets are bytes at
+ * row_off + row in `c`) that starts at or below key, or lo if none does.
+ * Returns it, with the steps taken in bits 16 and up, or -1 if the rows
+ * are outside the chunk or the search did not settle.
+ *
+ * The halving has no branch on what it reads: such a branch doubled the
+ * paths the verifier follows at each step, and once it could tell the
+ * loop's end from the bounds, it kept them all apart.  And it is a
+ * function of its own in BPF, checked once: inlined, every path that led
+ * to the search went through it again (the walker no longer loaded on
+ * kernel 6.18's verifier). */
+WALKER_SUBPROG int cfi_rows_search(const struct cfi_chunk *c, __u32 row_off, __u32 lo, __u32 hi,
+				   __u32 key)
+{
+	__u32 cand = lo + 1, len = hi - lo - 1, x;
+	int i;
+
+	if (!c || hi <= lo || len > CFI_SUBPAGE_SIZE)
+		return -1;
+	for (i = 0; i < CFI_SEARCH_STEPS && len; i++) {
+		__u32 half = len / 2, at_or_below;
+
+		x = cand + half;
+		barrier_var(x);
+		x += row_off;
+		if (x > CFI_CHUNK_SIZE - 1)
+			return -1;
+		/* Both are bytes: the difference is negative exactly when the
+		 * row starts past key. */
+		at_or_below = 1 - (((__u32)key - c->b[x]) >> 31);
+		/* Unknown to the compiler, which would turn the products by
+		 * a 0 or 1 below back into branches. */
+		barrier_var(at_or_below);
+		cand += at_or_below * (half + 1);
+		len = half - at_or_below * (~len & 1);
+	}
+	if (len || cand > 0xffff)
+		return -1;
+	return (int)((cand - 1) | (__u32)i << 16);
+}
+
 /* Finds the row in force at file address `vaddr`.  Returns 1 with its rule
  * index in *rule_idx (the caller checks it against nrules as it reads the
  * rule), 0 if vaddr is outside [base, end), -1 if the table breaks its
@@ -54,7 +106,7 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 	const __u8 *blk;
 	__u64 off;
 	__u32 page, key, sub, lo, hi, first, last, o, row_off, nrows, x, pal_idx;
-	int i;
+	int ret;
 
 	if (vaddr < g->base || vaddr >= g->end)
 		return 0;
@@ -90,21 +142,12 @@ static __always_inline int cfi_table_search_span(const struct cfi_table_geom *g,
 	 * so sub-page 0 has its own row at offset 0). */
 	lo = first ? first - 1 : 0;
 	hi = last;
-	for (i = 0; i < CFI_SEARCH_STEPS && hi - lo > 1; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		x = row_off + mid;
-		if (x > CFI_CHUNK_SIZE - 1)
-			return -1;
-		if (blk[x] <= key)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	if (hi - lo > 1)
+	ret = cfi_rows_search((const struct cfi_chunk *)blk, row_off, lo, hi, key);
+	if (ret < 0)
 		return -1;
+	lo = ret & 0xffff;
 	if (comparisons)
-		*comparisons = i;
+		*comparisons = (__u32)ret >> 16;
 	x = row_off + nrows + lo;
 	if (x > CFI_CHUNK_SIZE - 1)
 		return -1;

@@ -107,6 +107,11 @@ struct walk_state {
 	 * from a zeroed state; BPF neither resets nor reads it, to keep
 	 * walk_begin as it was. */
 	__u32 go_switches;
+	/* A rule the walker made itself: walk_one's for a signal frame Go's
+	 * CFI does not mark, step_go_switch's for the goroutine's side of a
+	 * stack switch.  Here, not on their stacks: the 512 bytes a BPF
+	 * program and the walker's frames share could not hold it. */
+	struct cfi_rule made_rule;
 	/* Rows found by table_lookup, by a hash of table and address: a
 	 * frame in one of them (a recursion, a loop of calls, and in BPF the
 	 * same code in the samples before) takes its rule without a search.

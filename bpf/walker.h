@@ -54,31 +54,34 @@ static __always_inline void window_copy(const struct walk_state *st, __u64 off, 
 		out[1] = st->win[i + 1];
 }
 
-/* Reads `size` (8 or 16) bytes of user memory at `addr` into out[0]
- * (and out[1]), through the walk's window: a read outside it reads the
- * window anew, from addr to the end of addr's page, at most
- * WALK_WIN_SIZE bytes.  The window never crosses a page, so it faults
- * exactly where the read it serves would; a read the window cannot take
- * (unaligned, straddling a page, a fault) is made as is.  Returns
- * non-zero with out zeroed on a fault, as walker_read_user.  Called, not
+/* Reads the word of user memory at `addr` into *out, through the walk's
+ * window: a read outside it reads the window anew, from addr to the end
+ * of addr's page, at most WALK_WIN_SIZE bytes.  The window never crosses
+ * a page, so it faults exactly where the read it serves would; a read the
+ * window cannot take (unaligned, a fault) is made as is.  Returns
+ * non-zero with *out zeroed on a fault, as walker_read_user.  Called, not
  * inlined: a dozen places read, and the window's code once is cheaper
  * for the verifier and the instruction cache; the reads of every frame
- * test the window inline first (stack_read_hot). */
-static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u64 addr,
-				 __u64 *out, __u32 size)
+ * test the window inline first (stack_read_hot).  Global in BPF, for the
+ * verifier to check once on its own: checked at each call, every way out
+ * of it multiplied the paths that follow the call, and the verifier gave
+ * up on the walker on kernel 6.18. */
+WALKER_SUBPROG int stack_read(WALKER_SUBPROG_LC_PARAM struct walk_state *st, __u64 addr,
+			      __u64 *out)
 {
-	__u64 off = addr - st->win_base;
+	__u64 off;
 	__u32 len;
 
-	if (size > 16)
+	if (!st || !out)
 		return -1;
+	off = addr - st->win_base;
 	if ((addr & 7) || WALK_BENCH_NO_WINDOW)
 		goto direct;
-	if (!window_holds(st, addr, off, size)) {
+	if (!window_holds(st, addr, off, sizeof(*out))) {
 		len = 4096 - (addr & 4095);
 		if (len > WALK_WIN_SIZE)
 			len = WALK_WIN_SIZE;
-		if (len < size || walker_read_user(lc, st->win, len, addr)) {
+		if (len < sizeof(*out) || walker_read_user(lc, st->win, len, addr)) {
 			st->win_len = 0;
 			goto direct;
 		}
@@ -86,15 +89,28 @@ static __noinline int stack_read(struct loop_ctx *lc, struct walk_state *st, __u
 		st->win_len = len;
 		off = 0;
 	}
-	window_copy(st, off, out, size);
+	window_copy(st, off, out, sizeof(*out));
 	return 0;
 direct:
-	return walker_read_user(lc, out, size, addr) ? -1 : 0;
+	return walker_read_user(lc, out, sizeof(*out), addr) ? -1 : 0;
+}
+
+/* stack_read of out[0] (and of out[1] for 16 bytes: the window that the
+ * first read leaves nearly always holds it). */
+static __always_inline int stack_read_words(struct loop_ctx *lc, struct walk_state *st,
+					    __u64 addr, __u64 *out, __u32 size)
+{
+	if (stack_read(WALKER_SUBPROG_LC_ARG(lc) st, addr, out)) {
+		if (size > 8)
+			out[1] = 0;
+		return -1;
+	}
+	return size > 8 ? stack_read(WALKER_SUBPROG_LC_ARG(lc) st, addr + 8, out + 1) : 0;
 }
 
 static __always_inline int read_user_u64(struct loop_ctx *lc, __u64 addr, __u64 *out)
 {
-	return stack_read(lc, lc->st, addr, out, sizeof(*out));
+	return stack_read(WALKER_SUBPROG_LC_ARG(lc) lc->st, addr, out);
 }
 
 /* stack_read where every frame reads (step_cfi's return address and
@@ -111,7 +127,7 @@ static __always_inline int stack_read_hot(struct loop_ctx *lc, struct walk_state
 		window_copy(st, off, out, size);
 		return 0;
 	}
-	return stack_read(lc, st, addr, out, size);
+	return stack_read_words(lc, st, addr, out, size);
 }
 
 /* Loads table `id` into lc->table and its header into st->tbls[tbl_at]:
@@ -328,13 +344,17 @@ static __always_inline __u64 reg_value(struct loop_ctx *lc, struct walk_state *s
  * whose CFA is `cfa`: a register saved at CFA + off is noted by address
  * (reg_value reads it if ever needed), one the frame did not touch keeps
  * what it had, any other rule loses it.  Caller-saved registers are
- * lost after every step. */
-static __always_inline void step_csr(struct walk_state *st, const struct cfi_rule *r, __u64 cfa)
+ * lost after every step.  Global in BPF: to the verifier the switch, five
+ * registers deep, is 4^5 paths, and it kept them apart on kernel 6.18. */
+WALKER_SUBPROG int step_csr(struct walk_state *st, const struct cfi_rule *r, __u64 cfa)
 {
-	__u32 known = st->known & CFI_CSR_MASK, saved = st->saved & CFI_CSR_MASK;
-	__u32 types;
+	__u32 known, saved, types;
 	int i;
 
+	if (!st || !r)
+		return 0;
+	known = st->known & CFI_CSR_MASK;
+	saved = st->saved & CFI_CSR_MASK;
 	__builtin_memcpy(&types, r->csr_type, sizeof(types));
 	if (types || r->csr_type[4]) {
 		for (i = 0; i < CFI_CSR_NR; i++) {
@@ -363,6 +383,7 @@ static __always_inline void step_csr(struct walk_state *st, const struct cfi_rul
 	}
 	st->known = known;
 	st->saved = saved;
+	return 0;
 }
 
 /* At a signal trampoline, rsp points at the kernel's ucontext: the
@@ -466,10 +487,18 @@ static __noinline int sigreturn_on(struct loop_ctx *lc, __u64 ip)
  * the trampoline itself, as for a CFI_RULE_SIGNAL rule), else by frame
  * pointer, or (`no_mapping`: no mapping holds ip) not at all.  Only code
  * without CFI pays for the check; a function of its own, called, so that
- * the CFI path's code in walk_one stays as it was. */
-static __noinline int step_no_cfi(struct loop_ctx *lc, struct walk_state *st,
-				  struct sample_event *ev, __u32 n, int no_mapping)
+ * the CFI path's code in walk_one stays as it was, and global in BPF: the
+ * verifier checks it once, not again along every path to each call. */
+WALKER_SUBPROG int step_no_cfi(WALKER_SUBPROG_LC_PARAM struct walk_state *st,
+			       struct sample_event *ev, __u32 n, int no_mapping)
 {
+	WALKER_SUBPROG_LC_LOCAL(st);
+
+	/* (masked first: to the verifier the upper half of a global
+	 * function's 32-bit argument is unknown) */
+	n &= 0xffff;
+	if (!st || !ev || n >= CFIPROF_MAX_DEPTH_LIMIT)
+		return WALK_END_UNSUPPORTED;
 	if (sigreturn_at(lc, st->ip)) {
 		ev->addrs[n] = st->ip;
 		return step_signal(lc, st);
@@ -479,13 +508,19 @@ static __noinline int step_no_cfi(struct loop_ctx *lc, struct walk_state *st,
 
 /* One CFI step.  Returns -1 to go on, or a walk-end reason.  (The steps
  * take lc for the shim's reads and st, which is lc->st, as it is: BPF
- * would otherwise load it again after every store through st.) */
-static __always_inline int step_cfi(struct loop_ctx *lc, struct walk_state *st,
-					   const struct cfi_rule *r)
+ * would otherwise load it again after every store through st.)  Global
+ * in BPF, checked once on its own: inlined, each of its ways out went on
+ * as a path of its own through the rest of the frame, and the verifier
+ * gave up on kernel 6.18. */
+WALKER_SUBPROG int step_cfi(WALKER_SUBPROG_LC_PARAM struct walk_state *st, const struct cfi_rule *r)
 {
-	__u64 cfa, ra, bp, base, old_sp = st->sp;
+	__u64 cfa, ra, bp, base, old_sp;
 	int ok;
+	WALKER_SUBPROG_LC_LOCAL(st);
 
+	if (!st || !r)
+		return WALK_END_UNSUPPORTED;
+	old_sp = st->sp;
 	/* (one test for the three rare cases on the common path) */
 	if (r->flags & (CFI_RULE_SIGNAL | CFI_RULE_TOO_BIG | CFI_RULE_STACK_SWITCH)) {
 		if (r->flags & CFI_RULE_SIGNAL)
@@ -624,7 +659,6 @@ step:
 static __noinline int step_go_switch(struct loop_ctx *lc, struct walk_state *st,
 				     const struct cfi_rule *r)
 {
-	struct cfi_rule on_goroutine = *r;
 	const struct cfi_table_header *h;
 	const struct cfi_go_info *gi;
 	__u64 g, m, g0, curg, lo, hi, sp, pc, bp, fs;
@@ -666,8 +700,9 @@ static __noinline int step_go_switch(struct loop_ctx *lc, struct walk_state *st,
 	/* Go's ABI keeps no other register across calls. */
 	st->known = st->saved = 0;
 	st->go_switches++;
-	on_goroutine.flags &= ~CFI_RULE_STACK_SWITCH;
-	return step_cfi(lc, st, &on_goroutine);
+	st->made_rule = *r;
+	st->made_rule.flags &= ~CFI_RULE_STACK_SWITCH;
+	return step_cfi(WALKER_SUBPROG_LC_ARG(lc) st, &st->made_rule);
 }
 
 /* Tells the agent that table `id` is needed, once per walk (the shim
@@ -744,7 +779,6 @@ static long walk_one(__u32 i, void *ctx)
 	struct walk_state *st = lc->st;
 	struct sample_event *ev = lc->ev;
 	const struct cfi_rule *rule = NULL;
-	struct cfi_rule sig_rule;
 	__u64 pc;
 	__u32 n = st->n;
 	int ret;
@@ -783,12 +817,12 @@ static long walk_one(__u32 i, void *ctx)
 			st->end = WALK_END_NO_MAPPING;
 			return 1;
 		}
-		ret = step_no_cfi(lc, st, ev, n, 1);
+		ret = step_no_cfi(WALKER_SUBPROG_LC_ARG(lc) st, ev, n, 1);
 		goto stepped;
 	}
 	st->via_fp = 0;
 	if (st->cur.table_id == 0) {
-		ret = step_no_cfi(lc, st, ev, n, 0);
+		ret = step_no_cfi(WALKER_SUBPROG_LC_ARG(lc) st, ev, n, 0);
 	} else {
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
@@ -812,11 +846,12 @@ static long walk_one(__u32 i, void *ctx)
 		 * entry rule: the signal frame is at rsp whatever it says. */
 		if (ret > 0 && st->exact && rule->cfa_type == CFI_CFA_REG &&
 		    rule->cfa_reg == DWARF_RSP && rule->cfa_off == 8 && sigreturn_on(lc, st->ip)) {
-			sig_rule = *rule;
-			sig_rule.flags |= CFI_RULE_SIGNAL;
-			rule = &sig_rule;
+			st->made_rule = *rule;
+			st->made_rule.flags |= CFI_RULE_SIGNAL;
+			rule = &st->made_rule;
 		}
-		ret = ret ? step_cfi(lc, st, rule) : step_no_cfi(lc, st, ev, n, 0);
+		ret = ret ? step_cfi(WALKER_SUBPROG_LC_ARG(lc) st, rule) :
+			    step_no_cfi(WALKER_SUBPROG_LC_ARG(lc) st, ev, n, 0);
 	}
 stepped:
 	if (ret >= 0) {

@@ -20,6 +20,18 @@
 /* BPF's loop_ctx needs nothing beyond the walk itself. */
 #define WALKER_ENV_FIELDS
 
+/* A function the verifier checks once, on its own, instead of along every
+ * path that calls it: global and not inlined. */
+#define WALKER_SUBPROG __attribute__((noinline))
+/* A WALKER_SUBPROG gets no loop_ctx: the verifier takes a global
+ * function to write whatever memory it is given, so it would forget the
+ * pointers lc holds.  BPF's reads of user memory need none. */
+#define WALKER_SUBPROG_LC_PARAM
+#define WALKER_SUBPROG_LC_ARG(lc)
+/* Its own loop_ctx, for the inlined reads it makes. */
+#define WALKER_SUBPROG_LC_LOCAL(state) \
+	struct loop_ctx lc_local = { .st = (state) }, *lc = &lc_local
+
 #define walker_max_depth(lc) (cfg.max_depth)
 
 /* Reads `size` bytes of the sampled task's memory at `addr`; on a fault,

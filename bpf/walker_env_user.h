@@ -32,6 +32,12 @@ struct walker_user_env {
 
 #define WALKER_ENV_FIELDS struct walker_user_env *env;
 
+/* (BPF checks these on their own; here, plain functions.) */
+#define WALKER_SUBPROG static inline
+#define WALKER_SUBPROG_LC_PARAM struct loop_ctx *lc,
+#define WALKER_SUBPROG_LC_ARG(lc) (lc),
+#define WALKER_SUBPROG_LC_LOCAL(state) (void)(state)
+
 #define walker_max_depth(lc) ((lc)->env->in->max_depth)
 
 /* Whether [addr, addr + size) touches a page of the captured stack that

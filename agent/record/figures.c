@@ -127,6 +127,7 @@ static void read_progs(const struct record_engine *e, struct engine_figures *f)
 		p->run_cnt = info.run_cnt;
 		p->run_time_ns = info.run_time_ns;
 		p->recursion_misses = info.recursion_misses;
+		p->verified_insns = info.verified_insns;
 	}
 }
 

@@ -42,6 +42,7 @@ struct prog_figures {
 	bool info_ok;                /* loaded, and its info read */
 	uint64_t run_cnt, run_time_ns; /* counted only while BPF stats are enabled */
 	uint64_t recursion_misses;   /* runs skipped: already running on that CPU */
+	uint32_t verified_insns;     /* instructions the verifier processed to load it */
 };
 
 /* Percentiles of a latency distribution, in ns. */

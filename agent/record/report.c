@@ -138,6 +138,10 @@ static bool any_tracepoint(const struct record_opts *o)
 	return false;
 }
 
+/* The kernel's BPF_COMPLEXITY_LIMIT_INSNS (include/linux/bpf.h; not in
+ * its uapi headers). */
+#define VERIFIER_INSN_LIMIT 1000000u
+
 /* What each BPF program cost, from the kernel's run-time statistics. */
 static void print_bpf_costs(const struct record_engine *e, const struct engine_figures *f)
 {
@@ -146,6 +150,13 @@ static void print_bpf_costs(const struct record_engine *e, const struct engine_f
 	print_prog_cost(f, "on_cpu_sample", "sample");
 	if (any_tracepoint(e->o))
 		print_prog_cost(f, "on_tp_sample", "tracepoint_hit");
+	/* How near each program came to the verifier's limit: a kernel whose
+	 * verifier prunes less refuses a program past it (E2BIG). */
+	fprintf(stderr, "bpf_verified_insns:");
+	for (i = 0; i < f->nprogs; i++)
+		if (f->progs[i].info_ok)
+			fprintf(stderr, " %s %u", f->progs[i].name, f->progs[i].verified_insns);
+	fprintf(stderr, " (the verifier's limit: %u)\n", VERIFIER_INSN_LIMIT);
 	for (i = 0; i < f->nprogs; i++) {
 		const struct prog_figures *p = &f->progs[i];
 

@@ -57,6 +57,8 @@ STATS_SYSCTL = "/proc/sys/kernel/bpf_stats_enabled"
 ROOT = ["_start", "__libc_start_main_impl", "__libc_start_call_main", "main"]
 THREAD_ROOT = ["clone3", "start_thread"]
 
+# Kernel addresses: the upper half of the address space.
+KERNEL_ADDR_MIN = 1 << 63
 # Share of a leaf's samples that must carry the exact chain.
 EXACT = 0.99
 # Fewest leaf samples a case accepts.  Leaves spin for CPU time: 2 s at
@@ -1137,6 +1139,47 @@ def t_all_cpus(tmp):
             stop_bg(later)
 
 
+# The most of the verifier's limit a program may take: a kernel whose
+# verifier prunes less refuses it outright, with E2BIG.  Kernel 6.18's
+# verifier took the walker from loading to 1,000,001 instructions with no
+# change of ours; it now takes under 9 % of the limit there.
+VERIFIER_SHARE = 0.25
+
+
+@case("verifier-margin")
+def t_verifier_margin(tmp):
+    """Every BPF program, under the options that change what the verifier
+    sees (filters, kernel stacks, snapshots, tracepoints, off-CPU with
+    wakers), loads within VERIFIER_SHARE of the verifier's limit
+    (--stats' bpf_verified_insns, from each program's bpf_prog_info)."""
+    worst = {}
+    for extra in ([],
+                  ["-a", "--kernel", "-d", "0.3"],
+                  ["--kernel", "--snapshot-size", "16384", "-u", "0", "-e", "sched:sched_process_exec",
+                   "--off-cpu", "--off-cpu-preempted", "--wakers"],
+                  ["-t", str(os.getpid()), "-d", "0.3"]):
+        cmd = [] if "-d" in extra else ["--", "true"]
+        out = os.path.join(tmp, "v.pb.gz")
+        _, err = run_record(extra + ["--stats", "-o", out] + cmd)
+        os.unlink(out)
+        m = re.search(r"^bpf_verified_insns:(.*) \(the verifier's limit: (\d+)\)$", err, re.M)
+        if not m:
+            raise Fail(f"no bpf_verified_insns line in --stats with {extra}")
+        limit = int(m.group(2))
+        progs = re.findall(r" (\w+) (\d+)", m.group(1))
+        if not any(name == "on_cpu_sample" for name, _ in progs):
+            raise Fail(f"on_cpu_sample missing from bpf_verified_insns with {extra}: {m.group(1)}")
+        for name, n in progs:
+            worst[name] = max(worst.get(name, 0), int(n))
+    log("most instructions verified: " + ", ".join(f"{k} {v}" for k, v in sorted(worst.items())))
+    over = {k: v for k, v in worst.items() if v > VERIFIER_SHARE * limit}
+    if over:
+        raise Fail(f"past {VERIFIER_SHARE:.0%} of the verifier's {limit} instructions: {over}")
+    for name in ("on_switch", "on_waking", "on_tp_sample"):
+        if name not in worst:
+            raise Fail(f"{name} was never loaded: {sorted(worst)}")
+
+
 @case("cpu-filter")
 def t_cpu_filter(tmp):
     """-C 0: a fixture pinned to CPU 1 gives no samples, pinned to 0 it does."""
@@ -1696,12 +1739,12 @@ SNAP_RUNS = 150         # programs run one after another
 SNAP_MS = 5             # CPU each spins: about 5 samples at 999 Hz
 
 
-def record_new_programs(tmp, out, argv, runs):
-    """`record -a -F 999 --stats` into `out`, with a table cache of its own
-    (empty: every program is new to it), while `argv` runs `runs` times one
-    after another.  Returns record's stderr and the programs' pids."""
+def record_new_programs(tmp, out, argv, runs, extra=()):
+    """`record -a -F 999 --stats EXTRA` into `out`, with a table cache of its
+    own (empty: every program is new to it), while `argv` runs `runs` times
+    one after another.  Returns record's stderr and the programs' pids."""
     rec = start_record(["-a", "-F", "999", "--stats", "--cache-dir", os.path.join(tmp, "cache"),
-                        "-o", out])
+                        "-o", out] + list(extra))
     pids = set()
     try:
         for _ in range(runs):
@@ -1734,11 +1777,13 @@ def t_snap_short_all(tmp):
     program's user registers and no memory behind them: no stack exists
     to walk.  They must be labelled in_exec with no user frame (nothing
     guessed) and are left out of the ratio, which is of the samples taken
-    once the program existed."""
+    once the program existed.  Each of them must have been taken in the
+    execve itself: its kernel stack (--kernel) is in an exec function."""
     out = os.path.join(tmp, "snap.pb.gz")
-    err, pids = record_new_programs(tmp, out, [fx("short"), "run", str(SNAP_MS)], SNAP_RUNS)
+    err, pids = record_new_programs(tmp, out, [fx("short"), "run", str(SNAP_MS)], SNAP_RUNS,
+                                    extra=["--kernel"])
     samples, _ = read_pprof(out)
-    total = exact = in_exec = 0
+    total = exact = in_exec = in_exec_elsewhere = in_exec_cut = 0
     wrong = {}
     for s in samples:
         # (The children python forked ran python until their exec.)
@@ -1746,20 +1791,36 @@ def t_snap_short_all(tmp):
             continue
         n = s.values[0]
         end = s.labels.get("walk_end")
+        # Kernel frames come first in addrs (leaf first), last in frames.
+        nk = sum(1 for a in s.addrs if a >= KERNEL_ADDR_MIN)
+        frames = s.frames[:len(s.frames) - nk] if nk else s.frames
         if end == "in_exec":
-            if s.frames:
+            if nk != len(s.addrs):
                 raise Fail(f"an in_exec sample with user frames: {s.frames}")
             in_exec += n
+            # (A kernel stack the kernel's unwinder cut short of the
+            # syscall's entry, as from a retpoline thunk, tells nothing.)
+            if not any("exec" in f for f in s.frames):
+                cut = nk and not any(f.startswith(("entry_SYSCALL_64", "do_syscall_64"))
+                                     for f in s.frames)
+                if cut:
+                    in_exec_cut += n
+                else:
+                    in_exec_elsewhere += n
+                log(f"  in_exec outside an exec function{' (cut short)' if cut else ''}: "
+                    f"{fmt_chain(s.frames)}")
             continue
         total += n
-        if (end == "outermost" and s.frames and s.frames[0] in ("_start", "_dl_start_user") and
-                (s.frames[-1] != "short_leaf" or s.frames == SHORT_CHAIN)):
+        if (end == "outermost" and frames and frames[0] in ("_start", "_dl_start_user") and
+                (frames[-1] != "short_leaf" or frames == SHORT_CHAIN)):
             exact += n
         else:
-            key = (end, s.frames[0] if s.frames else None, s.frames[-1] if s.frames else None)
+            key = (end, frames[0] if frames else None, frames[-1] if frames else None)
             wrong[key] = wrong.get(key, 0) + n
     log(f"{exact} of {total} samples of the {SNAP_RUNS} programs exact from _start; "
-        f"the others (walk_end, root, leaf): {wrong}; {in_exec} more taken in their execve")
+        f"the others (walk_end, root, leaf): {wrong}; {in_exec} more taken in their execve, "
+        f"{in_exec_elsewhere} of them outside an exec function, {in_exec_cut} with kernel "
+        "stacks cut short")
     for key in ("snapshots", "snapshots_unfinished", "snapshots_lost", "fp_steps",
                 "samples_partly_fp_while_loading", "exit_stacks", "code_map_records"):
         m = re.search(r"^" + key + r": .*$", err, re.M)
@@ -1775,10 +1836,16 @@ def t_snap_short_all(tmp):
         raise Fail("no stack snapshot was taken: the programs' first samples came too late to "
                    "test anything")
     check_stats(err, "-a, snapshots")
-    # (An exec takes a fraction of a 5 ms program's life: 2-4.5% of its
-    # samples here, BPF labelling each one taken past the exec's point of
-    # no return.  Walkable samples mislabelled would be many more.)
-    if in_exec > 0.08 * (total + in_exec):
+    # An exec takes a fraction of a 5 ms program's life, BPF labelling
+    # each sample taken past its point of no return: 2-4.5 % of them on
+    # November's VMs, 9-12.5 % on December's (kernel 6.18.44-fc-v1252, AMD
+    # EPYC), whose execve costs more.  So the label is checked where it is
+    # given: every such sample is inside execve; and walkable samples
+    # mislabelled would be far more than any execve's share.
+    if in_exec_elsewhere or in_exec_cut > 0.05 * in_exec:
+        raise Fail(f"{in_exec_elsewhere} of {in_exec} samples labelled in_exec were not taken "
+                   f"in an exec function, {in_exec_cut} had a kernel stack cut short")
+    if in_exec > 0.25 * (total + in_exec):
         raise Fail(f"{in_exec} of {total + in_exec} samples labelled in_exec: more than execve's share")
     if exact < EXACT * total:
         raise Fail(f"{exact} of {total} samples ({100.0 * exact / total:.1f}%) exact from "
@@ -2112,6 +2179,44 @@ def after_call(insns, starts, addr):
     return insns[i][1].startswith("call") and insns[i + 1][0] == addr + 1
 
 
+def vdso_disassembly(tmp):
+    """This kernel's vDSO (every process maps the same image: ours, read
+    from /proc/self/mem), as disassembly() gives it, with its size; None
+    if there is none."""
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith("[vdso]"):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            with open("/proc/self/mem", "rb") as f:
+                f.seek(lo)
+                image = f.read(hi - lo)
+            path = os.path.join(tmp, "vdso.so")
+            with open(path, "wb") as f:
+                f.write(image)
+            insns, syms = disassembly(path)
+            return insns, {n.split("@")[0]: a for n, a in syms.items()}, hi - lo
+    return None
+
+
+def vdso_after_call(vdso, addr, name):
+    """Whether addr, reported in the vDSO function `name`, follows a call
+    there: some page-aligned base of the image puts addr inside that
+    function, right after a call.  (The vDSO's clock_gettime calls helpers
+    of its own on some kernels, 6.18's among them: a caller in the vDSO.)"""
+    if vdso is None or not name.startswith("__vdso_"):
+        return False
+    insns, syms, size = vdso
+    start = syms.get(name)
+    if start is None:
+        return False
+    end = min([a for a in syms.values() if a > start] + [size])
+    starts = [a for a, _ in insns]
+    for base in range((addr & ~0xfff) - size + 0x1000, (addr & ~0xfff) + 1, 0x1000):
+        off = addr - base
+        if start <= off < end and after_call(insns, starts, off):
+            return True
+    return False
+
+
 def go_base(name):
     return name[:-5] if name.endswith(".abi0") else name
 
@@ -2183,6 +2288,7 @@ def t_go(tmp):
     snap_finished = int(m.group(1))
     insns, syms = disassembly(binary)
     starts = [a for a, _ in insns]
+    vdso = vdso_disassembly(tmp)
     # The goroutine's root frame: newproc makes runtime.goexit + 1 (one
     # NOP in) its function's return address, no call before it.
     goexit = syms.get("runtime.goexit.abi0", syms.get("runtime.goexit"))
@@ -2244,9 +2350,9 @@ def t_go(tmp):
             if func_at(s.addrs[i - 1]) == "runtime.asyncPreempt":
                 preempted += n
                 continue
-            if not after_call(insns, starts, a):
-                key = (a, s.frames[len(s.addrs) - 1 - i] if len(s.frames) == len(s.addrs)
-                       else "?", fmt_chain(s.frames))
+            name = s.frames[len(s.addrs) - 1 - i] if len(s.frames) == len(s.addrs) else "?"
+            if not after_call(insns, starts, a) and not vdso_after_call(vdso, a, name):
+                key = (a, name, fmt_chain(s.frames))
                 wrong[key] = wrong.get(key, 0) + n
                 ok = False
         root = go_base(s.frames[0]) if s.frames else ""

@@ -40,9 +40,9 @@ static struct engine_figures busy_figures(void)
 	f.first_complete = (struct latency_figures){ 2500000, 9000000, 4 };
 	f.bpf_stats = true;
 	f.nprogs = 3;
-	f.progs[0] = (struct prog_figures){ "on_cpu_sample", true, 1000, 1500000000ull, 0 };
-	f.progs[1] = (struct prog_figures){ "on_exec", true, 0, 0, 3 };
-	f.progs[2] = (struct prog_figures){ "on_sched_switch", false, 0, 0, 0 };
+	f.progs[0] = (struct prog_figures){ "on_cpu_sample", true, 1000, 1500000000ull, 0, 0 };
+	f.progs[1] = (struct prog_figures){ "on_exec", true, 0, 0, 3, 0 };
+	f.progs[2] = (struct prog_figures){ "on_sched_switch", false, 0, 0, 0, 0 };
 	f.off_cpu = true;
 	f.off_cpu_samples = 10;
 	f.tables.loaded = 12;
