@@ -133,15 +133,23 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	}
 	if (p && cgroup_id)
 		p->cgroup_id = cgroup_id;
+	if (p && p->state == PROC_READ && read_in_exec_epoch(r, p, event_ns)) {
+		/* Read since this exec, so its mappings are this program's;
+		 * but the labels that read took may be an earlier exec's
+		 * comm (p->exec_comm of a record handled after both execs
+		 * happened): this record's, and none left for a later read. */
+		if (comm)
+			set_exec_comm(p, comm);
+		procs_read_labels(r, p);
+		/* (Still one read after ld.so's mmaps, whose records do not
+		 * wake us this soon after the exec: bpf/abi.h.) */
+		if (!r->read_on_sample)
+			mark_due(r, pid, now);
+		return;
+	}
 	if (r->read_on_sample) {
 		if (p && comm)
 			set_exec_comm(p, comm);
-		return;
-	}
-	if (p && p->state == PROC_READ && read_in_exec_epoch(r, p, event_ns)) {
-		/* (Still one read after ld.so's mmaps, whose records do not
-		 * wake us this soon after the exec: bpf/abi.h.) */
-		mark_due(r, pid, now);
 		return;
 	}
 	/* The walker no longer uses the old program's mappings (the exec

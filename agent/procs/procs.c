@@ -96,7 +96,7 @@ static void set_str(char **dst, const char *v)
  * moved to another cgroup (as runtimes do right before exec'ing the
  * container's program) and an exec changes its comm.  The cgroup's are
  * read once per cgroup (p->cgroup_id, the exec record's). */
-static void read_labels(struct proc_registry *r, struct proc *p)
+void procs_read_labels(struct proc_registry *r, struct proc *p)
 {
 	struct cgroup_labels cl;
 	char comm[16];
@@ -474,7 +474,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	 * exec, and the rescans of one program (mmap, unknown code) would
 	 * read the same cgroup file again: once per program. */
 	if (program_read) {
-		read_labels(r, p);
+		procs_read_labels(r, p);
 		p->main_marked = false;
 	}
 	p->last_scan_ns = mono_ns();

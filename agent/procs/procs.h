@@ -164,6 +164,11 @@ void procs_reset(struct proc_registry *r, struct proc *p);
  * to resolve the samples still to come. */
 void procs_end_walks(struct proc_registry *r, struct proc *p);
 
+/* Reads `p`'s labels again (container, cgroup, comm, service_name), the
+ * comm its p->exec_comm if set: for an exec whose record came after the
+ * program was read. */
+void procs_read_labels(struct proc_registry *r, struct proc *p);
+
 /* procs_reset, and the entry goes too. */
 void procs_forget(struct proc_registry *r, int pid);
 

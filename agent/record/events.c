@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "agent/procs/lifecycle.h"
+#include "agent/profile/service_name.h"
 #include "agent/record/sample_log.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
@@ -217,6 +218,24 @@ static const struct sample_event *without_unmapped_tail(struct record_events *ev
 	return t;
 }
 
+/* The service_name of s's process.  A sample taken in an execve whose
+ * record is still to come (in_exec: it comes after the new program is
+ * set up) has the new program's comm, while `p`'s labels are still the
+ * old program's: where the service is the comm, NULL, so that the
+ * profile names it by the sample's comm.  A container or a systemd unit
+ * is the same on both sides of the exec. */
+static const char *sample_service(const struct proc *p, const struct sample_event *s)
+{
+	size_t len;
+
+	if (!p)
+		return NULL;
+	if (s->end_reason == WALK_END_IN_EXEC && !p->container_id &&
+	    !(p->cgroup && service_name_unit(p->cgroup, &len)))
+		return NULL;
+	return p->service_name;
+}
+
 void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
 			uint64_t now)
 {
@@ -247,7 +266,7 @@ void events_sample_done(struct record_events *ev, struct proc *p, const struct s
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);
 	comm[CFIPROF_COMM_LEN] = 0;
 	if (stack_agg_set_labels(ev->agg, p ? p->container_id : NULL, p ? p->cgroup : NULL) ||
-	    stack_agg_set_service(ev->agg, p ? p->service_name : NULL,
+	    stack_agg_set_service(ev->agg, sample_service(p, s),
 				  p && p->container ? p->container->name : NULL))
 		ev->agg_errors++;
 	if (s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))

@@ -70,6 +70,29 @@ def classify(pushes, pid):
     return out
 
 
+def pushes_while(tmp, hz, programs):
+    """The whole machine at `hz` Hz, --interval 2s, pushing, while
+    programs() runs and one interval more; returns the pushes (their
+    intervals checked to tile) and what programs() returned."""
+    logfile = os.path.join(tmp, "pushes.jsonl")
+    rcv = pr.Receiver(logfile, tmp, [tp.HEADER])
+    try:
+        agent, err = tp.start_agent(tmp, f"http://127.0.0.1:{rcv.port}",
+                                    ["-F", hz, "--interval", f"{INTERVAL_S}s",
+                                     "--listen", f"127.0.0.1:{tp.free_port()}"])
+        try:
+            ran = programs()
+            time.sleep(INTERVAL_S + 0.5)
+        finally:
+            agent.terminate()
+        tp.finish_agent(agent, err)
+    finally:
+        rcv.stop()
+    pushes = tp.read_pushes(logfile)
+    tp.check_tiling(pushes)
+    return pushes, ran
+
+
 def check_program(what, got, chain, foreign, span):
     """Every sample of one program: in an interval overlapping its life,
     none holding the other program's functions, and walked exactly (or cut
@@ -109,30 +132,19 @@ def t_pid_reuse(tmp):
     program's samples are in the intervals it ran in, under its own comm
     and service, with its own exact chain: nothing of rec-deep's mappings
     or stacks is carried over to the new process."""
-    logfile = os.path.join(tmp, "pushes.jsonl")
-    rcv = pr.Receiver(logfile, tmp, [tp.HEADER])
-    try:
-        agent, err = tp.start_agent(tmp, f"http://127.0.0.1:{rcv.port}",
-                                    ["-F", "499", "--interval", f"{INTERVAL_S}s",
-                                     "--listen", f"127.0.0.1:{tp.free_port()}"])
-        try:
-            first = None
-            while not first:
-                pid = free_pid()
-                first = run_at_pid(pid, [tr.fx("deep"), str(DEEP_DEPTH), "0.5"])
-            # The next interval begins before the pid comes back.
-            time.sleep(INTERVAL_S + 0.5)
-            second = run_at_pid(pid, [tr.fx("short"), "run", "500", str(SHORT_DEPTH)])
-            if not second:
-                raise Fail(f"pid {pid} was taken again before the second program")
-            time.sleep(INTERVAL_S + 0.5)
-        finally:
-            agent.terminate()
-        tp.finish_agent(agent, err)
-    finally:
-        rcv.stop()
-    pushes = tp.read_pushes(logfile)
-    tp.check_tiling(pushes)
+    def programs():
+        first = None
+        while not first:
+            pid = free_pid()
+            first = run_at_pid(pid, [tr.fx("deep"), str(DEEP_DEPTH), "0.5"])
+        # The next interval begins before the pid comes back.
+        time.sleep(INTERVAL_S + 0.5)
+        second = run_at_pid(pid, [tr.fx("short"), "run", "500", str(SHORT_DEPTH)])
+        if not second:
+            raise Fail(f"pid {pid} was taken again before the second program")
+        return pid, first, second
+
+    pushes, (pid, first, second) = pushes_while(tmp, "499", programs)
     log(f"pid {pid}: rec-deep ran [{first[1]:.2f}, {first[2]:.2f}], "
         f"rec-short [{second[1]:.2f}, {second[2]:.2f}]")
     by_comm = classify(pushes, pid)
@@ -152,6 +164,39 @@ def t_pid_reuse(tmp):
         apps = {r["app"] for r, _ in by_comm.get(comm, [])}
         if services != {want} or apps != {want + ".cpu"}:
             raise Fail(f"{comm}: service_name {services}, series {apps}; want {want}")
+
+
+EXEC_ROUNDS = 60
+
+
+@case("exec-service")
+def t_exec_service(tmp):
+    """Whole machine: bash spins (so that the agent reads it, its labels
+    bash's) then execs rec-deep, 60 times.  Samples taken inside the exec
+    after the new comm is set, before the exec's record (walk_end in_exec),
+    have comm rec-deep: their service_name is rec-deep too, never bash's."""
+    script = ("i=0; while ((i < 40000)); do ((i++)); done; "
+              f"exec {tr.fx('deep')} 3 0.01")
+
+    def programs():
+        for _ in range(EXEC_ROUNDS):
+            subprocess.run(["/bin/bash", "-c", script], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, check=True, timeout=60)
+
+    pushes, _ = pushes_while(tmp, "999", programs)
+    by = {}
+    for r in pushes:
+        samples, _ = tr.read_pprof(r["profile_file"])
+        for s in samples:
+            comm = s.labels.get("comm")
+            if comm in ("bash", "rec-deep"):
+                key = (comm, s.labels.get("walk_end"), s.labels.get("service_name"))
+                by[key] = by.get(key, 0) + s.values[0]
+    for key, n in sorted(by.items(), key=lambda kv: -kv[1]):
+        log(f"  comm {key[0]}, walk_end {key[1]}, service_name {key[2]}: {n}")
+    wrong = {k: n for k, n in by.items() if k[0] == "rec-deep" and k[2] != "rec-deep"}
+    if wrong:
+        raise Fail(f"rec-deep samples under another service_name: {wrong}")
 
 
 if __name__ == "__main__":
