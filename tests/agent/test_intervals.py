@@ -172,9 +172,12 @@ EXEC_ROUNDS = 60
 @case("exec-service")
 def t_exec_service(tmp):
     """Whole machine: bash spins (so that the agent reads it, its labels
-    bash's) then execs rec-deep, 60 times.  Samples taken inside the exec
+    bash's) then execs rec-deep, 60 times.  Every rec-deep sample's
+    service_name is rec-deep, never bash's: those taken inside the exec
     after the new comm is set, before the exec's record (walk_end in_exec),
-    have comm rec-deep: their service_name is rec-deep too, never bash's."""
+    and those of a program the agent read after both of its process's
+    execs (python -> bash -> rec-deep) had happened, handling the first
+    exec's record late (its comm, bash, was the one that read took)."""
     script = ("i=0; while ((i < 40000)); do ((i++)); done; "
               f"exec {tr.fx('deep')} 3 0.01")
 
