@@ -281,6 +281,11 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 	fprintf(stderr, "tables_evicted: %llu\n", (unsigned long long)ts->evictions);
 	fprintf(stderr, "tables_unloaded_unmapped: %llu\n", (unsigned long long)ts->unloads);
 	fprintf(stderr, "compile_ms: %.1f (cpu %.1f)\n", ts->compile_ms, ts->compile_cpu_ms);
+	fprintf(stderr, "table_workers_nice: %d", ts->worker_nice);
+	if (ts->worker_nice_error)
+		fprintf(stderr, " (not raised to %d: %s)", TABLES_WORKER_NICE,
+			strerror(ts->worker_nice_error));
+	fprintf(stderr, "\n");
 	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n",
 		f->miss_to_loaded.p50 / 1e6, f->miss_to_loaded.p99 / 1e6, f->miss_to_loaded.n);
 	fprintf(stderr, "miss_to_loaded_ms_upto_libc_size: p50 %.2f p99 %.2f (%u tables of objects "

@@ -16,32 +16,34 @@ int bpf_table_fill(const struct cfi_table *t)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_INNER_MAP);
 	uint32_t nchunks = (uint32_t)((t->size + CFI_CHUNK_SIZE - 1) / CFI_CHUNK_SIZE), i;
-	uint8_t *buf = NULL;
+	uint8_t *tail = NULL;
 	int fd, ret = 0;
 
 	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "cfi_table", sizeof(uint32_t), CFI_CHUNK_SIZE,
 			    nchunks, &opts);
 	if (fd < 0)
 		return -errno;
-	buf = malloc(CFI_CHUNK_SIZE);
-	if (!buf) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	/* Whole chunks straight from the blob; only the last, short one is
+	 * padded in a buffer of its own. */
 	for (i = 0; i < nchunks; i++) {
 		size_t off = (size_t)i * CFI_CHUNK_SIZE, len = t->size - off;
+		const void *chunk = (const uint8_t *)t->blob + off;
 
-		if (len > CFI_CHUNK_SIZE)
-			len = CFI_CHUNK_SIZE;
-		memcpy(buf, (const uint8_t *)t->blob + off, len);
-		memset(buf + len, 0, CFI_CHUNK_SIZE - len);
-		if (bpf_map_update_elem(fd, &i, buf, BPF_ANY)) {
+		if (len < CFI_CHUNK_SIZE) {
+			tail = calloc(1, CFI_CHUNK_SIZE);
+			if (!tail) {
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(tail, chunk, len);
+			chunk = tail;
+		}
+		if (bpf_map_update_elem(fd, &i, chunk, BPF_ANY)) {
 			ret = -errno;
-			goto out;
+			break;
 		}
 	}
-out:
-	free(buf);
+	free(tail);
 	if (ret) {
 		close(fd);
 		return ret;

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,27 +160,6 @@ static void record_latency_locked(struct table_manager *tm, uint64_t ns, uint64_
 	tm->latency_total++;
 }
 
-/* A copy of `t` that owns its blob, or NULL. */
-static struct cfi_table *table_dup(const struct cfi_table *t)
-{
-	struct cfi_table *c = malloc(sizeof(*c));
-	const uint8_t *b = t->blob;
-
-	if (!c)
-		return NULL;
-	c->blob = malloc(t->size ? t->size : 1);
-	if (!c->blob) {
-		free(c);
-		return NULL;
-	}
-	memcpy(c->blob, t->blob, t->size);
-	c->size = t->size;
-	c->hdr = c->blob;
-	c->pages = (const void *)((uint8_t *)c->blob + ((const uint8_t *)t->pages - b));
-	c->rules = (const void *)((uint8_t *)c->blob + ((const uint8_t *)t->rules - b));
-	return c;
-}
-
 void tables_drop_user_table(struct module *m)
 {
 	if (m->user_table) {
@@ -271,24 +252,43 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
 /* Writes a table just compiled to the disk cache, once it is on its way
  * into the kernel (cfi_table_get_unstored says why), and frees it.  A
  * table the cache should have taken and did not (its directory unusable
- * or untrusted, or the write failed) is counted. */
-static void store_and_free(struct table_manager *tm, struct cfi_get_info *info,
-			   struct cfi_table *t)
+ * or untrusted, or the write failed) is counted.
+ *
+ * A stack snapshot that met the missing table waits for it
+ * (tables_user_table): it gets this table itself rather than a copy made
+ * when the table was built, whether or not the kernel got it (its
+ * process may be gone).  A copy of a large table was fresh memory: cc1's
+ * 1.2 MB cost 5-10 ms on this VM, in the load's path and under the
+ * lock. */
+static void store_and_release(struct table_manager *tm, struct module *m,
+			      struct cfi_get_info *info, struct cfi_table *t)
 {
 	bool wanted = info->outcome == CFI_CACHE_MISS || info->outcome == CFI_CACHE_REPLACED ||
 		      info->outcome == CFI_CACHE_REFUSED;
 	uint64_t t0 = mono_ns();
 	int ret = cfi_table_store_pending(info, t);
+	struct cfi_table *user = NULL;
+	uint64_t t1 = mono_ns();
 
-	cfi_table_free(t);
-	if (!wanted)
-		return;
 	pthread_mutex_lock(&tm->lock);
-	tm->stats.cache_stores++;
-	tm->stats.cache_store_failed += ret || info->store_error[0] ||
-					info->outcome == CFI_CACHE_REFUSED;
-	tm->stats.cache_store_ms += since(t0, mono_ns()) / 1e6;
+	if (m->user_table_wanted && !m->user_table) {
+		user = malloc(sizeof(*user));
+		if (user) {
+			*user = *t;
+			memset(t, 0, sizeof(*t));
+			m->user_table = user;
+			m->user_table_used_ns = t1;
+		}
+	}
+	m->user_table_wanted = false;
+	if (wanted) {
+		tm->stats.cache_stores++;
+		tm->stats.cache_store_failed += ret || info->store_error[0] ||
+						info->outcome == CFI_CACHE_REFUSED;
+		tm->stats.cache_store_ms += since(t0, t1) / 1e6;
+	}
 	pthread_mutex_unlock(&tm->lock);
+	cfi_table_free(t);
 }
 
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
@@ -334,20 +334,13 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	}
 	kbytes = kernel_size(t.size);
 	m->table_bytes = t.size;
-	/* A stack snapshot waits for it: the agent's walk takes this copy,
-	 * whether or not the kernel gets the table (its process may be gone). */
-	if (m->user_table_wanted && !m->user_table) {
-		m->user_table = table_dup(&t);
-		m->user_table_used_ns = mono_ns();
-	}
-	m->user_table_wanted = false;
 	/* Nobody maps it any more: loading it would only waste memory.  Its
 	 * miss is over: the next load's latency counts from the next. */
 	if (m->refs == 0) {
 		m->table_state = TABLE_IDLE;
 		m->miss_ns = 0;
 		pthread_mutex_unlock(&tm->lock);
-		store_and_free(tm, &info, &t);
+		store_and_release(tm, m, &info, &t);
 		return 0;
 	}
 	nvictims = pick_victims_locked(tm, m, kbytes, victims, 64);
@@ -366,7 +359,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->miss_ns = 0;
 		tm->stats.failed++;
 		pthread_mutex_unlock(&tm->lock);
-		store_and_free(tm, &info, &t);
+		store_and_release(tm, m, &info, &t);
 		return nvictims;
 	}
 	/* Counted now, so that no other load can overrun the budget. */
@@ -383,7 +376,7 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	};
 	pub.filled_ns = mono_ns();
 	if (pub.fd < 0) {
-		store_and_free(tm, &info, &t);
+		store_and_release(tm, m, &info, &t);
 		return finish_load(tm, &pub, pub.fd);
 	}
 
@@ -396,14 +389,14 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 		m->table_jobs++;
 		pthread_cond_signal(&tm->publish_wake);
 		pthread_mutex_unlock(&tm->lock);
-		store_and_free(tm, &info, &t);
+		store_and_release(tm, m, &info, &t);
 		return 0;
 	}
 	pthread_mutex_unlock(&tm->lock);
 	pub.issued_ns = mono_ns();
 	bpf_table_publish(tm->tables_fd, &m->table_id, &pub.fd, &ret, 1);
 	ret = finish_load(tm, &pub, ret);
-	store_and_free(tm, &info, &t);
+	store_and_release(tm, m, &info, &t);
 	return ret;
 }
 
@@ -434,10 +427,29 @@ static bool idle_locked(const struct table_manager *tm)
 	return !tm->qlen && !tm->nunloads && !tm->busy && !tm->npublish && !tm->publishing;
 }
 
+/* The calling thread to TABLES_WORKER_NICE (nice is per thread on
+ * Linux); without CAP_SYS_NICE it stays as it is, and --stats says why. */
+static void raise_worker_priority(struct table_manager *tm)
+{
+	id_t tid = (id_t)syscall(SYS_gettid);
+	int err = setpriority(PRIO_PROCESS, tid, TABLES_WORKER_NICE) ? errno : 0, nice;
+
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, tid);
+	if (errno)
+		nice = 0;
+	pthread_mutex_lock(&tm->lock);
+	tm->stats.worker_nice = nice;
+	if (err)
+		tm->stats.worker_nice_error = err;
+	pthread_mutex_unlock(&tm->lock);
+}
+
 static void *worker_main(void *arg)
 {
 	struct table_manager *tm = arg;
 
+	raise_worker_priority(tm);
 	pthread_mutex_lock(&tm->lock);
 	for (;;) {
 		struct module *m;

@@ -73,6 +73,8 @@ struct table_stats {
 	uint64_t table_bytes_loaded; /* blob bytes loaded, summed over all loads */
 	double compile_ms;         /* compiling only (cache hits excluded), wall time */
 	double compile_cpu_ms;     /* the same in CPU time: the work done */
+	int worker_nice;           /* the workers' nice value (TABLES_WORKER_NICE) */
+	int worker_nice_error;     /* 0, or the errno that kept them at their creator's */
 };
 
 /* Two publishers: the tables filled while one waits out a grace period
@@ -82,6 +84,16 @@ struct table_stats {
 /* Two workers: one large object (cc1's table takes 100 ms of CPU to
  * compile) must not hold up the small ones queued behind it. */
 #define TABLES_WORKERS 2
+
+/* The workers' nice value (and their compiles' second thread's, which
+ * inherits it).  Walks of a process whose table is missing stop early
+ * and snapshot the stack until it loads, so a load is waited for; but
+ * on a machine whose CPUs the workload keeps busy, a worker at the
+ * workload's priority shares a CPU with it, and cc1's compile stretched
+ * from 40 to 120-160 ms of wall time (bench/lazy.sh: the slowest misses'
+ * compile phase).  A compile is short and bounded (one per object), so
+ * the workload loses the same CPU time, sooner rather than later. */
+#define TABLES_WORKER_NICE (-10)
 
 struct table_manager {
 	struct module_registry *reg; /* its array grows under our lock */

@@ -4,8 +4,10 @@
  * references and the unused grace, the memory budget and eviction,
  * failures, waiting and stopping, statistics and latency.
  */
+#include <dirent.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "agent/util/clock.h"
@@ -981,4 +983,96 @@ Test(tables, latency_starts_at_the_miss_the_load_answers)
 	cr_expect_eq(n, 3, "obj2's, obj3's and m's");
 	cr_expect(v < 30 * SEC, "the latency counts from the miss of a process gone: %llu ns",
 		  (unsigned long long)v);
+}
+
+/* A stack snapshot that met a missing table is walked by the agent with
+ * the table the worker builds, even when its process went away before the
+ * build, so that the table is never loaded: the worker hands it over.
+ * It is the table the kernel gets when the object is loaded later. */
+Test(tables, a_waiting_snapshot_gets_the_table_built_for_a_process_gone)
+{
+	struct module *m = uf_obj(1);
+	const struct fake_bpf_map *inner;
+	const struct cfi_table *t;
+	uint64_t off;
+	bool wait;
+
+	/* Both workers busy, so that m's process is gone when its turn comes. */
+	stuck_load(uf_obj(2));
+	stuck_load(uf_obj(3));
+	tables_ref(&tm, m);
+	cr_expect_null(tables_user_table(&tm, m, mono_ns(), &wait));
+	cr_expect(wait, "the snapshot waits for the table it asked for");
+	tables_unref(&tm, m);
+	release_loads();
+	cr_assert_eq(uf_state(m), TABLE_IDLE, "built for no process: not loaded");
+	cr_expect_eq(stats().compiled, 3);
+
+	t = tables_user_table(&tm, m, mono_ns(), &wait);
+	cr_assert_not_null(t, "the table built was not handed to the snapshot");
+	cr_expect_not(wait);
+	cr_expect_eq(stats().compiled, 3, "handed over, not built again");
+
+	load(m);
+	inner = fake_bpf_inner(outer_fd, m->table_id);
+	cr_assert_not_null(inner);
+	for (off = 0; off < t->size; off += CHUNK) {
+		uint64_t len = t->size - off < CHUNK ? t->size - off : CHUNK;
+
+		cr_assert_eq(memcmp(fake_bpf_array_value(inner, (uint32_t)(off / CHUNK)),
+				    (const uint8_t *)t->blob + off, len), 0,
+			     "the snapshot's table and the kernel's differ in chunk %llu",
+			     (unsigned long long)(off / CHUNK));
+	}
+}
+
+/* Threads of this process whose nice value (field 19 of their stat) is
+ * `nice`. */
+static uint32_t threads_at_nice(int nice)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	uint32_t n = 0;
+
+	cr_assert_not_null(d);
+	while ((de = readdir(d))) {
+		char path[64], buf[1024], *p;
+		int field, v;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		p = fgets(buf, sizeof(buf), f);
+		fclose(f);
+		/* After the comm's closing parenthesis: field 3 onwards. */
+		p = p ? strrchr(buf, ')') : NULL;
+		if (!p)
+			continue;
+		for (field = 2; field < 19 && p; field++)
+			p = strchr(p + 1, ' ');
+		if (p && sscanf(p + 1, "%d", &v) == 1 && v == nice)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* The workers compile at TABLES_WORKER_NICE (and --stats says so), the
+ * rest of the agent at its own priority. */
+Test(tables, workers_run_at_their_nice_value)
+{
+	struct table_stats s;
+
+	cr_assert_eq(geteuid(), 0, "the test runs as root (raising a priority needs it)");
+	cr_assert_eq(getpriority(PRIO_PROCESS, 0), 0, "the test starts at nice 0");
+	load(uf_obj(1));
+	s = stats();
+	cr_expect_eq(s.worker_nice, TABLES_WORKER_NICE);
+	cr_expect_eq(s.worker_nice_error, 0, "%s", strerror(s.worker_nice_error));
+	cr_expect_eq(threads_at_nice(TABLES_WORKER_NICE), TABLES_WORKERS);
+	cr_expect_eq(getpriority(PRIO_PROCESS, 0), 0, "the calling thread is left alone");
 }
