@@ -1189,6 +1189,15 @@ void symbolizer_keep_open(struct symbolizer *s, size_t budget, uint32_t releases
 		release_oldest_kept(s);
 }
 
+uint32_t symbolizer_modules_open(const struct symbolizer *s)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; s && i < s->nmodules; i++)
+		n += s->modules[i].dwfl != NULL;
+	return n;
+}
+
 bool symbolizer_release(struct symbolizer *s, int module)
 {
 	struct module *m;

@@ -116,6 +116,10 @@ size_t symbolizer_trim(struct symbolizer *s, size_t budget);
  * freed). */
 bool symbolizer_release(struct symbolizer *s, int module);
 
+/* How many modules have their DWARF open now (looked up and not
+ * released, or kept open by symbolizer_keep_open). */
+uint32_t symbolizer_modules_open(const struct symbolizer *s);
+
 /* Released modules with DWARF stay open while what they may hold
  * (estimated from their debug sections: 2.5 times those a lookup parses,
  * plus those decompressed into the heap) totals at most `budget` bytes,

@@ -48,36 +48,48 @@ static int find_text(struct dl_phdr_info *info, size_t size, void *ctx)
 #define STEP 256    /* bytes of text between two sampled addresses */
 #define DEPTH 8     /* frames a stack */
 
+/* This program as the one module of a new symbolizer (no result cached
+ * from another build), and its text as the one mapping of `a`, into
+ * `*t`, `mod` and `*sym`.  Returns the mapping's id. */
+static uint32_t this_program(struct symbolizer **sym, struct module *mod, struct text *t,
+			     struct stack_agg *a)
+{
+	struct code_mapping m;
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+
+	*sym = symbolizer_new(NULL);
+	cr_assert_not_null(*sym);
+	cr_assert_geq(fd, 0);
+	memset(t, 0, sizeof(*t));
+	cr_assert_eq(dl_iterate_phdr(find_text, t), 1);
+	memset(mod, 0, sizeof(*mod));
+	mod->path = (char *)"test_profile_symbolize";
+	mod->sym = symbolizer_add_module(*sym, fd, mod->path);
+	close(fd);
+	cr_assert_geq(mod->sym, 0);
+	memset(a, 0, sizeof(*a));
+	m = (struct code_mapping){ t->start, t->end, 0, t->bias, mod };
+	return stack_agg_frame_mapping(a, &m);
+}
+
 /* A profile of stacks whose frames walk this program's text every STEP
  * bytes, symbolized by a symbolizer of its own (no result cached from
  * another build) within `budget`; its frames' functions, files and lines
  * as one string each, in order, into `names`. */
 static struct profile_build_mem build(uint64_t budget, char ***names, uint32_t *nnames)
 {
-	struct text t = { 0 };
+	struct text t;
 	struct module mod;
 	struct stack_agg a;
 	struct built_profile bp;
 	struct profile_build_mem mem;
 	struct profile_opts po = { .period_ns = 1, .dwarf_budget = budget };
 	struct frame_ref f[DEPTH];
-	struct symbolizer *sym = symbolizer_new(NULL);
-	struct code_mapping m;
+	struct symbolizer *sym;
 	uint64_t addr;
 	uint32_t id, i, n = 0, j;
-	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
 
-	cr_assert_not_null(sym);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(dl_iterate_phdr(find_text, &t), 1);
-	memset(&mod, 0, sizeof(mod));
-	mod.path = (char *)"test_profile_symbolize";
-	mod.sym = symbolizer_add_module(sym, fd, mod.path);
-	close(fd);
-	cr_assert_geq(mod.sym, 0);
-	memset(&a, 0, sizeof(a));
-	m = (struct code_mapping){ t.start, t.end, 0, t.bias, &mod };
-	id = stack_agg_frame_mapping(&a, &m);
+	id = this_program(&sym, &mod, &t, &a);
 	cr_assert_eq(id, 1);
 	memset(f, 0, sizeof(f));
 	for (addr = t.start; addr + DEPTH * STEP <= t.end; addr += DEPTH * STEP) {
@@ -161,4 +173,32 @@ Test(profile_symbolize, a_session_counts_the_pages_of_its_files)
 	free_names(names, nnames);
 	cr_expect_gt(one.dwarf_files_peak, 16 * 4096, "%llu bytes of files",
 		     (unsigned long long)one.dwarf_files_peak);
+}
+
+/* Once the profile is built, no module's DWARF is left open (the agent
+ * holds one module's at a time), even when a module's last address is
+ * in more than one stack: it is looked up once, and its session still
+ * ends there. */
+Test(profile_symbolize, no_session_is_left_open_when_the_last_address_repeats)
+{
+	struct text t;
+	struct module mod;
+	struct stack_agg a;
+	struct built_profile bp;
+	struct profile_opts po = { .period_ns = 1 };
+	struct frame_ref f[2];
+	struct symbolizer *sym;
+	uint32_t id = this_program(&sym, &mod, &t, &a);
+
+	/* Two stacks whose outer frame is the module's highest address. */
+	f[0] = (struct frame_ref){ t.start + STEP, id };
+	f[1] = (struct frame_ref){ t.end - 1, id };
+	cr_assert_eq(stack_agg_add(&a, 1, 1, "t", 0, f, 2, 1), 0);
+	f[0] = (struct frame_ref){ t.start + 2 * STEP, id };
+	cr_assert_eq(stack_agg_add(&a, 1, 1, "t", 0, f, 2, 1), 0);
+	cr_assert_eq(profile_build(&a, sym, &po, &bp), 0);
+	cr_expect_eq(symbolizer_modules_open(sym), 0, "a module's DWARF left open");
+	profile_built_free(&bp);
+	stack_agg_free(&a);
+	symbolizer_free(sym);
 }
