@@ -89,9 +89,9 @@ struct table_stats {
  * inherits it).  Walks of a process whose table is missing stop early
  * and snapshot the stack until it loads, so a load is waited for; but
  * on a machine whose CPUs the workload keeps busy, a worker at the
- * workload's priority shares a CPU with it, and cc1's compile stretched
- * from 40 to 120-160 ms of wall time (bench/lazy.sh: the slowest misses'
- * compile phase).  A compile is short and bounded (one per object), so
+ * workload's priority shares a CPU with it, and cc1's compile, 80-95 ms
+ * of CPU, took 120-160 ms of wall time (bench/lazy.sh: the slowest
+ * misses' compile phase).  A compile is short and bounded (one per object), so
  * the workload loses the same CPU time, sooner rather than later. */
 #define TABLES_WORKER_NICE (-10)
 
