@@ -1,5 +1,7 @@
 #include "hugemem.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -11,10 +13,222 @@
 static bool huge_pages;
 static size_t huge_min = CFI_HUGE_MIN;
 
+/*
+ * The arena (cfi_huge_arena_enable): one reservation of address space,
+ * advised for huge pages, cut into blocks of whole granules.  Blocks tile
+ * [0, top) in address order, used or free, and no two free blocks touch.
+ * A free block holds no memory: its pages went back to the kernel when it
+ * was freed, so it reads as zeroes; except in the arena's first
+ * CFI_HUGE_ARENA_KEEP bytes, one huge page, which is kept until a trim.
+ * Most tables are small, their arrays a few blocks of 64 KiB: when those
+ * went back after each compile, the next compile took a fresh huge page,
+ * the kernel clearing 2 MiB for it, and `record -a`'s compile CPU for all
+ * tables rose (bench/lazy.sh: 104 to 126 ms, medians of 5) though cc1's
+ * fell.  Compiles run in several threads at once (two table workers, each
+ * with a helper), so one lock guards the blocks; it is taken only when an
+ * array is made, grown or freed, a few dozen times a compile.
+ */
+#define ARENA_SPAN ((size_t)64 << 30)
+#define ARENA_GRANULE ((size_t)64 << 10)
+#define ARENA_BLOCKS 256
+
+struct arena_block {
+	size_t off, len;
+	bool used;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	uint8_t *base;
+	struct arena_block b[ARENA_BLOCKS];
+	int n;
+	size_t top;
+	/* The end of what was ever written since the last block at the top was
+	 * freed: what freeing the top gives back. */
+	size_t high;
+} arena = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
 void cfi_huge_pages_enable(void)
 {
 	huge_pages = true;
 	huge_min = CFI_HUGE_MIN_ENABLED;
+}
+
+int cfi_huge_arena_enable(void)
+{
+	size_t span = ARENA_SPAN + HUGE_PAGE;
+	uint8_t *p, *a;
+
+	if (arena.base)
+		return 0;
+	/* Address space only: MAP_NORESERVE, and nothing is touched here. */
+	p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	a = (uint8_t *)(((uintptr_t)p + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	munmap(a + ARENA_SPAN, (size_t)(p + span - (a + ARENA_SPAN)));
+	/* Advice only: with THP off the arena works in 4 KiB pages. */
+	madvise(a, ARENA_SPAN, MADV_HUGEPAGE);
+	arena.base = a;
+	huge_min = CFI_HUGE_MIN_ENABLED;
+	return 0;
+}
+
+void cfi_huge_arena_trim(void)
+{
+	if (!arena.base)
+		return;
+	pthread_mutex_lock(&arena.lock);
+	if (!arena.n)
+		madvise(arena.base, CFI_HUGE_ARENA_KEEP, MADV_DONTNEED);
+	pthread_mutex_unlock(&arena.lock);
+}
+
+static bool in_arena(const void *p)
+{
+	return arena.base && (const uint8_t *)p >= arena.base &&
+	       (const uint8_t *)p < arena.base + ARENA_SPAN;
+}
+
+static size_t granules(size_t size)
+{
+	return (size + ARENA_GRANULE - 1) & ~(ARENA_GRANULE - 1);
+}
+
+static void arena_remove(int i)
+{
+	memmove(&arena.b[i], &arena.b[i + 1], (size_t)(arena.n - i - 1) * sizeof(arena.b[0]));
+	arena.n--;
+}
+
+static int arena_find(const void *p)
+{
+	size_t off = (size_t)((const uint8_t *)p - arena.base);
+
+	for (int i = 0; i < arena.n; i++)
+		if (arena.b[i].off == off && arena.b[i].used)
+			return i;
+	/* Not a block handed out: the caller's bug, not a state to go on from. */
+	abort();
+}
+
+/* The first free block that fits, split, or a new block at the top; NULL
+ * when the arena is out of blocks or space. */
+static void *arena_alloc_locked(size_t len)
+{
+	for (int i = 0; i < arena.n; i++) {
+		struct arena_block *b = &arena.b[i];
+
+		if (b->used || b->len < len)
+			continue;
+		if (b->len > len) {
+			if (arena.n == ARENA_BLOCKS)
+				return NULL;
+			memmove(b + 2, b + 1, (size_t)(arena.n - i - 1) * sizeof(*b));
+			arena.n++;
+			b[1] = (struct arena_block){ b->off + len, b->len - len, false };
+			b->len = len;
+		}
+		b->used = true;
+		return arena.base + b->off;
+	}
+	if (arena.n == ARENA_BLOCKS || len > ARENA_SPAN - arena.top)
+		return NULL;
+	arena.b[arena.n++] = (struct arena_block){ arena.top, len, true };
+	arena.top += len;
+	if (arena.high < arena.top)
+		arena.high = arena.top;
+	return arena.base + arena.top - len;
+}
+
+static void *arena_alloc(size_t size)
+{
+	void *p;
+
+	pthread_mutex_lock(&arena.lock);
+	p = arena_alloc_locked(granules(size));
+	pthread_mutex_unlock(&arena.lock);
+	return p;
+}
+
+static void arena_free(void *p)
+{
+	size_t lo, hi;
+	int i;
+
+	pthread_mutex_lock(&arena.lock);
+	i = arena_find(p);
+	arena.b[i].used = false;
+	if (i + 1 < arena.n && !arena.b[i + 1].used) {
+		arena.b[i].len += arena.b[i + 1].len;
+		arena_remove(i + 1);
+	}
+	if (i > 0 && !arena.b[i - 1].used) {
+		arena.b[i - 1].len += arena.b[i].len;
+		arena_remove(i--);
+	}
+	lo = arena.b[i].off;
+	hi = lo + arena.b[i].len;
+	if (i == arena.n - 1) {
+		arena_remove(i);
+		arena.top = lo;
+		/* To the end of the huge page the highest block reached: the
+		 * fault that brought it in brought all of it. */
+		hi = (arena.high + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+		arena.high = lo;
+	}
+	/*
+	 * Back to the kernel at once, holes between blocks in use included:
+	 * the arena holds no more memory than its blocks in use and the huge
+	 * pages they share.  A compile's arrays grow by doubling, so most
+	 * holes are too small for what comes next: with holes given back in
+	 * whole huge pages only, `record -a` peaked at 34.8 MiB against 28.1
+	 * (bench/README.md, "Miss to loaded").  A hole reused later faults in
+	 * 4 KiB pages, its huge page split.
+	 */
+	if (lo < CFI_HUGE_ARENA_KEEP)
+		lo = CFI_HUGE_ARENA_KEEP;
+	if (hi > lo)
+		madvise(arena.base + lo, hi - lo, MADV_DONTNEED);
+	pthread_mutex_unlock(&arena.lock);
+}
+
+/* Grows the block at p in place to `size` bytes when the space after it
+ * is free or unused. */
+static bool arena_grow(void *p, size_t size)
+{
+	size_t len = granules(size);
+	bool grown = true;
+	int i;
+
+	pthread_mutex_lock(&arena.lock);
+	i = arena_find(p);
+	struct arena_block *b = &arena.b[i];
+	if (b->len >= len) {
+		/* already large enough */
+	} else if (i == arena.n - 1 && len - b->len <= ARENA_SPAN - arena.top) {
+		arena.top = b->off + len;
+		if (arena.high < arena.top)
+			arena.high = arena.top;
+		b->len = len;
+	} else if (i + 1 < arena.n && !b[1].used && b->len + b[1].len >= len) {
+		size_t rest = b->len + b[1].len - len;
+
+		b->len = len;
+		if (rest) {
+			b[1].off = b->off + len;
+			b[1].len = rest;
+		} else {
+			arena_remove(i + 1);
+		}
+	} else {
+		grown = false;
+	}
+	pthread_mutex_unlock(&arena.lock);
+	return grown;
 }
 
 size_t cfi_huge_min(void)
@@ -54,6 +268,26 @@ void *cfi_huge_resize(void *p, size_t old_size, size_t new_size)
 
 	if (!p)
 		old_size = 0;
+	if (arena.base) {
+		size_t keep = old_size < new_size ? old_size : new_size;
+
+		if (new_size >= huge_min) {
+			if (in_arena(p) && arena_grow(p, new_size))
+				return p;
+			q = arena_alloc(new_size);
+		} else {
+			q = in_arena(p) ? malloc(new_size ? new_size : 1) : NULL;
+		}
+		if (q) {
+			if (p)
+				memcpy(q, p, keep);
+			cfi_huge_free(p, old_size);
+			return q;
+		}
+		if (in_arena(p))
+			return NULL;
+		/* Out of the arena: malloc and mappings of their own, below. */
+	}
 	if (new_size < huge_min) {
 		if (!was_mapped)
 			return realloc(p, new_size);
@@ -89,6 +323,15 @@ void *cfi_huge_zalloc(size_t size)
 {
 	if (size < huge_min)
 		return calloc(1, size ? size : 1);
+	if (arena.base) {
+		uint8_t *p = arena_alloc(size), *kept_end = arena.base + CFI_HUGE_ARENA_KEEP;
+
+		/* Free arena memory reads as zeroes past the part kept. */
+		if (p && p < kept_end)
+			memset(p, 0, (size_t)(kept_end - p) < size ? (size_t)(kept_end - p) : size);
+		if (p)
+			return p;
+	}
 	/* A fresh mapping is zeroes already. */
 	return map_aligned(mapped_len(size));
 }
@@ -97,7 +340,9 @@ void cfi_huge_free(void *p, size_t size)
 {
 	if (!p)
 		return;
-	if (size >= huge_min)
+	if (in_arena(p))
+		arena_free(p);
+	else if (size >= huge_min)
 		munmap(p, mapped_len(size));
 	else
 		free(p);

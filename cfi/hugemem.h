@@ -20,12 +20,18 @@
  * RSS 37.9 against 35.3 MiB, malloc keeping fewer freed chunks).
  *
  * Huge pages are a trade of memory for time: while an array grows, its
- * last huge page is partly used, up to 2 MiB of RSS more per array.  So
- * they are asked for only where time counts and memory does not: the
- * one-shot `cfiprof cfi` commands turn them on; record and the agent,
- * which compile beside everything else they hold, keep 4 KiB pages (with
- * huge pages `record -a`'s peak RSS rose from 27.7 to 32.4 MiB,
- * bench/record_rss.sh).
+ * last huge page is partly used, up to 2 MiB of RSS more per array.  The
+ * one-shot `cfiprof cfi` commands take that trade (cfi_huge_pages_enable).
+ * record and the agent compile beside everything else they hold, under a
+ * memory budget (with mappings of their own, `record -a`'s peak RSS rose
+ * from 27.7 to 32.4 MiB, bench/record_rss.sh), and a compile's wall time
+ * there is what a walk missing its table waits for: they put the arrays in
+ * one arena (cfi_huge_arena_enable), a reservation advised for huge pages
+ * and cut into blocks, so arrays share huge pages instead of each rounding
+ * its own up, and what is freed goes back to the kernel at once.  cc1's
+ * compile: 4,394 page faults and 85-90 ms of CPU in 4 KiB pages, 1,245-1,376
+ * and 56-61 ms in the arena, the same 19 MiB peak RSS (bench/README.md,
+ * "Miss to loaded").
  */
 #ifndef CFI_HUGEMEM_H
 #define CFI_HUGEMEM_H
@@ -34,6 +40,8 @@
 
 #define CFI_HUGE_MIN ((size_t)1 << 20)
 #define CFI_HUGE_MIN_ENABLED ((size_t)64 << 10)
+/* The arena's first bytes, kept resident once touched. */
+#define CFI_HUGE_ARENA_KEEP ((size_t)2 << 20)
 
 /* The size from which arrays are mappings of their own. */
 size_t cfi_huge_min(void);
@@ -43,6 +51,21 @@ size_t cfi_huge_min(void);
  * allocated (the setting is read without a lock, and an array's size
  * says how it was allocated). */
 void cfi_huge_pages_enable(void);
+
+/* From now on, arrays from CFI_HUGE_MIN_ENABLED bytes are blocks of one
+ * arena, a reservation of address space advised MADV_HUGEPAGE, used by
+ * every thread; a freed block's memory is given back at once (the arena's
+ * resident memory follows its blocks in use), but for the arena's first
+ * CFI_HUGE_ARENA_KEEP bytes, which small compiles use again and again.
+ * cfi_huge_zalloc's blocks are zeroes, kept part or not.  When the arena is out of space, arrays are mappings of
+ * their own as before.  Call before any array is allocated, as above.
+ * 0, or -errno if the address space could not be reserved (arrays then
+ * stay as they were). */
+int cfi_huge_arena_enable(void);
+
+/* Gives the arena's kept part back too, if no array is in the arena: once
+ * compiles are over (record, before it symbolizes). */
+void cfi_huge_arena_trim(void);
 
 /* realloc for these arrays: `old_size` is the size `p` was given (0 with
  * p NULL), `new_size` the size wanted.  The contents up to the smaller

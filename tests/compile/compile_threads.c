@@ -9,10 +9,13 @@
  * single-threaded one, with the same statistics.  A plain program, so that it also runs
  * under ThreadSanitizer (build-tsan), which criterion cannot.
  *
- *   compile_threads [--min-reused N] [--min-steps M] OBJECT...
+ *   compile_threads [--arena] [--min-reused N] [--min-steps M] OBJECT...
  *                  exits 1 with a message on a difference, or if an
  *                  object's single-threaded compile reused fewer than N
- *                  FDEs' rows or looked up fewer than M rule steps
+ *                  FDEs' rows or looked up fewer than M rule steps;
+ *                  --arena: the compiler's arrays in the arena `record`
+ *                  and the agent use (cfi/hugemem.h), whose freed memory
+ *                  each compile after the first takes again
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "cfi/compile.h"
+#include "cfi/hugemem.h"
 
 /* Split points tried besides the balanced one: all of them up to this
  * many segments, else this many spread over the object. */
@@ -85,6 +89,15 @@ int main(int argc, char **argv)
 	unsigned long long min_reused = 0, min_steps = 0;
 	int i = 1;
 
+	if (i < argc && !strcmp(argv[i], "--arena")) {
+		int ret = cfi_huge_arena_enable();
+
+		if (ret) {
+			fprintf(stderr, "compile_threads: arena: %s\n", strerror(-ret));
+			return 1;
+		}
+		i++;
+	}
 	for (; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--min-reused"))
 			min_reused = strtoull(argv[i + 1], NULL, 10);
@@ -94,7 +107,8 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (argc <= i) {
-		fprintf(stderr, "usage: compile_threads [--min-reused N] [--min-steps M] OBJECT...\n");
+		fprintf(stderr,
+			"usage: compile_threads [--arena] [--min-reused N] [--min-steps M] OBJECT...\n");
 		return 2;
 	}
 	for (; i < argc; i++) {

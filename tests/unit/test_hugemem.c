@@ -1,6 +1,8 @@
 /* The compiler's large arrays (cfi/hugemem.c): contents kept across every
  * kind of resize, large arrays mapped apart at 2 MiB boundaries and
- * advised for huge pages, small ones left to malloc. */
+ * advised for huge pages, small ones left to malloc; in the arena of
+ * record and the agent, one reservation cut into blocks, whose freed
+ * memory goes back to the kernel and reads as zeroes. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +24,17 @@ static void check(const uint8_t *p, size_t n, unsigned seed)
 	for (size_t i = 0; i < n; i++)
 		if (p[i] != (uint8_t)(i * 31 + seed))
 			cr_assert_fail("byte %zu of %zu is %u, was %u", i, n, p[i], (uint8_t)(i * 31 + seed));
+}
+
+/* Resizes an array filled with `seed`'s bytes from `size` to `next`:
+ * the first `size` bytes kept, then all filled again. */
+static uint8_t *grow_checked(uint8_t *p, size_t size, size_t next, unsigned seed)
+{
+	p = cfi_huge_resize(p, size, next);
+	cr_assert_not_null(p, "resize to %zu", next);
+	check(p, size < next ? size : next, seed);
+	fill(p, next, seed);
+	return p;
 }
 
 /* The flags smaps shows for the mapping holding p ("hg": MADV_HUGEPAGE),
@@ -79,10 +92,7 @@ Test(hugemem, growing_past_the_threshold_keeps_the_contents)
 	 * then mapping to mapping (moved or grown in place). */
 	for (; size < 32 * MIB; size = next) {
 		next = size * 2;
-		p = cfi_huge_resize(p, size, next);
-		cr_assert_not_null(p, "resize to %zu", next);
-		check(p, size, 7);
-		fill(p, next, 7);
+		p = grow_checked(p, size, next, 7);
 		if (next >= cfi_huge_min())
 			cr_assert_eq((uintptr_t)p & (2 * MIB - 1), 0, "%zu bytes at %p", next, p);
 	}
@@ -155,4 +165,176 @@ Test(hugemem, growing_within_the_mapping_keeps_the_address)
 	cr_assert_eq(q, p);
 	check(q, 3 * MIB, 5);
 	cfi_huge_free(q, 4 * MIB);
+}
+
+/* The resident bytes of the mapping holding p (smaps' Rss), 0 if none. */
+static size_t rss_of(const void *p)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	bool in = false;
+	size_t kb = 0;
+
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
+			in = (uintptr_t)p >= a && (uintptr_t)p < b;
+			continue;
+		}
+		if (in && sscanf(line, "Rss: %zu kB", &kb) == 1)
+			break;
+	}
+	fclose(f);
+	return kb << 10;
+}
+
+Test(hugemem_arena, arrays_share_one_reservation_advised_for_huge_pages)
+{
+	uint8_t *a, *b;
+	uintptr_t lo, hi, lo2, hi2;
+	char flags[256];
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	cr_assert_eq(cfi_huge_arena_enable(), 0, "a second call changes nothing");
+	cr_assert_eq(cfi_huge_min(), CFI_HUGE_MIN_ENABLED);
+	a = cfi_huge_resize(NULL, 0, 100 * 1024);
+	b = cfi_huge_zalloc(3 * MIB);
+	cr_assert(a && b);
+	fill(a, 100 * 1024, 1);
+	fill(b, 3 * MIB, 2);
+	cr_assert(vma_of(a, &lo, &hi, flags, sizeof(flags)));
+	cr_assert(strstr(flags, " hg"), "VmFlags:%s", flags);
+	cr_assert(vma_of(b, &lo2, &hi2, flags, sizeof(flags)));
+	cr_assert(lo == lo2 && hi == hi2, "two arrays, two mappings");
+	cr_assert_geq(hi - lo, (uintptr_t)64 << 30);
+	/* Below the threshold: malloc's, outside the arena. */
+	uint8_t *small = cfi_huge_resize(NULL, 0, CFI_HUGE_MIN_ENABLED - 1);
+	cr_assert(small && ((uintptr_t)small < lo || (uintptr_t)small >= hi));
+	cfi_huge_free(small, CFI_HUGE_MIN_ENABLED - 1);
+	check(a, 100 * 1024, 1);
+	check(b, 3 * MIB, 2);
+	cfi_huge_free(a, 100 * 1024);
+	cfi_huge_free(b, 3 * MIB);
+}
+
+Test(hugemem_arena, growing_keeps_the_contents_in_place_or_moved)
+{
+	size_t size = 4096, next;
+	uint8_t *p, *other, *q;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	p = cfi_huge_resize(NULL, 0, size);
+	fill(p, size, 7);
+	/* Two arrays growing in turn, as the compile's do: each in turn is
+	 * the last block (grown in place) or not (moved). */
+	other = cfi_huge_resize(NULL, 0, 64 * 1024);
+	cr_assert_not_null(other);
+	fill(other, 64 * 1024, 8);
+	for (; size < 32 * MIB; size = next) {
+		next = size * 2;
+		p = grow_checked(p, size, next, 7);
+		other = grow_checked(other, size < 64 * 1024 ? 64 * 1024 : size,
+				     next < 64 * 1024 ? 64 * 1024 : next, 8);
+	}
+	/* The last block grows where it is. */
+	q = cfi_huge_resize(other, size, size + 3 * MIB);
+	cr_assert_eq(q, other);
+	check(q, size, 8);
+	/* And back to malloc, contents kept. */
+	q = cfi_huge_resize(q, size + 3 * MIB, 1000);
+	cr_assert_not_null(q);
+	check(q, 1000, 8);
+	cfi_huge_free(q, 1000);
+	check(p, size, 7);
+	cfi_huge_free(p, size);
+}
+
+Test(hugemem_arena, a_block_grows_into_the_free_block_after_it)
+{
+	uint8_t *a, *b, *c, *q;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	a = cfi_huge_resize(NULL, 0, MIB);
+	b = cfi_huge_resize(NULL, 0, 2 * MIB);
+	c = cfi_huge_resize(NULL, 0, MIB);
+	cr_assert(a && b && c);
+	cr_assert(a < b && b < c, "blocks cut in address order");
+	fill(a, MIB, 4);
+	cfi_huge_free(b, 2 * MIB);
+	q = cfi_huge_resize(a, MIB, 3 * MIB);
+	cr_assert_eq(q, a, "moved though b's space was free");
+	check(q, MIB, 4);
+	cfi_huge_free(q, 3 * MIB);
+	cfi_huge_free(c, MIB);
+}
+
+/* What the arena frees it gives back, but for its first huge page: a hole
+ * between blocks in use as well as the top; and cfi_huge_zalloc's blocks
+ * read as zeroes, in the part kept too (the compiler's hash slots come
+ * from it). */
+Test(hugemem_arena, freed_memory_is_given_back_and_reads_as_zeroes)
+{
+	size_t big = 8 * MIB, before;
+	uint8_t *a, *b, *c;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	a = cfi_huge_resize(NULL, 0, big);
+	b = cfi_huge_resize(NULL, 0, big);
+	c = cfi_huge_resize(NULL, 0, 64 * 1024);
+	cr_assert(a && b && c);
+	memset(a, 0xa5, big);
+	memset(b, 0x5a, big);
+	memset(c, 0x33, 64 * 1024);
+	before = rss_of(a);
+	cr_assert_geq(before, 2 * big);
+	/* a is a hole now, below b. */
+	cfi_huge_free(a, big);
+	/* All of it but the first huge page, which the arena keeps. */
+	cr_assert_leq(rss_of(b), before - (big - CFI_HUGE_ARENA_KEEP),
+		      "a hole of %zu bytes kept: %zu then %zu resident", big, before, rss_of(b));
+	uint8_t *z = cfi_huge_zalloc(big);
+	cr_assert_eq(z, a, "the hole is taken again");
+	for (size_t i = 0; i < big; i += 4096)
+		cr_assert_eq(z[i], 0, "byte %zu of the hole is %#x", i, z[i]);
+	/* The top: c's and b's pages go too. */
+	cfi_huge_free(c, 64 * 1024);
+	cfi_huge_free(b, big);
+	cfi_huge_free(z, big);
+	cr_assert_leq(rss_of(a), CFI_HUGE_ARENA_KEEP, "%zu bytes resident with nothing in use",
+		      rss_of(a));
+	z = cfi_huge_zalloc(big + 64 * 1024);
+	cr_assert_eq(z, a);
+	for (size_t i = 0; i < big + 64 * 1024; i += 4096)
+		cr_assert_eq(z[i], 0, "byte %zu is %#x", i, z[i]);
+	memset(z, 0x77, big);
+	/* Trimming with an array in the arena keeps it whole. */
+	cfi_huge_arena_trim();
+	for (size_t i = 0; i < big; i += 4096)
+		cr_assert_eq(z[i], 0x77, "byte %zu is %#x", i, z[i]);
+	cfi_huge_free(z, big + 64 * 1024);
+	cr_assert_geq(rss_of(a), CFI_HUGE_ARENA_KEEP / 2, "the kept part went without a trim");
+	/* With none, the kept part goes too. */
+	cfi_huge_arena_trim();
+	cr_assert_eq(rss_of(a), 0, "%zu bytes resident after the trim", rss_of(a));
+}
+
+Test(hugemem_arena, a_free_block_is_cut_for_smaller_arrays)
+{
+	uint8_t *a, *b, *x, *y;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	a = cfi_huge_resize(NULL, 0, 8 * MIB);
+	b = cfi_huge_resize(NULL, 0, MIB);
+	cr_assert(a && b);
+	cfi_huge_free(a, 8 * MIB);
+	/* Both in a's place, one after the other, not the second past b. */
+	x = cfi_huge_resize(NULL, 0, MIB);
+	y = cfi_huge_resize(NULL, 0, 2 * MIB);
+	cr_assert_eq(x, a);
+	cr_assert_eq(y, a + MIB);
+	cfi_huge_free(x, MIB);
+	cfi_huge_free(y, 2 * MIB);
+	cfi_huge_free(b, MIB);
 }
