@@ -64,7 +64,8 @@ void cfi_huge_pages_enable(void);
 int cfi_huge_arena_enable(void);
 
 /* Gives the arena's kept part back too, if no array is in the arena: once
- * compiles are over (record, before it symbolizes). */
+ * a burst of compiles is over (the table workers, when their queue runs
+ * dry and none is compiling). */
 void cfi_huge_arena_trim(void);
 
 /* realloc for these arrays: `old_size` is the size `p` was given (0 with

@@ -23,7 +23,6 @@
 #include "agent/util/errbuf.h"
 #include "agent/util/fdlimit.h"
 #include "agent/util/kernel_btf.h"
-#include "cfi/hugemem.h"
 
 /* The BPF side wakes the agent only when its buffer fills up: it takes
  * what is there at least this often. */
@@ -457,8 +456,6 @@ void engine_stop(struct record_engine *e)
 	 * the last events left. */
 	tables_wait(&e->tables, 2000);
 	tables_stop(&e->tables);
-	/* Compiles are over: what they kept goes before symbolizing. */
-	cfi_huge_arena_trim();
 	launch_stop(&e->cmd);
 	release_ring_buffer(e);
 }

@@ -14,6 +14,7 @@
 #include "agent/unwind/modules.h"
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
+#include "cfi/hugemem.h"
 
 static void set_error(struct module *m, const char *fmt, const char *arg)
 {
@@ -487,6 +488,15 @@ static void *worker_main(void *arg)
 			build_and_load(tm, m, false);
 		pthread_mutex_lock(&tm->lock);
 		m->table_jobs--;
+		if (!unload && !tm->qlen && tm->busy == 1) {
+			/* The burst is over: the compile arena's kept huge page
+			 * goes too (cfi/hugemem.h), so that an agent between
+			 * compiles holds none of their memory.  Still counted
+			 * busy, so that tables_wait returns after it. */
+			pthread_mutex_unlock(&tm->lock);
+			cfi_huge_arena_trim();
+			pthread_mutex_lock(&tm->lock);
+		}
 		tm->busy--;
 	}
 	pthread_mutex_unlock(&tm->lock);
