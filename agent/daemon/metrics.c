@@ -299,8 +299,9 @@ static void format_procs(FILE *f, const struct engine_figures *fg)
 	const uint64_t nkind[] = { pe[EVENT_EXEC], pe[EVENT_EXIT], pe[EVENT_FORK], pe[EVENT_MMAP],
 				   pe[EVENT_MUNMAP] };
 	const struct simple_metric m[] = {
-		{ "cfiprof_processes_read_total", "counter",
-		  "Processes whose mappings were read, exited ones included.", fg->procs_ever_read },
+		{ "cfiprof_processes_seen_total", "counter",
+		  "Processes whose mappings were known, read or rebuilt from their code-mapping "
+		  "records at their exit; exited ones included.", fg->procs_ever_seen },
 		{ "cfiprof_processes_gone_before_read_total", "counter",
 		  "Processes that exited before their mappings could be read.", fg->scan_lost },
 		{ "cfiprof_cgroup_reads_total", "counter",

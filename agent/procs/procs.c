@@ -146,6 +146,16 @@ static void count_mapped(struct proc_registry *r, const struct code_mapping *map
 		}
 }
 
+/* `p`'s mappings are known now: it counts among the processes seen, once
+ * (until an exec's reset makes it another program). */
+static void count_seen(struct proc_registry *r, struct proc *p)
+{
+	if (!p->counted) {
+		p->counted = true;
+		r->ever_seen++;
+	}
+}
+
 /* Drops the table references a mapping array holds. */
 static void release_maps(struct proc_registry *r, const struct code_mapping *maps, uint32_t n)
 {
@@ -466,10 +476,7 @@ int procs_scan(struct proc_registry *r, int pid)
 	pm = NULL;
 	p->n = k;
 	p->state = PROC_READ;
-	if (!p->counted) {
-		p->counted = true;
-		r->ever_read++;
-	}
+	count_seen(r, p);
 	/* Runtimes move a process into its container's cgroup before the
 	 * exec, and the rescans of one program (mmap, unknown code) would
 	 * read the same cgroup file again: once per program. */
@@ -606,6 +613,9 @@ uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p)
 	p->n = n;
 	p->tables_dropped = true;
 	r->rebuilt++;
+	/* A process can come and go between two reads of a slow agent: its
+	 * samples are symbolized from these mappings, so it was seen. */
+	count_seen(r, p);
 	return n - nold;
 }
 

@@ -70,7 +70,7 @@ struct proc {
 	bool maps_fd_kept;
 	bool keep_maps_fd;         /* the next read is an exec's: keep its fd */
 	uint64_t maps_fd_epoch;
-	bool counted;              /* in ever_read (an exec keeps the entry: not counted again) */
+	bool counted;              /* in ever_seen (an exec keeps the entry: not counted again) */
 	/* lifecycle.c's */
 	uint64_t scan_due_ns;      /* mapping changes pending: read at this time; 0: none */
 	bool due_listed;           /* its pid is in the registry's due list */
@@ -131,7 +131,9 @@ struct proc_registry {
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
 	uint64_t rebuilt;          /* exited processes whose mappings records completed */
-	uint64_t ever_read;        /* processes read at least once, exited ones too */
+	/* Processes whose mappings were known, exited ones too: read at least
+	 * once, or gone before any read and rebuilt from their records. */
+	uint64_t ever_seen;
 };
 
 /* Code mappings recorded per process at most (procs_note_code_map). */
@@ -177,7 +179,7 @@ void procs_forget(struct proc_registry *r, int pid);
 bool procs_epoch_current(const struct proc_registry *r, const struct proc *p);
 
 /* Processes whose mappings were read (PROC_READ) and that are still
- * there; r->ever_read counts the exited ones too. */
+ * there; r->ever_seen counts the exited ones too. */
 uint32_t procs_count(const struct proc_registry *r);
 
 /* An EVENT_CODE_MAP record of `pid`'s: noted (the entry added if need be). */

@@ -176,7 +176,7 @@ static void read_procs(const struct record_engine *e, struct engine_figures *f)
 			break;
 		}
 	}
-	f->procs_ever_read = r->ever_read;
+	f->procs_ever_seen = r->ever_seen;
 	f->mapping_scans = r->rescans;
 	f->mapping_publishes = r->publishes;
 	f->scan_lost = r->scan_lost;

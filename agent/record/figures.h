@@ -89,7 +89,7 @@ struct engine_figures {
 	uint32_t modules;            /* live now */
 	uint64_t modules_released;   /* freed at cuts: no process mapped them */
 	uint32_t procs_unread, procs_live, procs_exited; /* registry entries by state */
-	uint64_t procs_ever_read, mapping_scans, mapping_publishes, scan_lost;
+	uint64_t procs_ever_seen, mapping_scans, mapping_publishes, scan_lost;
 	uint64_t code_maps, maps_rebuilt; /* EVENT_CODE_MAP records; exited processes they completed */
 	uint64_t cgroup_reads, cgroup_hits, cgroup_evicted; /* agent/procs/cgroup_cache.h */
 	/* the agent itself */

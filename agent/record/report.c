@@ -314,7 +314,7 @@ static void print_process_stats(const struct engine_figures *f)
 
 	fprintf(stderr, "modules: %u (released %llu)\n", f->modules,
 		(unsigned long long)f->modules_released);
-	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)f->procs_ever_read,
+	fprintf(stderr, "processes: %llu (%u now)\n", (unsigned long long)f->procs_ever_seen,
 		f->procs_live);
 	fprintf(stderr, "mapping_scans: %llu (published %llu, gone before read %llu)\n",
 		(unsigned long long)f->mapping_scans, (unsigned long long)f->mapping_publishes,

@@ -862,6 +862,8 @@ Test(lifecycle, on_sample_a_program_never_read_is_rebuilt_at_its_exit)
 
 	t.procs.read_on_sample = true;
 	cr_assert_not_null(live->maps[0].mod);
+	uint64_t seen = t.procs.ever_seen;
+
 	procs_on_exec(&t.procs, GONE, 1000, 0, "gone", mono_ns());
 	m = recorded(&live->maps[0]);
 	procs_note_code_map(&t.procs, GONE, &m);
@@ -870,6 +872,9 @@ Test(lifecycle, on_sample_a_program_never_read_is_rebuilt_at_its_exit)
 	cr_assert_not_null(p);
 	cr_expect_eq(p->n, 1);
 	cr_expect_eq(t.procs.rescans, 0);
+	/* Its samples are symbolized from those: one more process seen
+	 * (--stats' processes, cfiprof_processes_seen_total). */
+	cr_expect_eq(t.procs.ever_seen, seen + 1);
 }
 
 /* A sample handled before the exec record read the new program already,
