@@ -5,7 +5,10 @@
 # --corrupt-rules), passes only if the comparison finds a disagreement:
 # the proof that the case can fail.
 #
-# usage: run_case.sh [--expect-disagree] [--stack-max BYTES] TAKE COMPARE NAME COUNT
+# --stack-max and --in-handler go to snapshot_take.
+#
+# usage: run_case.sh [--expect-disagree] [--stack-max BYTES] [--in-handler SIGNUM]
+#                    TAKE COMPARE NAME COUNT
 #                    [COMPARE_ARG...] -- CMD...
 set -uo pipefail
 expect=0
@@ -14,6 +17,7 @@ while :; do
   case "$1" in
     --expect-disagree) expect=1; shift ;;
     --stack-max) take_args+=(--stack-max "$2"); shift 2 ;;
+    --in-handler) take_args+=(--in-handler "$2"); shift 2 ;;
     *) break ;;
   esac
 done

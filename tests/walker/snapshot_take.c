@@ -3,7 +3,8 @@
  * a profiler sample would see of its main thread (snapshot.h).
  *
  * usage: snapshot_take [--after-ms N] [--every-ms N] [--count K]
- *                      [--stack-max BYTES] [--restart N] OUT_PREFIX -- CMD [ARG...]
+ *                      [--stack-max BYTES] [--restart N] [--in-handler SIGNUM]
+ *                      OUT_PREFIX -- CMD [ARG...]
  *
  * Runs CMD, lets it run --after-ms (default 300), then takes --count
  * (default 1) snapshots --every-ms (default 37) apart, each stopped with
@@ -13,7 +14,10 @@
  * to the end of its mapping, at most --stack-max bytes (default 64 KiB):
  * a walk that needs more ends at a read fault, as BPF's does at a page
  * not present.  --restart N runs CMD again, up to N times, if it exits
- * before the last snapshot.
+ * before the last snapshot.  --in-handler SIGNUM sends the main thread
+ * that signal before each snapshot and stops it at its handler's first
+ * instruction, the signal frame just pushed: a case about signal frames
+ * then has one in every snapshot, not only when chance puts it there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +28,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -160,6 +165,34 @@ static int wait_interrupt(pid_t pid, struct cfi_error *err)
 	}
 }
 
+/* Stops `pid` at the first instruction of its handler of `sig`: the
+ * signal sent, its delivery stop awaited, then the interrupt asked for
+ * before the signal is let through, so that the thread stops as soon as
+ * its frame is set up, before it runs a single instruction of the
+ * handler. */
+static int interrupt_in_handler(pid_t pid, int sig, struct cfi_error *err)
+{
+	int status;
+
+	if (syscall(SYS_tgkill, pid, pid, sig))
+		return errno == ESRCH ? cfi_fail(err, -ESRCH, "the program exited before its snapshot")
+				      : cfi_fail(err, -errno, "tgkill %d: %s", pid, strerror(errno));
+	for (;;) {
+		if (waitpid(pid, &status, __WALL) < 0)
+			return cfi_fail(err, -errno, "waitpid %d: %s", pid, strerror(errno));
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			return cfi_fail(err, -ESRCH, "the program exited before its snapshot");
+		if (status >> 16 == 0 && WSTOPSIG(status) == sig)
+			break;
+		if (ptrace(PTRACE_CONT, pid, 0,
+			   (void *)(long)(status >> 16 ? 0 : WSTOPSIG(status))))
+			return cfi_fail(err, -errno, "PTRACE_CONT %d: %s", pid, strerror(errno));
+	}
+	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) || ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig))
+		return cfi_fail(err, -errno, "PTRACE_INTERRUPT/CONT %d: %s", pid, strerror(errno));
+	return wait_interrupt(pid, err);
+}
+
 static int take(pid_t pid, const char *out, struct cfi_error *err)
 {
 	struct user_regs_struct r;
@@ -212,7 +245,8 @@ static int take(pid_t pid, const char *out, struct cfi_error *err)
 static void usage(void)
 {
 	fprintf(stderr, "usage: snapshot_take [--after-ms N] [--every-ms N] [--count K] "
-			"[--stack-max BYTES] [--restart N] OUT_PREFIX -- CMD [ARG...]\n");
+			"[--stack-max BYTES] [--restart N] [--in-handler SIGNUM] "
+			"OUT_PREFIX -- CMD [ARG...]\n");
 	exit(2);
 }
 
@@ -285,9 +319,10 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "stack-max", required_argument, NULL, 's' },
 		{ "restart", required_argument, NULL, 'r' },
+		{ "in-handler", required_argument, NULL, 'g' },
 		{ 0 },
 	};
-	long after = 300, every = 37, count = 1, restarts = 0, i = 0;
+	long after = 300, every = 37, count = 1, restarts = 0, i = 0, sig = 0;
 	struct cfi_error err = { "" };
 	char out[4096];
 	pid_t pid;
@@ -300,6 +335,13 @@ int main(int argc, char **argv)
 		case 'n': count = number("--count", optarg, 10000); break;
 		case 's': stack_max = (uint64_t)number("--stack-max", optarg, SNAP_MAX_STACK); break;
 		case 'r': restarts = number("--restart", optarg, 100); break;
+		case 'g':
+			sig = number("--in-handler", optarg, SIGRTMAX);
+			if (!sig) {
+				fprintf(stderr, "snapshot_take: --in-handler 0: not a signal\n");
+				exit(2);
+			}
+			break;
 		default: usage();
 		}
 	}
@@ -311,12 +353,17 @@ int main(int argc, char **argv)
 	while (i < count) {
 		if (i)
 			sleep_ms(every);
-		/* ESRCH: it has exited, and the wait below says so. */
-		if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) && errno != ESRCH) {
-			ret = cfi_fail(&err, -errno, "PTRACE_INTERRUPT %d: %s", pid, strerror(errno));
-			break;
+		if (sig) {
+			ret = interrupt_in_handler(pid, (int)sig, &err);
+		} else {
+			/* ESRCH: it has exited, and the wait below says so. */
+			if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) && errno != ESRCH) {
+				ret = cfi_fail(&err, -errno, "PTRACE_INTERRUPT %d: %s", pid,
+					       strerror(errno));
+				break;
+			}
+			ret = wait_interrupt(pid, &err);
 		}
-		ret = wait_interrupt(pid, &err);
 		/* A program whose run time is chance (a prime search) may end
 		 * before the last snapshot: with --restart it runs again and
 		 * the snapshots go on from the same index. */
