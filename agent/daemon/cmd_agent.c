@@ -40,7 +40,6 @@
 #include "agent/util/array.h"
 #include "agent/util/clock.h"
 #include "agent/util/malloc_setup.h"
-#include "cfi/hugemem.h"
 #include "symbolize/symbolize.h"
 
 /* How often the loop looks up from the ring buffer when nothing is due:
@@ -638,12 +637,7 @@ int cmd_agent(int argc, char **argv)
 	int ret, status = 1;
 
 	malloc_setup_for_agent();
-	/* Also before the table workers: the compiler's arrays on huge pages
-	 * (cfi/hugemem.h); without, they compile in 4 KiB pages, slower. */
-	ret = cfi_huge_arena_enable();
-	if (ret)
-		fprintf(stderr, "cfiprof agent: compile arena: %s (tables compile in 4 KiB pages)\n",
-			strerror(-ret));
+	compile_arena_setup("cfiprof agent");
 	a = calloc(1, sizeof(*a));
 	if (!a) {
 		fprintf(stderr, "cfiprof agent: out of memory\n");

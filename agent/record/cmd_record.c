@@ -32,7 +32,6 @@
 #include "agent/record/perf_output.h"
 #include "agent/record/report.h"
 #include "agent/util/malloc_setup.h"
-#include "cfi/hugemem.h"
 
 static volatile sig_atomic_t stop_requested;
 
@@ -95,12 +94,7 @@ int cmd_record(int argc, char **argv)
 	/* Before the table workers start: the peak of a system-wide run is
 	 * while they compile (bench/record_rss.sh). */
 	malloc_setup_for_agent();
-	/* Also before the table workers: the compiler's arrays on huge pages
-	 * (cfi/hugemem.h); without, they compile in 4 KiB pages, slower. */
-	ret = cfi_huge_arena_enable();
-	if (ret)
-		fprintf(stderr, "cfiprof: record: compile arena: %s (tables compile in 4 KiB pages)\n",
-			strerror(-ret));
+	compile_arena_setup("cfiprof: record");
 	/* The command line as typed: parsing reorders argv and splits
 	 * --tag values in place. */
 	if (profile_comments_init(&comments, argc, argv)) {

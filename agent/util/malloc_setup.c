@@ -2,6 +2,10 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cfi/hugemem.h"
 
 /* Fixed sizes, for what glibc's defaults would do with the agent's
  * blocks: freeing a large mapped block raises the threshold below which
@@ -22,4 +26,13 @@ int malloc_setup_for_agent(void)
 	ok &= mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 	ok &= mallopt(M_TRIM_THRESHOLD, 512 * 1024);
 	return ok ? 0 : -EINVAL;
+}
+
+void compile_arena_setup(const char *who)
+{
+	int ret = cfi_huge_arena_enable();
+
+	if (ret)
+		fprintf(stderr, "%s: compile arena: %s (tables compile in 4 KiB pages)\n", who,
+			strerror(-ret));
 }

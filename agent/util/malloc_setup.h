@@ -12,4 +12,10 @@
  * allocator in place of glibc's, as under AddressSanitizer). */
 int malloc_setup_for_agent(void);
 
+/* Then the CFI compiler's large arrays in one arena of huge pages
+ * (cfi/hugemem.h), for every table worker.  If its address space cannot
+ * be reserved, one line on stderr, `who: compile arena: reason`, and the
+ * tables compile in 4 KiB pages, slower. */
+void compile_arena_setup(const char *who);
+
 #endif

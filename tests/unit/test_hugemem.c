@@ -10,8 +10,32 @@
 #include <sys/mman.h>
 
 #include "cfi/hugemem.h"
+#include "tests/unit/smaps.h"
 
 #define MIB ((size_t)1 << 20)
+
+/* The flags smaps shows for the mapping holding p ("hg": MADV_HUGEPAGE),
+ * with the mapping's bounds. */
+static bool vma_of(const void *p, uintptr_t *lo, uintptr_t *hi, char *flags, size_t flags_len)
+{
+	struct smaps_vma v;
+
+	if (!smaps_find(p, 0, &v))
+		return false;
+	*lo = v.lo;
+	*hi = v.hi;
+	snprintf(flags, flags_len, "%s", v.flags);
+	return true;
+}
+
+/* The resident bytes of the mapping holding p. */
+static size_t rss_of(const void *p)
+{
+	struct smaps_vma v;
+
+	cr_assert(smaps_find(p, 0, &v), "no mapping holds %p", p);
+	return v.rss;
+}
 
 static void fill(uint8_t *p, size_t n, unsigned seed)
 {
@@ -35,36 +59,6 @@ static uint8_t *grow_checked(uint8_t *p, size_t size, size_t next, unsigned seed
 	check(p, size < next ? size : next, seed);
 	fill(p, next, seed);
 	return p;
-}
-
-/* The flags smaps shows for the mapping holding p ("hg": MADV_HUGEPAGE),
- * with the mapping's bounds. */
-static bool vma_of(const void *p, uintptr_t *lo, uintptr_t *hi, char *flags, size_t flags_len)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false, found = false;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
-			in = (uintptr_t)p >= a && (uintptr_t)p < b;
-			if (in) {
-				*lo = a;
-				*hi = b;
-			}
-			continue;
-		}
-		if (in && !strncmp(line, "VmFlags:", 8)) {
-			snprintf(flags, flags_len, "%s", line + 8);
-			found = true;
-			break;
-		}
-	}
-	fclose(f);
-	return found;
 }
 
 Test(hugemem, small_arrays_stay_with_malloc)
@@ -165,29 +159,6 @@ Test(hugemem, growing_within_the_mapping_keeps_the_address)
 	cr_assert_eq(q, p);
 	check(q, 3 * MIB, 5);
 	cfi_huge_free(q, 4 * MIB);
-}
-
-/* The resident bytes of the mapping holding p (smaps' Rss), 0 if none. */
-static size_t rss_of(const void *p)
-{
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false;
-	size_t kb = 0;
-
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
-			in = (uintptr_t)p >= a && (uintptr_t)p < b;
-			continue;
-		}
-		if (in && sscanf(line, "Rss: %zu kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	return kb << 10;
 }
 
 Test(hugemem_arena, arrays_share_one_reservation_advised_for_huge_pages)

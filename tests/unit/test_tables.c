@@ -14,6 +14,7 @@
 #include "agent/unwind/bpf_tables.h"
 #include "agent/unwind/cache.h"
 #include "cfi/hugemem.h"
+#include "tests/unit/smaps.h"
 #include "unwind_fixture.h"
 
 #define CHUNK ((uint64_t)CFI_CHUNK_SIZE)
@@ -1081,26 +1082,10 @@ Test(tables, workers_run_at_their_nice_value)
 /* The resident bytes of the compile arena, the only mapping of 64 GiB. */
 static size_t arena_rss(void)
 {
-	FILE *f = fopen("/proc/self/smaps", "r");
-	char line[512];
-	bool in = false, found = false;
-	size_t kb = 0;
+	struct smaps_vma v;
 
-	cr_assert_not_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long a, b;
-
-		if (sscanf(line, "%lx-%lx ", &a, &b) == 2) {
-			in = b - a >= (64ul << 30);
-			found |= in;
-			continue;
-		}
-		if (in && sscanf(line, "Rss: %zu kB", &kb) == 1)
-			break;
-	}
-	fclose(f);
-	cr_assert(found, "no compile arena mapped");
-	return kb << 10;
+	cr_assert(smaps_find(NULL, (size_t)64 << 30, &v), "no compile arena mapped");
+	return v.rss;
 }
 
 /* Once the queue runs dry and no worker compiles, the compile arena gives
