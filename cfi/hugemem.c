@@ -9,6 +9,10 @@
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
+/* Linux 6.1; glibc 2.36's headers do not name it. */
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
 
 static bool huge_pages;
 static size_t huge_min = CFI_HUGE_MIN;
@@ -20,6 +24,16 @@ static size_t huge_min = CFI_HUGE_MIN;
  * A free block holds no memory: its pages went back to the kernel when it
  * was freed, so it reads as zeroes; except in the arena's first
  * CFI_HUGE_ARENA_KEEP bytes, one huge page, which is kept until a trim.
+ * The part of a free block in a huge page that a block in use shares is
+ * kept when under ARENA_EDGE_KEEP_MAX: giving it back splits the huge
+ * page, and the block that takes the hole next faults in 4 KiB pages
+ * there (~13 µs a page on this VM, against ~0.2 in 2 MiB pages); a larger
+ * part goes back, and the block that takes it next collapses its huge
+ * page again (MADV_COLLAPSE, one copy instead of hundreds of faults).
+ * cc1's compile: 1,250-1,700 page faults and 59-70 ms of CPU with every
+ * part given back, 700-900 and 45-50 ms so, at 1.5 MB more peak RSS
+ * (bench/README.md, "Miss to loaded").  Kept parts are not zeroes:
+ * cfi_huge_zalloc clears a block's partial huge pages.
  * Most tables are small, their arrays a few blocks of 64 KiB: when those
  * went back after each compile, the next compile took a fresh huge page,
  * the kernel clearing 2 MiB for it, and `record -a`'s compile CPU for all
@@ -31,6 +45,7 @@ static size_t huge_min = CFI_HUGE_MIN;
 #define ARENA_SPAN ((size_t)64 << 30)
 #define ARENA_GRANULE ((size_t)64 << 10)
 #define ARENA_BLOCKS 256
+#define ARENA_EDGE_KEEP_MAX ((size_t)1 << 20)
 
 struct arena_block {
 	size_t off, len;
@@ -98,6 +113,32 @@ static size_t granules(size_t size)
 	return (size + ARENA_GRANULE - 1) & ~(ARENA_GRANULE - 1);
 }
 
+static size_t huge_down(size_t off)
+{
+	return off & ~(HUGE_PAGE - 1);
+}
+
+static size_t huge_up(size_t off)
+{
+	return (off + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+/* The huge pages a block [off, off + len) taken from a hole shares with
+ * what lies around it, whose free part may have been given back: their
+ * offsets in `collapse` (ARENA_NONE when none). */
+#define ARENA_NONE ((size_t)-1)
+
+static void edges_of(size_t off, size_t len, size_t collapse[2])
+{
+	size_t head = huge_down(off), tail = huge_down(off + len - 1);
+
+	collapse[0] = collapse[1] = ARENA_NONE;
+	if (head < off && head >= CFI_HUGE_ARENA_KEEP)
+		collapse[0] = head;
+	if (tail != head && tail + HUGE_PAGE > off + len)
+		collapse[1] = tail;
+}
+
 static void arena_remove(int i)
 {
 	memmove(&arena.b[i], &arena.b[i + 1], (size_t)(arena.n - i - 1) * sizeof(arena.b[0]));
@@ -116,9 +157,11 @@ static int arena_find(const void *p)
 }
 
 /* The first free block that fits, split, or a new block at the top; NULL
- * when the arena is out of blocks or space. */
-static void *arena_alloc_locked(size_t len)
+ * when the arena is out of blocks or space.  A block cut from a free one
+ * names the huge pages to collapse in `collapse`. */
+static void *arena_alloc_locked(size_t len, size_t collapse[2])
 {
+	collapse[0] = collapse[1] = ARENA_NONE;
 	for (int i = 0; i < arena.n; i++) {
 		struct arena_block *b = &arena.b[i];
 
@@ -133,6 +176,7 @@ static void *arena_alloc_locked(size_t len)
 			b->len = len;
 		}
 		b->used = true;
+		edges_of(b->off, len, collapse);
 		return arena.base + b->off;
 	}
 	if (arena.n == ARENA_BLOCKS || len > ARENA_SPAN - arena.top)
@@ -146,11 +190,18 @@ static void *arena_alloc_locked(size_t len)
 
 static void *arena_alloc(size_t size)
 {
+	size_t collapse[2];
 	void *p;
 
 	pthread_mutex_lock(&arena.lock);
-	p = arena_alloc_locked(granules(size));
+	p = arena_alloc_locked(granules(size), collapse);
 	pthread_mutex_unlock(&arena.lock);
+	/* Outside the lock: a copy of up to 2 MiB each.  Advice only (it
+	 * fails without a free huge page); what another thread does with its
+	 * own part of the page meanwhile, the kernel keeps. */
+	for (int k = 0; k < 2; k++)
+		if (p && collapse[k] != ARENA_NONE)
+			madvise(arena.base + collapse[k], HUGE_PAGE, MADV_COLLAPSE);
 	return p;
 }
 
@@ -177,18 +228,20 @@ static void arena_free(void *p)
 		arena.top = lo;
 		/* To the end of the huge page the highest block reached: the
 		 * fault that brought it in brought all of it. */
-		hi = (arena.high + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+		hi = huge_up(arena.high);
 		arena.high = lo;
+	} else if (hi - huge_down(hi) < ARENA_EDGE_KEEP_MAX) {
+		hi = huge_down(hi);
 	}
 	/*
-	 * Back to the kernel at once, holes between blocks in use included:
-	 * the arena holds no more memory than its blocks in use and the huge
-	 * pages they share.  A compile's arrays grow by doubling, so most
-	 * holes are too small for what comes next: with holes given back in
-	 * whole huge pages only, `record -a` peaked at 34.8 MiB against 28.1
-	 * (bench/README.md, "Miss to loaded").  A hole reused later faults in
-	 * 4 KiB pages, its huge page split.
+	 * Back to the kernel at once, holes between blocks in use included,
+	 * but for the small parts of huge pages that blocks in use share
+	 * (above): with every hole given back in whole huge pages only,
+	 * `record -a` peaked at 34.8 MiB against 28.1, and with parts under
+	 * 2 MiB kept, 32.7 against 29.9 (bench/README.md, "Miss to loaded").
 	 */
+	if (huge_up(lo) - lo < ARENA_EDGE_KEEP_MAX)
+		lo = huge_up(lo);
 	if (lo < CFI_HUGE_ARENA_KEEP)
 		lo = CFI_HUGE_ARENA_KEEP;
 	if (hi > lo)
@@ -324,13 +377,25 @@ void *cfi_huge_zalloc(size_t size)
 	if (size < huge_min)
 		return calloc(1, size ? size : 1);
 	if (arena.base) {
-		uint8_t *p = arena_alloc(size), *kept_end = arena.base + CFI_HUGE_ARENA_KEEP;
+		uint8_t *p = arena_alloc(size);
 
-		/* Free arena memory reads as zeroes past the part kept. */
-		if (p && p < kept_end)
-			memset(p, 0, (size_t)(kept_end - p) < size ? (size_t)(kept_end - p) : size);
-		if (p)
+		if (p) {
+			size_t off = (size_t)(p - arena.base), end = off + size;
+			size_t head = huge_up(off), tail = huge_down(end);
+
+			/* Free arena memory reads as zeroes in the huge pages
+			 * wholly inside the block; the part kept and the
+			 * parts of shared huge pages may not. */
+			if (head < CFI_HUGE_ARENA_KEEP)
+				head = CFI_HUGE_ARENA_KEEP;
+			if (head >= tail) {
+				memset(p, 0, size);
+			} else {
+				memset(p, 0, head - off);
+				memset(arena.base + tail, 0, end - tail);
+			}
 			return p;
+		}
 	}
 	/* A fresh mapping is zeroes already. */
 	return map_aligned(mapped_len(size));

@@ -291,6 +291,79 @@ Test(hugemem_arena, freed_memory_is_given_back_and_reads_as_zeroes)
 	cr_assert_eq(rss_of(a), 0, "%zu bytes resident after the trim", rss_of(a));
 }
 
+/* A hole's parts of the huge pages blocks in use share stay when under
+ * 1 MiB (the next block there would fault them in 4 KiB pages): what
+ * goes is the whole huge page between.  They keep what was written, and
+ * cfi_huge_zalloc clears them. */
+Test(hugemem_arena, a_hole_keeps_small_parts_of_shared_huge_pages_and_zalloc_clears_them)
+{
+	size_t half = MIB / 2, before, after;
+	uint8_t *pad, *a, *b, *z;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	pad = cfi_huge_resize(NULL, 0, 3 * MIB + half);
+	a = cfi_huge_resize(NULL, 0, 3 * MIB);
+	b = cfi_huge_resize(NULL, 0, 64 * 1024);
+	cr_assert(pad && a && b);
+	/* a: [3.5, 6.5) MiB, its first and last half MiB in huge pages it
+	 * shares with pad and b. */
+	cr_assert_eq(a, pad + 3 * MIB + half);
+	cr_assert_eq(b, a + 3 * MIB);
+	fill(pad, 3 * MIB + half, 1);
+	memset(a, 0xa5, 3 * MIB);
+	fill(b, 64 * 1024, 2);
+	before = rss_of(a);
+	cfi_huge_free(a, 3 * MIB);
+	after = rss_of(b);
+	cr_assert_eq(after, before - 2 * MIB, "%zu bytes resident, then %zu: want the one huge "
+		     "page wholly free given back", before, after);
+	z = cfi_huge_zalloc(3 * MIB);
+	cr_assert_eq(z, a, "the hole is taken again");
+	for (size_t i = 0; i < 3 * MIB; i++)
+		if (z[i])
+			cr_assert_fail("byte %zu of the block is %#x", i, z[i]);
+	check(pad, 3 * MIB + half, 1);
+	check(b, 64 * 1024, 2);
+	cfi_huge_free(z, 3 * MIB);
+	cfi_huge_free(b, 64 * 1024);
+	cfi_huge_free(pad, 3 * MIB + half);
+}
+
+/* A larger part goes back too (the huge page split); the block that
+ * takes the hole next collapses that huge page again, and what the
+ * block in use beside it holds is kept. */
+Test(hugemem_arena, a_hole_gives_back_large_parts_of_shared_huge_pages)
+{
+	size_t before, after;
+	uint8_t *pad, *a, *b, *x;
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	pad = cfi_huge_resize(NULL, 0, 2 * MIB);
+	a = cfi_huge_resize(NULL, 0, 3 * MIB + MIB / 2);
+	b = cfi_huge_resize(NULL, 0, 64 * 1024);
+	cr_assert(pad && a && b);
+	cr_assert_eq(b, a + 3 * MIB + MIB / 2);
+	fill(pad, 2 * MIB, 1);
+	memset(a, 0xa5, 3 * MIB + MIB / 2);
+	fill(b, 64 * 1024, 2);
+	before = rss_of(a);
+	cfi_huge_free(a, 3 * MIB + MIB / 2);
+	after = rss_of(b);
+	cr_assert_eq(after, before - (3 * MIB + MIB / 2), "%zu bytes resident, then %zu: want "
+		     "all of the hole given back", before, after);
+	x = cfi_huge_resize(NULL, 0, 3 * MIB + MIB / 2);
+	cr_assert_eq(x, a);
+	for (size_t i = 0; i < 3 * MIB + MIB / 2; i += 4096)
+		cr_assert_eq(x[i], 0, "byte %zu of the hole is %#x", i, x[i]);
+	fill(x, 3 * MIB + MIB / 2, 3);
+	check(b, 64 * 1024, 2);
+	check(pad, 2 * MIB, 1);
+	check(x, 3 * MIB + MIB / 2, 3);
+	cfi_huge_free(x, 3 * MIB + MIB / 2);
+	cfi_huge_free(b, 64 * 1024);
+	cfi_huge_free(pad, 2 * MIB);
+}
+
 Test(hugemem_arena, a_free_block_is_cut_for_smaller_arrays)
 {
 	uint8_t *a, *b, *x, *y;
