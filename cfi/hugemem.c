@@ -30,9 +30,10 @@ static size_t huge_min = CFI_HUGE_MIN;
  * there (~13 µs a page on this VM, against ~0.2 in 2 MiB pages); a larger
  * part goes back, and the block that takes it next collapses its huge
  * page again (MADV_COLLAPSE, one copy instead of hundreds of faults).
- * cc1's compile: 1,250-1,700 page faults and 59-70 ms of CPU with every
- * part given back, 700-900 and 45-50 ms so, at 1.5 MB more peak RSS
- * (bench/README.md, "Miss to loaded").  Kept parts are not zeroes:
+ * cc1's compile: 1,357-2,569 page faults and 59-78 ms of CPU with every
+ * part given back, 701-912 and 45-50 ms so, at 21.0-21.2 MB of peak RSS
+ * against 19.1-21.2 (bench/README.md, "2026-12-04 (evening)", under "Miss
+ * to loaded").  Kept parts are not zeroes:
  * cfi_huge_zalloc clears a block's partial huge pages.
  * Most tables are small, their arrays a few blocks of 64 KiB: when those
  * went back after each compile, the next compile took a fresh huge page,
