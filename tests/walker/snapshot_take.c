@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,20 +148,24 @@ static int read_maps(struct snapshot *s, pid_t pid, uint64_t sp, uint64_t *stack
 	return ret;
 }
 
-/* Waits for the PTRACE_INTERRUPT stop, passing on the signals that
- * arrive first (the fixtures' own SIGPROF and SIGALRM). */
-static int wait_interrupt(pid_t pid, struct cfi_error *err)
+/* Waits for the PTRACE_INTERRUPT stop (`sig` 0) or for the delivery stop
+ * of `sig`, passing on the signals that arrive first (the fixtures' own
+ * SIGPROF and SIGALRM). */
+static int wait_stop(pid_t pid, int sig, struct cfi_error *err)
 {
 	int status;
 
 	for (;;) {
+		bool event;
+
 		if (waitpid(pid, &status, __WALL) < 0)
 			return cfi_fail(err, -errno, "waitpid %d: %s", pid, strerror(errno));
 		if (WIFEXITED(status) || WIFSIGNALED(status))
 			return cfi_fail(err, -ESRCH, "the program exited before its snapshot");
-		if (status >> 16 == PTRACE_EVENT_STOP)
+		event = status >> 16 == PTRACE_EVENT_STOP;
+		if (event ? !sig : sig && WSTOPSIG(status) == sig)
 			return 0;
-		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)WSTOPSIG(status)))
+		if (ptrace(PTRACE_CONT, pid, 0, (void *)(long)(event ? 0 : WSTOPSIG(status))))
 			return cfi_fail(err, -errno, "PTRACE_CONT %d: %s", pid, strerror(errno));
 	}
 }
@@ -172,25 +177,17 @@ static int wait_interrupt(pid_t pid, struct cfi_error *err)
  * handler. */
 static int interrupt_in_handler(pid_t pid, int sig, struct cfi_error *err)
 {
-	int status;
+	int ret;
 
 	if (syscall(SYS_tgkill, pid, pid, sig))
 		return errno == ESRCH ? cfi_fail(err, -ESRCH, "the program exited before its snapshot")
 				      : cfi_fail(err, -errno, "tgkill %d: %s", pid, strerror(errno));
-	for (;;) {
-		if (waitpid(pid, &status, __WALL) < 0)
-			return cfi_fail(err, -errno, "waitpid %d: %s", pid, strerror(errno));
-		if (WIFEXITED(status) || WIFSIGNALED(status))
-			return cfi_fail(err, -ESRCH, "the program exited before its snapshot");
-		if (status >> 16 == 0 && WSTOPSIG(status) == sig)
-			break;
-		if (ptrace(PTRACE_CONT, pid, 0,
-			   (void *)(long)(status >> 16 ? 0 : WSTOPSIG(status))))
-			return cfi_fail(err, -errno, "PTRACE_CONT %d: %s", pid, strerror(errno));
-	}
+	ret = wait_stop(pid, sig, err);
+	if (ret)
+		return ret;
 	if (ptrace(PTRACE_INTERRUPT, pid, 0, 0) || ptrace(PTRACE_CONT, pid, 0, (void *)(long)sig))
 		return cfi_fail(err, -errno, "PTRACE_INTERRUPT/CONT %d: %s", pid, strerror(errno));
-	return wait_interrupt(pid, err);
+	return wait_stop(pid, 0, err);
 }
 
 static int take(pid_t pid, const char *out, struct cfi_error *err)
@@ -362,7 +359,7 @@ int main(int argc, char **argv)
 					       strerror(errno));
 				break;
 			}
-			ret = wait_interrupt(pid, &err);
+			ret = wait_stop(pid, 0, &err);
 		}
 		/* A program whose run time is chance (a prime search) may end
 		 * before the last snapshot: with --restart it runs again and
