@@ -288,11 +288,19 @@ def t_threshold(tmp):
             raise Fail("--off-cpu-min 7ms kept 5 ms sleeps that took less than 7 ms")
 
 
+# The feeder's nap (the holder's hold): each of the fixture's calls is an
+# event only if it blocks for --off-cpu-min (1 ms) or more, so the blocked
+# thread must be back in the call well within the nap.  With 5 ms, a CI run
+# under load had one read of 60 block for 0.69 ms (profile and fixture
+# 433.089 and 433.782 ms): the reader came back late.
+NAP_MS = "20"
+
+
 def pipe_or_mutex(tmp, fxname, leaf, chain, comm, waker_chain, waker_comm, wakers):
     out = os.path.join(tmp, fxname + ".pb.gz")
     extra = ["--wakers"] if wakers else []
     _, stdout, stderr = record(["--off-cpu-only", "--stats", *extra, "-o", out, "--",
-                                tr.fx(fxname), "60", "5"])
+                                tr.fx(fxname), "60", NAP_MS])
     calls, ns = measured(stdout, leaf)
     types = OFF_TYPES + ([("woken_by", "nanoseconds")] if wakers else [])
     samples, idx = pprof_offcpu(out, types)
@@ -314,7 +322,7 @@ def pipe_or_mutex(tmp, fxname, leaf, chain, comm, waker_chain, waker_comm, waker
     # time, once.
     out = os.path.join(tmp, fxname + ".folded")
     _, stdout, _ = record(["--off-cpu-only", "--wakers", "--format", "folded", "-o", out, "--",
-                           tr.fx(fxname), "60", "5"])
+                           tr.fx(fxname), "60", NAP_MS])
     calls, ns = measured(stdout, leaf)
     fw, _ = chain_weight(folded_chains(out, comm), full, waker_chain[-1],
                          f"{leaf} woken by {waker_comm} (folded)")
@@ -328,7 +336,7 @@ def pipe_or_mutex(tmp, fxname, leaf, chain, comm, waker_chain, waker_comm, waker
 
 @case("pipe")
 def t_pipe(tmp):
-    """read() of a pipe fed every 5 ms by another thread, 60 times."""
+    """read() of a pipe fed every 20 ms by another thread, 60 times."""
     pipe_or_mutex(tmp, "ocpipe", "pipe_wait", READER_CHAIN, "rec-ocpipe", FEEDER_CHAIN,
                   "rec-feeder", False)
 
@@ -342,7 +350,7 @@ def t_pipe_wakers(tmp):
 
 @case("mutex")
 def t_mutex(tmp):
-    """pthread_mutex_lock() of a mutex held 5 ms by another thread, 60 times."""
+    """pthread_mutex_lock() of a mutex held 20 ms by another thread, 60 times."""
     pipe_or_mutex(tmp, "ocmutex", "contend_lock", CONTENDER_CHAIN, "rec-ocmutex", HOLDER_CHAIN,
                   "rec-holder", False)
 
