@@ -1225,8 +1225,10 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 
 fail_builder:
 	cfi_fail(err, ret, "%s: %s", e->name,
-		 ret == -ENOMEM ? "out of memory" : ret == -E2BIG ? "too many distinct unwind rules"
-							    : "rows out of order");
+		 ret == -ENOMEM   ? "out of memory"
+		 : ret == -E2BIG  ? "too many distinct unwind rules"
+		 : ret == -ERANGE ? "unwind rows span more than 4 GiB"
+				  : "rows out of order");
 	goto out;
 fail_named:
 	/* Parser messages name the section; prefix the file once. */

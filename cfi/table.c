@@ -290,11 +290,16 @@ bool cfi_rule_supported(const struct cfi_rule *r)
 
 /* ---- builder ---------------------------------------------------------- */
 
+/* A row's address is kept as its offset from the first row's, in 4 bytes
+ * instead of 8: the rows are the compile's largest arrays (980,275 rows on
+ * libLLVM-15, 479,479 on cc1), and a table's code spans far less than 4
+ * GiB.  A row past that is refused (-ERANGE). */
 struct cfi_builder {
-	uint64_t *addr;
+	uint64_t base;          /* the first row's address */
+	uint32_t *off;          /* each row's address - base (row 0's: 0) */
 	uint32_t *rule;
 	size_t n, cap;          /* rows, and rows both arrays hold */
-	size_t cap_addr;        /* rows `addr` holds (>= cap) */
+	size_t cap_off;         /* rows `off` holds (>= cap) */
 	/* Rows per rule, counted by the finish for itself and for the
 	 * counts after it; valid while `uses_rows` == n. */
 	uint32_t *uses;
@@ -316,7 +321,7 @@ void cfi_builder_free(struct cfi_builder *b)
 {
 	if (!b)
 		return;
-	cfi_huge_free(b->addr, b->cap_addr * sizeof(*b->addr));
+	cfi_huge_free(b->off, b->cap_off * sizeof(*b->off));
 	cfi_huge_free(b->rule, b->cap * sizeof(*b->rule));
 	free(b->rules);
 	free(b->slots);
@@ -485,21 +490,25 @@ static inline int intern(struct cfi_builder *b, const struct cfi_rule *r, uint32
 	return intern_new(b, r, hash, idx);
 }
 
+static inline uint64_t row_addr(const struct cfi_builder *b, size_t i)
+{
+	return b->base + b->off[i];
+}
+
 static int rows_reserve(struct cfi_builder *b, size_t ncap)
 {
-	uint64_t *a;
-	uint32_t *q;
+	uint32_t *a, *q;
 
 	if (ncap <= b->cap)
 		return 0;
-	/* The address array grows first and may stay larger if the rule
+	/* The offset array grows first and may stay larger if the rule
 	 * array cannot follow: `cap` is what both hold. */
-	if (ncap > b->cap_addr) {
-		a = cfi_huge_resize(b->addr, b->cap_addr * sizeof(*a), ncap * sizeof(*a));
+	if (ncap > b->cap_off) {
+		a = cfi_huge_resize(b->off, b->cap_off * sizeof(*a), ncap * sizeof(*a));
 		if (!a)
 			return -ENOMEM;
-		b->addr = a;
-		b->cap_addr = ncap;
+		b->off = a;
+		b->cap_off = ncap;
 	}
 	q = cfi_huge_resize(b->rule, b->cap * sizeof(*q), ncap * sizeof(*q));
 	if (!q)
@@ -539,7 +548,8 @@ static __attribute__((noinline)) int add_idx_rare(struct cfi_builder *b, uint64_
 		return 0;
 	if (!b->cap && rows_reserve(b, 4096))
 		return -ENOMEM;
-	b->addr[0] = addr;
+	b->base = addr;
+	b->off[0] = 0;
 	b->rule[0] = idx;
 	b->n = 1;
 	return 0;
@@ -549,17 +559,19 @@ int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
 {
 	size_t n = b->n;
 
-	if (!n || addr <= b->addr[n - 1]) {
-		if (n && addr < b->addr[n - 1])
+	if (!n || addr <= row_addr(b, n - 1)) {
+		if (n && addr < row_addr(b, n - 1))
 			return -EINVAL;
 		return add_idx_rare(b, addr, idx);
 	}
 	if (b->rule[n - 1] == idx)
 		return 0;
+	if (addr - b->base > UINT32_MAX)
+		return -ERANGE;
 	if (n == b->cap && rows_reserve(b, b->cap * 2))
 		return -ENOMEM;
 	b->uses_rows = SIZE_MAX;
-	b->addr[n] = addr;
+	b->off[n] = (uint32_t)(addr - b->base);
 	b->rule[n] = idx;
 	b->n = n + 1;
 	return 0;
@@ -568,7 +580,7 @@ int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
 void cfi_builder_prefetch_row(const struct cfi_builder *b, size_t i)
 {
 	if (i < b->n) {
-		__builtin_prefetch(&b->addr[i]);
+		__builtin_prefetch(&b->off[i]);
 		__builtin_prefetch(&b->rule[i]);
 	}
 }
@@ -581,6 +593,7 @@ uint32_t cfi_builder_last_rule(const struct cfi_builder *b)
 int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t old_base,
 		       uint64_t new_base)
 {
+	uint64_t delta = new_base - old_base;
 	size_t i;
 	int ret;
 
@@ -591,22 +604,21 @@ int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t ol
 	 * copied, moved, without its checks (a third of the compile's calls
 	 * of it on libLLVM-15). */
 	if (n && from && from + n <= b->n && b->rule[b->n - 1] == b->rule[from - 1] &&
-	    new_base + (b->addr[from] - old_base) > b->addr[b->n - 1]) {
-		const uint64_t *sa;
-		const uint32_t *sr;
-		uint64_t *da;
-		uint32_t *dr;
+	    row_addr(b, from) + delta > row_addr(b, b->n - 1) &&
+	    b->off[from + n - 1] + delta <= UINT32_MAX) {
+		const uint32_t *src_off, *src_rule;
+		uint32_t *dst_off, *dst_rule;
 
 		ret = rows_reserve(b, b->n + n);
 		if (ret)
 			return ret;
-		sa = b->addr + from;
-		sr = b->rule + from;
-		da = b->addr + b->n;
-		dr = b->rule + b->n;
+		src_off = b->off + from;
+		src_rule = b->rule + from;
+		dst_off = b->off + b->n;
+		dst_rule = b->rule + b->n;
 		for (i = 0; i < n; i++) {
-			da[i] = new_base + (sa[i] - old_base);
-			dr[i] = sr[i];
+			dst_off[i] = src_off[i] + (uint32_t)delta;
+			dst_rule[i] = src_rule[i];
 		}
 		b->n += n;
 		b->uses_rows = SIZE_MAX;
@@ -614,7 +626,7 @@ int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t ol
 	}
 	for (i = from; i < from + n; i++) {
 		/* Read before adding: an add may move the arrays. */
-		uint64_t addr = new_base + (b->addr[i] - old_base);
+		uint64_t addr = row_addr(b, i) + delta;
 		uint32_t idx = b->rule[i];
 
 		ret = cfi_builder_add_idx(b, addr, idx);
@@ -629,7 +641,7 @@ int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule 
 	uint32_t idx;
 	int ret;
 
-	if (b->n && addr < b->addr[b->n - 1])
+	if (b->n && addr < row_addr(b, b->n - 1))
 		return -EINVAL;
 	ret = intern(b, r, &idx);
 	return ret ? ret : cfi_builder_add_idx(b, addr, idx);
@@ -642,7 +654,7 @@ void cfi_builder_continues(struct cfi_builder *b)
 
 int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 {
-	uint32_t *remap;
+	uint32_t *remap, delta;
 	size_t i;
 	int ret;
 
@@ -658,32 +670,35 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 	}
 	/* The first row meets b's last one exactly as cfi_builder_add would
 	 * have (replace, merge, or drop a leading "no info"). */
-	ret = cfi_builder_add(b, src->addr[0], &src->rules[src->rule[0]]);
+	ret = cfi_builder_add(b, src->base, &src->rules[src->rule[0]]);
 	if (ret)
 		goto out;
+	if (src->n == 1)
+		goto out;
+	/* b has no row if that one was a leading "no info" it dropped: its
+	 * first row is then src's second (row 0's offset is always 0). */
+	if (!b->n)
+		b->base = row_addr(src, 1);
+	/* (unsigned arithmetic: the differences wrap, the sums do not) */
+	if (src->base - b->base + src->off[src->n - 1] > UINT32_MAX) {
+		ret = -ERANGE;
+		goto out;
+	}
+	delta = (uint32_t)(src->base - b->base);
 	/* Past it, src made every merge against the same rule as b would
 	 * have: its own first row's, which b now ends with too. */
 	ret = rows_reserve(b, b->n + src->n - 1);
 	if (ret)
 		goto out;
 	/* (b->n kept out of the loops, so that they vectorize) */
-	memcpy(b->addr + b->n, src->addr + 1, (src->n - 1) * sizeof(*b->addr));
+	for (i = 1; i < src->n; i++)
+		b->off[b->n + i - 1] = src->off[i] + delta;
 	for (i = 1; i < src->n; i++)
 		b->rule[b->n + i - 1] = remap[src->rule[i]];
 	b->n += src->n - 1;
 out:
 	free(remap);
 	return ret;
-}
-
-/* The end of the page starting at ps.  A page at the very top of the
- * address space ends at UINT64_MAX instead of wrapping to 0; every row is
- * below the table's end, itself at most UINT64_MAX, so none is lost. */
-static inline uint64_t page_end(uint64_t ps, unsigned shift)
-{
-	uint64_t size = 1ull << shift;
-
-	return ps > UINT64_MAX - size ? UINT64_MAX : ps + size;
 }
 
 /* The first row at or after `addr`. */
@@ -694,7 +709,7 @@ static size_t row_at(const struct cfi_builder *b, uint64_t addr)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (b->addr[mid] < addr)
+		if (row_addr(b, mid) < addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -708,7 +723,6 @@ static size_t row_at(const struct cfi_builder *b, uint64_t addr)
  * the same result as one. */
 struct finish_part {
 	const struct cfi_builder *b;
-	uint64_t base;
 	unsigned shift;
 	uint32_t page_from, page_to;
 	size_t row_from;
@@ -736,22 +750,25 @@ struct finish_part {
 static void plan(struct finish_part *f)
 {
 	const struct cfi_builder *b = f->b;
+	const uint32_t *off = b->off;
 	size_t i = f->row_from;
 	uint64_t p;
 
 	f->nrows = 0;
 	f->fits = false;
 	memset(f->stamp, 0, b->nrules * sizeof(*f->stamp));
+	/* Pages and rows by their offsets from the table's base, b's (so a page
+	 * at the top of the address space needs no care not to wrap). */
 	for (p = f->page_from; p < f->page_to; p++) {
-		uint64_t ps = f->base + (p << f->shift), pe = page_end(ps, f->shift);
+		uint64_t ps = p << f->shift, pe = ps + (1ull << f->shift);
 		uint32_t distinct = 0, n = 0, mark = (uint32_t)p + 1;
 
-		if (!(i < b->n && b->addr[i] == ps)) {
+		if (!(i < b->n && off[i] == ps)) {
 			f->stamp[b->rule[i - 1]] = mark;
 			distinct++;
 			n++;
 		}
-		for (; i < b->n && b->addr[i] < pe; i++) {
+		for (; i < b->n && off[i] < pe; i++) {
 			if (f->stamp[b->rule[i]] != mark) {
 				f->stamp[b->rule[i]] = mark;
 				distinct++;
@@ -886,14 +903,17 @@ static void *emit(void *arg)
 {
 	struct finish_part *f = arg;
 	const struct cfi_builder *b = f->b;
+	const uint32_t *off = b->off;
 	const struct cfi_table *view = f->view;
 	uint32_t nsub = CFI_SUBPAGES(f->shift), p;
 	size_t i = f->row_from;
 
 	memset(f->stamp, 0, b->nrules * sizeof(*f->stamp));
+	/* Pages and rows by their offsets from the table's base, b's (so a page
+	 * at the top of the address space needs no care not to wrap). */
 	for (p = f->page_from; p < f->page_to && !f->bad; p++) {
 		const struct cfi_page *pg = &view->pages[p];
-		uint64_t ps = f->base + ((uint64_t)p << f->shift), pe = page_end(ps, f->shift);
+		uint64_t ps = (uint64_t)p << f->shift, pe = ps + (1ull << f->shift);
 		uint16_t *first_row = (uint16_t *)(f->blob + pg->block_off);
 		uint8_t *row_off = f->blob + pg->block_off + 2u * (nsub + 1);
 		uint8_t *row_rule = row_off + pg->nrows;
@@ -914,10 +934,10 @@ static void *emit(void *arg)
 		row++;                                                  \
 	} while (0)
 		first_row[0] = 0;
-		if (!(i < b->n && b->addr[i] == ps))
+		if (!(i < b->n && off[i] == ps))
 			EMIT(0, b->rule[i - 1]);
-		for (; i < b->n && b->addr[i] < pe; i++)
-			EMIT(b->addr[i] - ps, b->rule[i]);
+		for (; i < b->n && off[i] < pe; i++)
+			EMIT(off[i] - ps, b->rule[i]);
 #undef EMIT
 		while (sub < nsub)
 			first_row[++sub] = (uint16_t)row;
@@ -947,12 +967,12 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 
 	/* Trailing "no info" rows are implied by the end of the range. */
 	while (b->n && b->rules[b->rule[b->n - 1]].cfa_type == CFI_CFA_UNDEF) {
-		end = b->addr[b->n - 1];
+		end = row_addr(b, b->n - 1);
 		b->n--;
 	}
 	if (!b->n)
 		return cfi_fail(err, -ENODATA, "no unwind information");
-	if (b->addr[b->n - 1] >= end)
+	if (row_addr(b, b->n - 1) >= end)
 		return cfi_fail(err, -EINVAL, "row at or past the end of the table");
 
 	/* Two threads, each on half of the pages (and of the rows, for the
@@ -974,7 +994,7 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 	}
 	part[0].use_to = part[1].use_from = two ? b->n / 2 : b->n;
 	part[1].use_to = b->n;
-	h.base = b->addr[0];
+	h.base = b->base;
 	h.end = end;
 	/* The largest page whose palette fits a byte and whose block fits a
 	 * chunk: fewest page records. */
@@ -992,7 +1012,6 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 		}
 		mid = two ? npages / 2 : npages;
 		for (k = 0; k < 2; k++) {
-			part[k].base = h.base;
 			part[k].shift = shift;
 			part[k].pages = pages;
 			part[k].count = !counted;

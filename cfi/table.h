@@ -62,7 +62,8 @@ struct cfi_builder *cfi_builder_new(void);
 void cfi_builder_free(struct cfi_builder *b);
 
 /* Adds a row starting at `addr`.  A row at the same address as the last
- * one replaces it; a row equal to the last one is merged into it. */
+ * one replaces it; a row equal to the last one is merged into it.  Rows
+ * span at most 4 GiB from the first one kept: a row past it is -ERANGE. */
 int cfi_builder_add(struct cfi_builder *b, uint64_t addr, const struct cfi_rule *rule);
 
 /* cfi_builder_add in two halves, for a caller that adds one rule many
@@ -94,7 +95,7 @@ void cfi_builder_continues(struct cfi_builder *b);
  * after b's last row) to `b`, with the same result as adding them one by
  * one to `b` as they were added to `src`: so a table can be built by
  * address range in parallel.  Returns 0 or a negative errno (-E2BIG: too
- * many distinct rules). */
+ * many distinct rules; -ERANGE: rows past 4 GiB of b's first). */
 int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src);
 
 /* Rows added so far, after merging. */

@@ -779,6 +779,102 @@ Test(builder, range_too_large)
 	cfi_builder_free(b);
 }
 
+/* The builder keeps a row's address as a 4-byte offset from the first
+ * row's: 4 GiB less a byte is the farthest row, in one builder and across
+ * an append. */
+Test(builder, rows_span_at_most_4_gib)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), c = R(2);
+	const uint64_t base = 0x7f0000001000ull, last = base + UINT32_MAX;
+	struct cfi_table t;
+
+	cr_assert_eq(cfi_builder_add(b, base, &a), 0);
+	cr_assert_eq(cfi_builder_add(b, last, &c), 0);
+	cr_assert_eq(cfi_builder_add(b, last + 1, &a), -ERANGE);
+	cr_assert_eq(cfi_builder_rows(b), 2);
+	finish_ok(b, last + 1, &t);
+	cr_assert_eq(t.hdr->base, base);
+	ASSERT_RULE_AT(&t, base, a);
+	ASSERT_RULE_AT(&t, last - 1, a);
+	ASSERT_RULE_AT(&t, last, c);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
+Test(builder, append_spans_at_most_4_gib)
+{
+	struct cfi_rule a = R(1), c = R(2);
+	const uint64_t base = 0x1000, last = base + UINT32_MAX;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct cfi_builder *b = cfi_builder_new(), *src = cfi_builder_new();
+
+		cfi_builder_continues(src);
+		cr_assert_eq(cfi_builder_add(b, base, &a), 0);
+		cr_assert_eq(cfi_builder_add(src, last - 0x100, &c), 0);
+		cr_assert_eq(cfi_builder_add(src, last + k, &a), 0);
+		cr_assert_eq(cfi_builder_append(b, src), k ? -ERANGE : 0);
+		cfi_builder_free(src);
+		cfi_builder_free(b);
+	}
+}
+
+/* Appended to an empty builder, a leading "no info" row is dropped, as
+ * cfi_builder_add drops it: the table starts at the next row. */
+Test(builder, append_to_empty_drops_leading_undef)
+{
+	struct cfi_rule u = R(UNDEF_ID), a = R(1), c = R(2);
+	struct cfi_builder *b = cfi_builder_new(), *src = cfi_builder_new();
+	struct cfi_builder *one = cfi_builder_new();
+	struct cfi_table t[2];
+	int k;
+
+	cfi_builder_continues(src);
+	for (k = 0; k < 2; k++) {
+		struct cfi_builder *to = k ? one : src;
+
+		cr_assert_eq(cfi_builder_add(to, 0x2000, &u), 0);
+		cr_assert_eq(cfi_builder_add(to, 0x2100, &a), 0);
+		cr_assert_eq(cfi_builder_add(to, 0x2180, &c), 0);
+	}
+	cr_assert_eq(cfi_builder_append(b, src), 0);
+	finish_ok(b, 0x3000, &t[0]);
+	finish_ok(one, 0x3000, &t[1]);
+	cr_assert_eq(t[0].hdr->base, 0x2100);
+	cr_assert_eq(t[0].size, t[1].size);
+	cr_assert_eq(memcmp(t[0].blob, t[1].blob, t[0].size), 0);
+	ASSERT_RULE_AT(&t[0], 0x2100, a);
+	ASSERT_RULE_AT(&t[0], 0x2180, c);
+	for (k = 0; k < 2; k++)
+		cfi_table_free(&t[k]);
+	cfi_builder_free(src);
+	cfi_builder_free(b);
+	cfi_builder_free(one);
+}
+
+/* A table whose last page would end past the top of the address space:
+ * that page ends at the top, and its rows are all there. */
+Test(builder, last_page_at_the_top_of_the_address_space)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_rule a = R(1), c = R(2);
+	const uint64_t base = UINT64_MAX - 0x2fff0;
+	struct cfi_table t;
+
+	cr_assert_eq(cfi_builder_add(b, base, &a), 0);
+	cr_assert_eq(cfi_builder_add(b, base + 0x20008, &c), 0);
+	cr_assert_eq(cfi_builder_add(b, UINT64_MAX - 2, &a), 0);
+	finish_ok(b, UINT64_MAX, &t);
+	ASSERT_RULE_AT(&t, base + 0x20007, a);
+	ASSERT_RULE_AT(&t, base + 0x20008, c);
+	ASSERT_RULE_AT(&t, UINT64_MAX - 3, c);
+	ASSERT_RULE_AT(&t, UINT64_MAX - 2, a);
+	cfi_table_free(&t);
+	cfi_builder_free(b);
+}
+
 /* ---- exact format and validator --------------------------------------- */
 
 /* base 0x10000, end 0x30000, 64 KiB pages:
