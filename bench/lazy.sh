@@ -14,6 +14,9 @@
 #                      N rounds records with BASE's cfiprof, then BUILD's
 #                      (--unwind auto both), side by side; eager is left out
 #                      unless EAGER=1
+#   env KEEP=DIR       keep each run's --stats output there (LABEL.I.stats:
+#                      LABEL auto, dwarf or base; I the run), to see what
+#                      an outlying run's slowest misses waited on
 #
 # The workload: two slots, each running one program after another for the
 # whole recording: python3, gzip, xz, sort, sha256sum, gcc (cc1, whose CFI
@@ -79,6 +82,7 @@ fi
 run() {
   local label=$1 build=$2 mode=$3 i=$4
   busy_record "$build/cfiprof" "$tmp/$label.$i" --unwind "$mode"
+  if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$tmp/$label.$i.stats" "$KEEP/"; fi
 }
 
 for i in $(seq "$N"); do

@@ -9,10 +9,6 @@
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
-/* Linux 6.1; glibc 2.36's headers do not name it. */
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25
-#endif
 
 static bool huge_pages;
 static size_t huge_min = CFI_HUGE_MIN;
@@ -21,19 +17,18 @@ static size_t huge_min = CFI_HUGE_MIN;
  * The arena (cfi_huge_arena_enable): one reservation of address space,
  * advised for huge pages, cut into blocks of whole granules.  Blocks tile
  * [0, top) in address order, used or free, and no two free blocks touch.
- * A free block holds no memory: its pages went back to the kernel when it
- * was freed, so it reads as zeroes; except in the arena's first
- * CFI_HUGE_ARENA_KEEP bytes, one huge page, which is kept until a trim.
- * The part of a free block in a huge page that a block in use shares is
- * kept when under ARENA_EDGE_KEEP_MAX: giving it back splits the huge
- * page, and the block that takes the hole next faults in 4 KiB pages
- * there (~13 µs a page on this VM, against ~0.2 in 2 MiB pages); a larger
- * part goes back, and the block that takes it next collapses its huge
- * page again (MADV_COLLAPSE, one copy instead of hundreds of faults).
- * cc1's compile: 1,357-2,569 page faults and 59-78 ms of CPU with every
- * part given back, 701-912 and 45-50 ms so, at 21.0-21.2 MB of peak RSS
- * against 19.1-21.2 (bench/README.md, "2026-12-04 (evening)", under "Miss
- * to loaded").  Kept parts are not zeroes:
+ * A free block gives its huge pages back to the kernel when it is freed,
+ * so they read as zeroes, but for the arena's first CFI_HUGE_ARENA_KEEP
+ * bytes, one huge page, kept until a trim, and for its parts of huge pages
+ * that blocks in use share: giving such a part back splits the huge page,
+ * and the block that takes the hole next faults there in 4 KiB pages
+ * (~13 µs a page on this VM, against ~0.2 in 2 MiB pages).  cc1's compile:
+ * 1,357-2,569 page faults and 59-78 ms of CPU with every part given back,
+ * 688-696 and 35-48 ms with every part kept, at 22.1-22.8 MB of peak RSS
+ * against 19.1-21.2; `record -a` (bench/record_rss.sh) peaked at 32.7
+ * MiB so, over its 32 MiB target, until the compiler's rows took 4 bytes
+ * of address instead of 8: 30.0 MiB now (bench/README.md, "2026-12-04
+ * (night)", under "Miss to loaded").  Kept parts are not zeroes:
  * cfi_huge_zalloc clears a block's partial huge pages.
  * Most tables are small, their arrays a few blocks of 64 KiB: when those
  * went back after each compile, the next compile took a fresh huge page,
@@ -46,7 +41,6 @@ static size_t huge_min = CFI_HUGE_MIN;
 #define ARENA_SPAN ((size_t)64 << 30)
 #define ARENA_GRANULE ((size_t)64 << 10)
 #define ARENA_BLOCKS 256
-#define ARENA_EDGE_KEEP_MAX ((size_t)1 << 20)
 
 struct arena_block {
 	size_t off, len;
@@ -124,22 +118,6 @@ static size_t huge_up(size_t off)
 	return (off + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 }
 
-/* The huge pages a block [off, off + len) taken from a hole shares with
- * what lies around it, whose free part may have been given back: their
- * offsets in `collapse` (ARENA_NONE when none). */
-#define ARENA_NONE ((size_t)-1)
-
-static void edges_of(size_t off, size_t len, size_t collapse[2])
-{
-	size_t head = huge_down(off), tail = huge_down(off + len - 1);
-
-	collapse[0] = collapse[1] = ARENA_NONE;
-	if (head < off && head >= CFI_HUGE_ARENA_KEEP)
-		collapse[0] = head;
-	if (tail != head && tail + HUGE_PAGE > off + len)
-		collapse[1] = tail;
-}
-
 static void arena_remove(int i)
 {
 	memmove(&arena.b[i], &arena.b[i + 1], (size_t)(arena.n - i - 1) * sizeof(arena.b[0]));
@@ -158,11 +136,9 @@ static int arena_find(const void *p)
 }
 
 /* The first free block that fits, split, or a new block at the top; NULL
- * when the arena is out of blocks or space.  A block cut from a free one
- * names the huge pages to collapse in `collapse`. */
-static void *arena_alloc_locked(size_t len, size_t collapse[2])
+ * when the arena is out of blocks or space. */
+static void *arena_alloc_locked(size_t len)
 {
-	collapse[0] = collapse[1] = ARENA_NONE;
 	for (int i = 0; i < arena.n; i++) {
 		struct arena_block *b = &arena.b[i];
 
@@ -177,7 +153,6 @@ static void *arena_alloc_locked(size_t len, size_t collapse[2])
 			b->len = len;
 		}
 		b->used = true;
-		edges_of(b->off, len, collapse);
 		return arena.base + b->off;
 	}
 	if (arena.n == ARENA_BLOCKS || len > ARENA_SPAN - arena.top)
@@ -191,18 +166,11 @@ static void *arena_alloc_locked(size_t len, size_t collapse[2])
 
 static void *arena_alloc(size_t size)
 {
-	size_t collapse[2];
 	void *p;
 
 	pthread_mutex_lock(&arena.lock);
-	p = arena_alloc_locked(granules(size), collapse);
+	p = arena_alloc_locked(granules(size));
 	pthread_mutex_unlock(&arena.lock);
-	/* Outside the lock: a copy of up to 2 MiB each.  Advice only (it
-	 * fails without a free huge page); what another thread does with its
-	 * own part of the page meanwhile, the kernel keeps. */
-	for (int k = 0; k < 2; k++)
-		if (p && collapse[k] != ARENA_NONE)
-			madvise(arena.base + collapse[k], HUGE_PAGE, MADV_COLLAPSE);
 	return p;
 }
 
@@ -231,18 +199,13 @@ static void arena_free(void *p)
 		 * fault that brought it in brought all of it. */
 		hi = huge_up(arena.high);
 		arena.high = lo;
-	} else if (hi - huge_down(hi) < ARENA_EDGE_KEEP_MAX) {
+	} else {
 		hi = huge_down(hi);
 	}
-	/*
-	 * Back to the kernel at once, holes between blocks in use included,
-	 * but for the small parts of huge pages that blocks in use share
-	 * (above): with every hole given back in whole huge pages only,
-	 * `record -a` peaked at 34.8 MiB against 28.1, and with parts under
-	 * 2 MiB kept, 32.7 against 29.9 (bench/README.md, "Miss to loaded").
-	 */
-	if (huge_up(lo) - lo < ARENA_EDGE_KEEP_MAX)
-		lo = huge_up(lo);
+	/* Back to the kernel at once, holes between blocks in use included,
+	 * in whole huge pages: the parts of huge pages that blocks in use
+	 * share stay (above). */
+	lo = huge_up(lo);
 	if (lo < CFI_HUGE_ARENA_KEEP)
 		lo = CFI_HUGE_ARENA_KEEP;
 	if (hi > lo)

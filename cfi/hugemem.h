@@ -28,13 +28,13 @@
  * there is what a walk missing its table waits for: they put the arrays in
  * one arena (cfi_huge_arena_enable), a reservation advised for huge pages
  * and cut into blocks, so arrays share huge pages instead of each rounding
- * its own up, and what is freed goes back to the kernel at once, but for
- * small parts of huge pages still shared.  cc1's compile: 4,394 page
- * faults and 85-90 ms of CPU in 4 KiB pages, 1,245-1,376 and 56-61 ms in
- * the arena with every freed part given back, the same 19 MiB peak RSS;
- * then, side by side on a slower day, 59-78 ms with every part given back
- * against 45-50 with small shared parts kept, at 21 MB peak RSS against
- * 19-21 (bench/README.md, "Miss to loaded").
+ * its own up, and what is freed goes back to the kernel at once in whole
+ * huge pages, the parts of huge pages still shared kept.  cc1's compile:
+ * 4,394 page faults and 85-90 ms of CPU in 4 KiB pages, 1,245-1,376 and
+ * 56-61 ms in the arena with every freed part given back, the same 19 MiB
+ * peak RSS; then, side by side on a slower day, 59-78 ms with every part
+ * given back against 35-48 with every shared part kept, at 22 MB peak RSS
+ * against 19-21 (bench/README.md, "Miss to loaded").
  */
 #ifndef CFI_HUGEMEM_H
 #define CFI_HUGEMEM_H
@@ -60,9 +60,9 @@ void cfi_huge_pages_enable(void);
  * every thread; a freed block's memory is given back at once (the arena's
  * resident memory follows its blocks in use), but for the arena's first
  * CFI_HUGE_ARENA_KEEP bytes, which small compiles use again and again,
- * and for the parts under 1 MiB of huge pages that blocks in use share.
- * cfi_huge_zalloc's blocks are zeroes, kept part or not.  When the arena is out of space, arrays are mappings of
- * their own as before.  Call before any array is allocated, as above.
+ * and for the parts of huge pages that blocks in use share.
+ * cfi_huge_zalloc's blocks are zeroes, kept part or not.  When the arena
+ * is out of space, arrays are mappings of their own as before.  Call before any array is allocated, as above.
  * 0, or -errno if the address space could not be reserved (arrays then
  * stay as they were). */
 int cfi_huge_arena_enable(void);
