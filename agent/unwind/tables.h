@@ -77,9 +77,11 @@ struct table_stats {
 	int worker_nice_error;     /* 0, or the errno that kept them at their creator's */
 };
 
-/* Two publishers: the tables filled while one waits out a grace period
- * go in at once with the other. */
-#define TABLES_PUBLISHERS 2
+/* Four publishers: the tables filled while one waits out a grace period
+ * go in at once with another.  With two, a `lazy.sh` run under load had
+ * its slowest miss wait 97 ms for a publisher, both in grace periods of
+ * up to 72 ms (bench/README.md, "2026-12-04 (night)"). */
+#define TABLES_PUBLISHERS 4
 
 /* Two workers: one large object (cc1's table takes 100 ms of CPU to
  * compile) must not hold up the small ones queued behind it. */

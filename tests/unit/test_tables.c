@@ -849,21 +849,34 @@ static bool publish_waits_reach(uint32_t n)
 	return waiting_to_publish() >= n;
 }
 
-/* Both publishers stuck in the update of cfi_tables (a's and b's), and
- * c and d filled meanwhile, waiting for them. */
-static void publishers_held(struct module *a, struct module *b, struct module *c, struct module *d)
+/* Every publisher stuck in the update of cfi_tables (held[k]'s, one each),
+ * and c and d filled meanwhile, waiting for them. */
+static void publishers_held(struct module *held[TABLES_PUBLISHERS], struct module *c,
+			    struct module *d)
 {
+	int k;
+
 	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
-	map_and_miss(a);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, 1, UF_WAIT_MS));
-	map_and_miss(b);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS, UF_WAIT_MS));
-	/* Both workers would otherwise be waiting with a's and b's. */
+	for (k = 0; k < TABLES_PUBLISHERS; k++) {
+		map_and_miss(held[k]);
+		cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, k + 1, UF_WAIT_MS),
+			  "publisher %d not in its update", k + 1);
+	}
+	/* Both workers would otherwise be waiting with the last two. */
 	map_and_miss(c);
 	map_and_miss(d);
 	cr_assert(publish_waits_reach(2), "tables filled while the updates are held: %u",
 		  waiting_to_publish());
 	cr_expect_eq(uf_state(c), TABLE_QUEUED, "published before an update returned");
+}
+
+/* The modules uf_obj(1)..uf_obj(TABLES_PUBLISHERS). */
+static void held_modules(struct module *held[TABLES_PUBLISHERS])
+{
+	int k;
+
+	for (k = 0; k < TABLES_PUBLISHERS; k++)
+		held[k] = uf_obj(k + 1);
 }
 
 /* The update of cfi_tables, a map of maps, makes the kernel wait for an
@@ -872,22 +885,32 @@ static void publishers_held(struct module *a, struct module *b, struct module *c
  * in one call. */
 Test(tables, workers_do_not_wait_for_publishing)
 {
-	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3), *d = uf_obj(4);
+	struct module *held[TABLES_PUBLISHERS];
+	struct module *c = uf_obj(TABLES_PUBLISHERS + 1), *d = uf_obj(TABLES_PUBLISHERS + 2);
+	uint64_t table_bytes;
+	int k;
 
-	publishers_held(a, b, c, d);
+	held_modules(held);
+	publishers_held(held, c, d);
 	fake_bpf_release(FAKE_BPF_UPDATE);
 	settle();
-	cr_expect_eq(fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE), 3,
-		     "a's update, b's, then one for c and d: %llu",
+	cr_expect_eq(fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE), TABLES_PUBLISHERS + 1,
+		     "one update each for the held tables, then one for c and d: %llu",
 		     (unsigned long long)fake_bpf_map_calls(outer_fd, FAKE_BPF_UPDATE));
-	cr_expect_eq(uf_state(a), TABLE_LOADED);
-	cr_expect_eq(uf_state(b), TABLE_LOADED);
+	table_bytes = c->table_bytes + d->table_bytes;
+	for (k = 0; k < TABLES_PUBLISHERS; k++) {
+		cr_expect_eq(uf_state(held[k]), TABLE_LOADED);
+		table_bytes += held[k]->table_bytes;
+	}
 	cr_expect_eq(uf_state(c), TABLE_LOADED);
 	cr_expect_eq(uf_state(d), TABLE_LOADED);
-	expect_stats((struct table_stats){ .misses = 4, .loads = 4, .compiled = 4, .loaded = 4,
-					   .kernel_bytes = 4 * CHUNK, .kernel_bytes_peak = 4 * CHUNK,
-					   .table_bytes_loaded = a->table_bytes + b->table_bytes +
-								 c->table_bytes + d->table_bytes });
+	expect_stats((struct table_stats){ .misses = TABLES_PUBLISHERS + 2,
+					   .loads = TABLES_PUBLISHERS + 2,
+					   .compiled = TABLES_PUBLISHERS + 2,
+					   .loaded = TABLES_PUBLISHERS + 2,
+					   .kernel_bytes = (TABLES_PUBLISHERS + 2) * CHUNK,
+					   .kernel_bytes_peak = (TABLES_PUBLISHERS + 2) * CHUNK,
+					   .table_bytes_loaded = table_bytes });
 	check_accounting();
 }
 
@@ -898,26 +921,28 @@ Test(tables, workers_do_not_wait_for_publishing)
  * process's other tables all in flight). */
 Test(tables, a_load_waits_for_tables_in_flight_to_make_room)
 {
-	struct module *a = uf_obj(1), *b = uf_obj(2), *c = uf_obj(3);
+	struct module *held[TABLES_PUBLISHERS], *c = uf_obj(TABLES_PUBLISHERS + 1);
+	int k;
 
-	set_budget(2 * CHUNK);
+	held_modules(held);
+	set_budget(TABLES_PUBLISHERS * CHUNK);
 	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
-	map_and_miss(a);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, 1, UF_WAIT_MS));
-	map_and_miss(b);
-	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS, UF_WAIT_MS));
-	/* The budget is a's and b's, both in the publishers' hands. */
+	for (k = 0; k < TABLES_PUBLISHERS; k++) {
+		map_and_miss(held[k]);
+		cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, k + 1, UF_WAIT_MS));
+	}
+	/* The budget is the held tables', all in the publishers' hands. */
 	map_and_miss(c);
 	usleep(100 * 1000);
-	cr_expect_neq(uf_state(c), TABLE_FAILED, "failed while a and b were in flight: %s",
+	cr_expect_neq(uf_state(c), TABLE_FAILED, "failed while the held tables were in flight: %s",
 		      c->error ? c->error : "");
 	fake_bpf_release(FAKE_BPF_UPDATE);
 	settle();
 	cr_expect_eq(uf_state(c), TABLE_LOADED);
 	cr_expect_eq(tm.stats.failed, 0);
 	cr_expect_eq(tm.stats.evictions, 1);
-	cr_expect_eq(tm.stats.loaded, 2);
-	cr_expect_leq(tm.stats.kernel_bytes_peak, 2 * CHUNK);
+	cr_expect_eq(tm.stats.loaded, TABLES_PUBLISHERS);
+	cr_expect_leq(tm.stats.kernel_bytes_peak, TABLES_PUBLISHERS * CHUNK);
 	check_accounting();
 }
 
