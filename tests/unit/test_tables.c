@@ -849,34 +849,32 @@ static bool publish_waits_reach(uint32_t n)
 	return waiting_to_publish() >= n;
 }
 
-/* Every publisher stuck in the update of cfi_tables (held[k]'s, one each),
- * and c and d filled meanwhile, waiting for them. */
-static void publishers_held(struct module *held[TABLES_PUBLISHERS], struct module *c,
-			    struct module *d)
+/* Every publisher stuck in the update of cfi_tables, with the table of
+ * held[k] = uf_obj(k + 1), one each. */
+static void hold_every_publisher(struct module *held[TABLES_PUBLISHERS])
 {
 	int k;
 
 	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
 	for (k = 0; k < TABLES_PUBLISHERS; k++) {
+		held[k] = uf_obj(k + 1);
 		map_and_miss(held[k]);
 		cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, k + 1, UF_WAIT_MS),
 			  "publisher %d not in its update", k + 1);
 	}
+}
+
+/* Every publisher held, and c and d filled meanwhile, waiting for them. */
+static void publishers_held(struct module *held[TABLES_PUBLISHERS], struct module *c,
+			    struct module *d)
+{
+	hold_every_publisher(held);
 	/* Both workers would otherwise be waiting with the last two. */
 	map_and_miss(c);
 	map_and_miss(d);
 	cr_assert(publish_waits_reach(2), "tables filled while the updates are held: %u",
 		  waiting_to_publish());
 	cr_expect_eq(uf_state(c), TABLE_QUEUED, "published before an update returned");
-}
-
-/* The modules uf_obj(1)..uf_obj(TABLES_PUBLISHERS). */
-static void held_modules(struct module *held[TABLES_PUBLISHERS])
-{
-	int k;
-
-	for (k = 0; k < TABLES_PUBLISHERS; k++)
-		held[k] = uf_obj(k + 1);
 }
 
 /* The update of cfi_tables, a map of maps, makes the kernel wait for an
@@ -890,7 +888,6 @@ Test(tables, workers_do_not_wait_for_publishing)
 	uint64_t table_bytes;
 	int k;
 
-	held_modules(held);
 	publishers_held(held, c, d);
 	fake_bpf_release(FAKE_BPF_UPDATE);
 	settle();
@@ -922,15 +919,9 @@ Test(tables, workers_do_not_wait_for_publishing)
 Test(tables, a_load_waits_for_tables_in_flight_to_make_room)
 {
 	struct module *held[TABLES_PUBLISHERS], *c = uf_obj(TABLES_PUBLISHERS + 1);
-	int k;
 
-	held_modules(held);
 	set_budget(TABLES_PUBLISHERS * CHUNK);
-	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
-	for (k = 0; k < TABLES_PUBLISHERS; k++) {
-		map_and_miss(held[k]);
-		cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, k + 1, UF_WAIT_MS));
-	}
+	hold_every_publisher(held);
 	/* The budget is the held tables', all in the publishers' hands. */
 	map_and_miss(c);
 	usleep(100 * 1000);
