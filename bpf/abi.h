@@ -190,7 +190,8 @@ enum cfiprof_walk_end {
 	                           * (EVENT_SNAPSHOT) BPF stops there and the agent finishes
 	                           * the walk; a sample keeps it if that could not be done.
 	                           * Without snapshots the walker takes a frame-pointer step
-	                           * instead (WALK_END_FP_FAILED when that fails). */
+	                           * instead (WALK_END_FP_FAILED when that fails, or finds
+	                           * rbp 0: that code has CFI, its rbp proves nothing). */
 	WALK_END_UNSUPPORTED = 3, /* a rule the walker cannot follow (e.g. CFA expression) */
 	WALK_END_READ_FAULT  = 4, /* reading the stack failed (paged out, bad pointer) */
 	WALK_END_DEPTH       = 5, /* --max-depth reached */

@@ -827,6 +827,11 @@ static long walk_one(__u32 i, void *ctx)
 		if (table_enter(lc, st->cur.table_id)) {
 			report_miss(lc, st, st->cur.table_id, st->cur.module_id);
 			ret = walk_stop_for_snapshot(st, n) ? WALK_END_NO_TABLE : step_fp(lc, st);
+			/* rbp 0 ends a frame-pointer chain, but this code has
+			 * CFI, and may keep anything in rbp: no proof of the
+			 * outermost frame, a short stack. */
+			if (ret == WALK_END_OUTERMOST)
+				ret = WALK_END_FP_FAILED;
 			/* A part of fp_steps: only the steps step_fp took. */
 			if (ret < 0)
 				st->miss_steps++;

@@ -180,6 +180,26 @@ Test(walker_ends, a_frame_pointer_chain_ending_in_rbp_0_is_outermost)
 	walk(&w, want, 2, WALK_END_OUTERMOST);
 }
 
+/* A frame whose table is not loaded yet (a miss), walked by frame pointer
+ * instead: rbp 0 there proves no outermost frame (code built without
+ * frame pointers holds anything in rbp), so the walk ends short,
+ * fp_fallback_failed.  CI had rec-threads' worker end "outermost" at
+ * thread_leaf so (offcpu-preempted under ASan on a loaded machine: the
+ * switch came before the fixture's table was loaded). */
+Test(walker_ends, rbp_0_where_the_table_is_not_loaded_is_no_outermost_frame)
+{
+	static struct walk w;
+	const uint64_t want[] = { FN(0) + 0x70 };
+
+	setup(&w, go_rules, 3, 1);
+	walker_fixture_input(&w.in, &w.map, 1, &w.tab, 0, STACK, w.stack, sizeof(w.stack));
+	w.in.regs[WALKER_USER_RIP] = FN(0) + 0x70;
+	w.in.regs[7] = AT(0);
+	w.in.regs[6] = 0;
+	w.stack[11] = FN(1) + 0x20;
+	walk(&w, want, 1, WALK_END_FP_FAILED);
+}
+
 /* A snapshot's stack with pages that could not be read (struct
  * stack_snapshot holes: a big frame's untouched locals): reads there
  * fault, reads in the pages after them do not.  FN(0)'s frame is 8.5 KB
