@@ -40,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CFIPROF = os.environ.get("REC_AGENT") or os.environ.get("CFIPROF", "")
@@ -1255,7 +1256,26 @@ def parse_tags(text):
     return tags
 
 
+def wait_sampling(rec, what, timeout=60):
+    """Reads cfiprof's stderr until it says it samples: its start-up
+    (eager tables) can take longer than any fixed wait on a loaded machine
+    (CI: SIGINT 2 s in, "stopped before sampling began").  Returns the
+    lines read."""
+    timer = threading.Timer(timeout, rec.kill)
+    timer.start()
+    lines = []
+    try:
+        for line in rec.stderr:
+            lines.append(line)
+            if line.startswith("cfiprof: sampling "):
+                return lines
+    finally:
+        timer.cancel()
+    raise Fail(f"{what}: cfiprof never began sampling: {''.join(lines)!r}")
+
+
 def sigint_check(tmp, out, rec, what):
+    first = wait_sampling(rec, what)
     time.sleep(2.0)
     if rec.poll() is not None:
         raise Fail(f"cfiprof exited early: {rec.communicate()}")
@@ -1265,6 +1285,7 @@ def sigint_check(tmp, out, rec, what):
     except subprocess.TimeoutExpired:
         rec.kill()
         raise Fail(f"{what}: cfiprof did not stop within 30 s of SIGINT")
+    err = "".join(first) + err
     log(err)
     if rec.returncode != 0:
         raise Fail(f"{what}: exit status {rec.returncode} after SIGINT, want 0")

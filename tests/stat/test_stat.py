@@ -157,6 +157,32 @@ def thread_count(pid):
     return len(os.listdir(f"/proc/{pid}/task"))
 
 
+def wait_held(w, timeout=30):
+    """Returns once the workload waits at --hold: its main thread blocked in
+    read(0, ...) and every thread blocked.  Until then its start-up takes
+    page faults, which a tool counting from earlier than another would
+    count alone (CI: cgroup, on a loaded machine, page-faults 18 against
+    perf's 3)."""
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            tids = os.listdir(f"/proc/{w.pid}/task")
+            calls = {}
+            for tid in tids:
+                with open(f"/proc/{w.pid}/task/{tid}/syscall") as f:
+                    calls[int(tid)] = f.read().split()
+        except OSError:
+            calls = {}
+        if calls.get(w.pid, [])[:2] == ["0", "0x0"] and \
+                all(c and c[0] != "running" for c in calls.values()):
+            return
+        if w.poll() is not None:
+            raise Fail(f"the workload exited ({w.returncode}) before --hold")
+        if time.monotonic() > end:
+            raise Fail(f"the workload did not reach --hold in {timeout} s: {calls}")
+        time.sleep(0.01)
+
+
 def same_run(tmp, events, work, cf_extra=(), perf_extra=(), nevents=None):
     """Counts one held run of the workload with both tools attached (-p).
     Returns (cfiprof rows by event, perf rows by event, workload stdout)."""
@@ -167,7 +193,7 @@ def same_run(tmp, events, work, cf_extra=(), perf_extra=(), nevents=None):
     procs = []
     try:
         # Threads of thread-writes exist before the hold.
-        time.sleep(0.2)
+        wait_held(w)
         nthreads = thread_count(w.pid)
         args = ["-x,", "-o", cf_out, "-e", events, "-p", str(w.pid)] + list(cf_extra)
         log(f"$ cfiprof stat {' '.join(args)} &")
@@ -470,6 +496,7 @@ def t_cgroup(tmp):
         procs.append(w)
         with open(os.path.join(path, "cgroup.procs"), "w") as f:
             f.write(str(w.pid))
+        wait_held(w)
         ncpu = len(online_cpus())
         cf_out, cf_cpu, pf_out = (os.path.join(tmp, x) for x in ("cf.csv", "cfA.csv", "perf.csv"))
         ev = "syscalls:sys_enter_write,page-faults"
