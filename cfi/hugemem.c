@@ -258,9 +258,10 @@ static size_t mapped_len(size_t size)
 	return (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
 }
 
-/* `len` bytes (a multiple of HUGE_PAGE) of fresh memory at a 2 MiB
- * boundary, so that every 2 MiB of it can be one page. */
-static void *map_aligned(size_t len)
+/* `len` bytes (a multiple of the page size) of fresh memory at a 2 MiB
+ * boundary, so that every whole 2 MiB of it can be one page, advised so
+ * when `advise`. */
+static void *map_aligned_advised(size_t len, bool advise)
 {
 	size_t span = len + HUGE_PAGE, head;
 	uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -273,9 +274,14 @@ static void *map_aligned(size_t len)
 	if (span - head - len)
 		munmap(p + head + len, span - head - len);
 	/* Advice only: without it (THP "never") the array is still right. */
-	if (huge_pages)
+	if (advise)
 		madvise(p + head, len, MADV_HUGEPAGE);
 	return p + head;
+}
+
+static void *map_aligned(size_t len)
+{
+	return map_aligned_advised(len, huge_pages);
 }
 
 void *cfi_huge_resize(void *p, size_t old_size, size_t new_size)
@@ -375,4 +381,24 @@ void cfi_huge_free(void *p, size_t size)
 		munmap(p, mapped_len(size));
 	else
 		free(p);
+}
+
+/* cfi_huge_map_zeroes's length: to the 2 MiB page where time counts
+ * more than memory (cfi_huge_pages_enable), else to the 4 KiB page. */
+static size_t zeroes_len(size_t size)
+{
+	return huge_pages ? mapped_len(size) : (size + 4095) & ~(size_t)4095;
+}
+
+void *cfi_huge_map_zeroes(size_t size)
+{
+	if (!(huge_pages || arena.base) || size < (huge_pages ? huge_min : HUGE_PAGE))
+		return NULL;
+	return map_aligned_advised(zeroes_len(size), true);
+}
+
+void cfi_huge_unmap(void *p, size_t size)
+{
+	if (p)
+		munmap(p, zeroes_len(size));
 }

@@ -84,4 +84,17 @@ void *cfi_huge_zalloc(size_t size);
 /* Frees an array of `size` bytes (the last size given for it). */
 void cfi_huge_free(void *p, size_t size);
 
+/* A mapping of its own of `size` bytes of zeroes, for memory that
+ * outlives the compile (a table's blob, written at random in the finish:
+ * 626 pages of libLLVM-15's, each a fault in 4 KiB pages), at a 2 MiB
+ * boundary and advised MADV_HUGEPAGE, never in the arena (it holds no
+ * block there while it lives).  With the arena, from 2 MiB and to the
+ * 4 KiB page: its whole 2 MiB are huge pages, the rest is not rounded
+ * up.  Where time counts more than memory (cfi_huge_pages_enable), from
+ * CFI_HUGE_MIN_ENABLED and to the 2 MiB page.  NULL otherwise (huge pages
+ * not enabled, or smaller) or if mapping fails: the caller then uses
+ * malloc.  Free with cfi_huge_unmap and the same size. */
+void *cfi_huge_map_zeroes(size_t size);
+void cfi_huge_unmap(void *p, size_t size);
+
 #endif

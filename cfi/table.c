@@ -86,7 +86,7 @@ static int table_open(struct cfi_table *t, void *blob, size_t size, bool check_p
 		      struct cfi_error *err)
 {
 	const struct cfi_table_header *h = blob;
-	struct cfi_table tmp;
+	struct cfi_table tmp = { 0 };
 	uint64_t span, rows = 0;
 	uint32_t p, i;
 
@@ -168,9 +168,17 @@ int cfi_table_open(struct cfi_table *t, void *blob, size_t size, struct cfi_erro
 	return table_open(t, blob, size, true, err);
 }
 
+static void blob_free(void *blob, size_t size, bool mapped)
+{
+	if (mapped)
+		cfi_huge_unmap(blob, size);
+	else
+		free(blob);
+}
+
 void cfi_table_free(struct cfi_table *t)
 {
-	free(t->blob);
+	blob_free(t->blob, t->size, t->blob_mapped);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -957,12 +965,12 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 	struct cfi_table view;
 	uint32_t *remap = NULL;
 	struct cfi_page *pages = NULL;
-	uint64_t nrows = 0, size, npages = 0;
+	uint64_t nrows = 0, size = 0, npages = 0;
 	unsigned shift;
 	uint8_t *blob = NULL;
 	size_t i, k;
 	uint32_t nused = 0;
-	bool two, counted = false;
+	bool two, counted = false, blob_mapped = false;
 	int ret;
 
 	/* Trailing "no info" rows are implied by the end of the range. */
@@ -1063,7 +1071,12 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 		goto out;
 	}
 	h.blob_size = (uint32_t)size;
-	blob = calloc(1, size);
+	/* Written in no order (blocks are packed by size), each 4 KiB page of
+	 * the blob a fault of its own, unless it is in huge pages. */
+	blob = cfi_huge_map_zeroes(size);
+	blob_mapped = blob != NULL;
+	if (!blob)
+		blob = calloc(1, size);
 	if (!blob) {
 		ret = cfi_fail(err, -ENOMEM, "out of memory");
 		goto out;
@@ -1087,10 +1100,12 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 		goto out;
 	}
 	ret = table_open(out, blob, size, false, err);
-	if (!ret)
+	if (!ret) {
+		out->blob_mapped = blob_mapped;
 		blob = NULL;
+	}
 out:
-	free(blob);
+	blob_free(blob, size, blob_mapped);
 	free(pages);
 	free(remap);
 	for (k = 0; k < 2; k++) {
@@ -1115,9 +1130,17 @@ int cfi_table_add_go(struct cfi_table *t, const struct cfi_go_info *gi, struct c
 	size = (off + sizeof(*gi) + 15) & ~(uint64_t)15;
 	if (t->hdr->go_off || size > UINT32_MAX)
 		return cfi_fail(err, -EINVAL, "table already has a Go record, or is too large");
-	blob = realloc(t->blob, size);
+	if (t->blob_mapped) {
+		blob = malloc(size);
+		if (blob)
+			memcpy(blob, t->blob, t->size);
+	} else {
+		blob = realloc(t->blob, size);
+	}
 	if (!blob)
 		return cfi_fail(err, -ENOMEM, "out of memory");
+	if (t->blob_mapped)
+		cfi_huge_unmap(t->blob, t->size);
 	memset(blob + t->size, 0, size - t->size);
 	memcpy(blob + off, gi, sizeof(*gi));
 	h = (struct cfi_table_header *)blob;

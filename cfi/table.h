@@ -17,6 +17,9 @@
 struct cfi_table {
 	void *blob;
 	size_t size;
+	/* The blob is malloc's, or, a large compiled table's, a mapping of
+	 * its own (cfi_huge_map_zeroes): cfi_table_free knows which. */
+	bool blob_mapped;
 	const struct cfi_table_header *hdr;
 	const struct cfi_page *pages;
 	const struct cfi_rule *rules;

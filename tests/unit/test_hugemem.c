@@ -387,3 +387,63 @@ Test(hugemem_arena, a_free_block_is_cut_for_smaller_arrays)
 	cfi_huge_free(y, 2 * MIB);
 	cfi_huge_free(b, MIB);
 }
+
+/* Zeroes of a mapping of its own (a table's blob): refused with huge
+ * pages not enabled, and below CFI_HUGE_MIN_ENABLED (one-shot commands)
+ * or 2 MiB (the arena); else at a 2 MiB boundary, advised, zeroes, and
+ * sized to 2 MiB pages in the one-shot commands, to 4 KiB ones with the
+ * arena. */
+static void check_zeroes_mapping(size_t size, size_t want_len)
+{
+	uint8_t *p = cfi_huge_map_zeroes(size);
+	uintptr_t lo, hi;
+	char flags[256];
+
+	cr_assert_not_null(p, "%zu bytes", size);
+	cr_assert_eq((uintptr_t)p & (2 * MIB - 1), 0, "%zu bytes at %p", size, p);
+	for (size_t i = 0; i < size; i += 4096)
+		cr_assert_eq(p[i], 0, "byte %zu of %zu", i, size);
+	cr_assert_eq(p[size - 1], 0);
+	fill(p, size, 9);
+	cr_assert(vma_of(p, &lo, &hi, flags, sizeof(flags)));
+	cr_assert(strstr(flags, " hg"), "VmFlags:%s", flags);
+	cr_assert_eq(lo, (uintptr_t)p);
+	cr_assert_eq(hi - lo, want_len, "mapped %zu bytes for %zu", (size_t)(hi - lo), size);
+	cfi_huge_unmap(p, size);
+	cr_assert_not(vma_of(p, &lo, &hi, flags, sizeof(flags)) && lo <= (uintptr_t)p &&
+		      (uintptr_t)p < hi, "still mapped");
+}
+
+Test(hugemem, zeroes_mappings_only_once_enabled_and_from_the_threshold)
+{
+	cr_assert_null(cfi_huge_map_zeroes(5 * MIB), "huge pages not enabled");
+	cfi_huge_pages_enable();
+	cr_assert_null(cfi_huge_map_zeroes(CFI_HUGE_MIN_ENABLED - 1), "below the threshold");
+	check_zeroes_mapping(CFI_HUGE_MIN_ENABLED, 2 * MIB);
+	check_zeroes_mapping(2 * MIB, 2 * MIB);
+	/* Time over memory in the one-shot commands: whole huge pages. */
+	check_zeroes_mapping(2 * MIB + 123, 4 * MIB);
+	cfi_huge_unmap(NULL, 5 * MIB);
+}
+
+Test(hugemem_arena, zeroes_mappings_stay_out_of_the_arena_and_to_the_small_page)
+{
+	uint8_t *a;
+	uintptr_t lo, hi, lo2, hi2;
+	char flags[256];
+
+	cr_assert_eq(cfi_huge_arena_enable(), 0);
+	cr_assert_null(cfi_huge_map_zeroes(2 * MIB - 1));
+	a = cfi_huge_zalloc(3 * MIB);
+	cr_assert_not_null(a);
+	cr_assert(vma_of(a, &lo, &hi, flags, sizeof(flags)));
+	/* Beside the arena's blocks, not one of them, and not rounded to a
+	 * huge page (what outlives the compile costs only its pages). */
+	check_zeroes_mapping(2 * MIB + 123, 2 * MIB + 4096);
+	uint8_t *z = cfi_huge_map_zeroes(3 * MIB);
+	cr_assert_not_null(z);
+	cr_assert(vma_of(z, &lo2, &hi2, flags, sizeof(flags)));
+	cr_assert(lo2 >= hi || hi2 <= lo, "in the arena");
+	cfi_huge_unmap(z, 3 * MIB);
+	cfi_huge_free(a, 3 * MIB);
+}

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cfi/hugemem.h"
 #include "cfi/table.h"
 #include "bpf/table_search.h"
 
@@ -1468,4 +1469,60 @@ Test(validator, hand_assembled_misplacements)
 		     "block across a chunk: %s", err.msg);
 	cr_assert_eq(open_hand(64, 96, CFI_CHUNK_SIZE - 8, CFI_CHUNK_SIZE + 64, &t, &err), -EBADMSG,
 		     "block across a chunk: %s", err.msg);
+}
+
+/* A table of 2 MiB and more (large in every mode), compiled once huge
+ * pages are enabled, has a blob that is a mapping of its own
+ * (cfi/hugemem.h): the same bytes as malloc's, freed as a mapping (ASan
+ * would report free() of it), and a Go record added to it moves it to
+ * malloc. */
+static void build_large(struct cfi_table *t)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_error err = { { 0 } };
+	uint64_t addr = 0x400000;
+	uint32_t x = 1;
+
+	pool_init();
+	cr_assert_not_null(b);
+	for (int i = 0; i < 1500000; i++) {
+		x = x * 1103515245u + 12345u;
+		cr_assert_eq(cfi_builder_add(b, addr, &pool[1 + (x >> 16) % 200]), 0);
+		addr += 4 + (x >> 8) % 8;
+	}
+	cr_assert_eq(cfi_builder_finish(b, addr + 16, 0, t, &err), 0, "%s", err.msg);
+	cfi_builder_free(b);
+}
+
+Test(table, a_large_blob_is_a_mapping_of_its_own_once_huge_pages_are_enabled)
+{
+	static const struct cfi_go_info gi = { .magic = CFI_GO_INFO_MAGIC, .tls_g = -8 };
+	struct cfi_error err = { { 0 } };
+	struct cfi_table t[2];
+	size_t size;
+
+	build_large(&t[0]);
+	cr_assert_geq(t[0].size, (size_t)2 << 20, "%zu bytes: too small to test", t[0].size);
+	cr_assert_not(t[0].blob_mapped);
+	cfi_huge_pages_enable();
+	build_large(&t[1]);
+	cr_assert(t[1].blob_mapped);
+	cr_assert_eq(((uintptr_t)t[1].blob) & ((2u << 20) - 1), 0);
+	cr_assert_eq(t[0].size, t[1].size);
+	cr_assert_eq(memcmp(t[0].blob, t[1].blob, t[0].size), 0, "tables differ");
+	for (uint64_t a = 0x400000; a < 0x400000 + 100000; a += 97)
+		cr_assert_eq(cfi_table_lookup(&t[0], a, NULL), cfi_table_lookup(&t[1], a, NULL));
+
+	size = t[1].size;
+	cr_assert_eq(cfi_table_add_go(&t[1], &gi, &err), 0, "%s", err.msg);
+	cr_assert_not(t[1].blob_mapped, "realloc'd into malloc's memory");
+	cr_assert_gt(t[1].size, size);
+	cr_assert_eq(memcmp(t[0].blob, t[1].blob, 44), 0, "header before blob_size");
+	cr_assert_eq(memcmp((uint8_t *)t[0].blob + 64, (uint8_t *)t[1].blob + 64, size - 64), 0);
+	cr_assert_eq(cfi_table_go(&t[1])->tls_g, -8);
+	cfi_table_free(&t[1]);
+	build_large(&t[1]);
+	cr_assert(t[1].blob_mapped);
+	cfi_table_free(&t[1]);
+	cfi_table_free(&t[0]);
 }
