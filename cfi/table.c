@@ -1132,15 +1132,15 @@ int cfi_table_add_go(struct cfi_table *t, const struct cfi_go_info *gi, struct c
 		return cfi_fail(err, -EINVAL, "table already has a Go record, or is too large");
 	if (t->blob_mapped) {
 		blob = malloc(size);
-		if (blob)
+		if (blob) {
 			memcpy(blob, t->blob, t->size);
+			cfi_huge_unmap(t->blob, t->size);
+		}
 	} else {
 		blob = realloc(t->blob, size);
 	}
 	if (!blob)
 		return cfi_fail(err, -ENOMEM, "out of memory");
-	if (t->blob_mapped)
-		cfi_huge_unmap(t->blob, t->size);
 	memset(blob + t->size, 0, size - t->size);
 	memcpy(blob + off, gi, sizeof(*gi));
 	h = (struct cfi_table_header *)blob;
