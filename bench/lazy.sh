@@ -52,12 +52,13 @@
 #                    cache (reading the disk cache), compile (a cache
 #                    miss), fill (evictions, the table's map created and
 #                    filled), publish (waiting for a publisher thread),
-#                    grace (the cfi_tables update's call: the table is in
-#                    within microseconds, and the call returns after the
-#                    RCU grace period the kernel waits for after every
-#                    update of a map of maps)
-#   miss to in the kernel   the same up to the update's call: what walks
-#                    wait for (p50 / p99)
+#                    insert (from the cfi_tables update's call to the
+#                    table seen there, microseconds: the call itself
+#                    returns after the RCU grace period the kernel waits
+#                    for after every update of a map of maps, which the
+#                    load no longer waits for; a BASE from before
+#                    2026-12-05 reports "grace", up to the call's return)
+#   miss to in the kernel   the same up to the update's call (p50 / p99)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -97,7 +98,7 @@ for c in "${configs[@]}"; do labels+=("${c%% *}"); done
 python3 - "$tmp" "$N" "$DURATION" "${labels[@]}" <<'EOF'
 import re, statistics, sys
 tmp, n, dur, labels = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
-PHASES = ("notify", "queue", "cache", "compile", "fill", "publish", "grace")
+PHASES = ("notify", "queue", "cache", "compile", "fill", "publish", "insert")
 
 def stats(path):
     t = open(path).read()
@@ -120,7 +121,10 @@ def stats(path):
         "small99": g(r"^miss_to_loaded_ms_upto_libc_size: p50 [\d.]+ p99 ([\d.]+)"),
         "start": g(r"^tables_built_before_sampling: (\d+)"),
         "startms": g(r"^tables_built_before_sampling: \d+ \(compile_ms [\d.]+, cpu ([\d.]+)"),
-        **{"slow_" + p: g(r"^miss_to_loaded_slowest_ms:.* %s ([\d.]+)" % p) for p in PHASES},
+        # (a build from before 2026-12-05 names the last phase "grace":
+        # up to its update's return, the grace period included)
+        **{"slow_" + p: g(r"^miss_to_loaded_slowest_ms:.* (?:%s) ([\d.]+)" %
+                          ("insert|grace" if p == "insert" else p)) for p in PHASES},
     }
 
 rows = {}
@@ -151,7 +155,8 @@ line("miss to in the kernel p50 / p99", lambda r: "%.1f / %.1f" % (r["kern50"], 
 line("  objects up to libc's size", lambda r: "%.1f / %.1f" % (r["small50"], r["small99"]), lazy)
 print("the misses at or above the p99: mean ms per phase")
 for ph in PHASES:
-    line("  " + ph, lambda r: "%.2f" % r["slow_" + ph], lazy)
+    line("  " + ph + (" (BASE: or grace)" if ph == "insert" and "base" in labels else ""),
+         lambda r: "%.2f" % r["slow_" + ph], lazy)
 print("miss to loaded p99 of each run, ms:")
 for l in lazy:
     print("  %-12s %s" % (heads[l], " ".join("%.1f" % r["miss99"] for r in rows[l]["_runs"])))

@@ -225,14 +225,15 @@ static void print_miss_phases(const struct engine_figures *f)
 		[TABLE_PHASE_NOTIFY] = "notify", [TABLE_PHASE_QUEUE] = "queue",
 		[TABLE_PHASE_CACHE] = "cache", [TABLE_PHASE_COMPILE] = "compile",
 		[TABLE_PHASE_FILL] = "fill", [TABLE_PHASE_PUBLISH] = "publish",
-		[TABLE_PHASE_GRACE] = "grace",
+		[TABLE_PHASE_INSERT] = "insert",
 	};
 	int k;
 
 	if (!f->miss_phase_nslowest)
 		return;
-	/* The table is in cfi_tables, where walks find it, microseconds after
-	 * the update's call; the call returns after a grace period. */
+	/* Up to the update's call; the table is seen in cfi_tables
+	 * microseconds later (the insert phase), the call returning after an
+	 * RCU grace period. */
 	fprintf(stderr, "miss_to_in_kernel_ms: p50 %.2f p99 %.2f (%u tables)\n",
 		f->miss_to_in_kernel.p50 / 1e6, f->miss_to_in_kernel.p99 / 1e6, f->miss_to_in_kernel.n);
 	fprintf(stderr, "miss_to_loaded_slowest_ms:");

@@ -89,6 +89,14 @@ void bpf_table_publish(int outer_fd, const uint32_t *ids, const int *fds, int *r
 	}
 }
 
+bool bpf_table_present(int outer_fd, uint32_t id)
+{
+	__u32 inner_id;
+
+	/* From userspace, an outer map's value is the inner map's id. */
+	return !bpf_map_lookup_elem(outer_fd, &id, &inner_id);
+}
+
 int bpf_table_load(int outer_fd, uint32_t id, const struct cfi_table *t, uint64_t *kernel_bytes)
 {
 	int fd = bpf_table_fill(t), ret;

@@ -7,6 +7,7 @@
 #ifndef AGENT_UNWIND_BPF_TABLES_H
 #define AGENT_UNWIND_BPF_TABLES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bpf/abi.h"
@@ -30,6 +31,11 @@ int bpf_table_unload(int outer_fd, uint32_t id);
  * a batch pays it once for all. */
 int bpf_table_fill(const struct cfi_table *t);
 void bpf_table_publish(int outer_fd, const uint32_t *ids, const int *fds, int *ret, uint32_t n);
+
+/* Whether table `id` is in cfi_tables, where walks find it: true from
+ * the moment a bpf_table_publish call put it there, before the call
+ * returns.  (A lookup waits for no grace period.) */
+bool bpf_table_present(int outer_fd, uint32_t id);
 
 /* Reads table `id` back from the kernel into `t` (cfi_table_open'd: free
  * it with cfi_table_free), for the agent's own walks of stack snapshots.

@@ -37,6 +37,10 @@ struct module {
 	uint64_t kernel_bytes;     /* kernel memory while loaded */
 	char *error;               /* why it has no table, or NULL */
 	uint32_t table_jobs;       /* in the workers' queue or unload list, or on a worker */
+	/* Its loads on their way into cfi_tables (tables.c, "Landing"):
+	 * load_seq numbers them; load_landed: the current one is over. */
+	uint32_t load_seq;
+	bool load_landed;
 	uint64_t last_used_ns;     /* atomic: last sample through it, or load */
 	/* The agent's own copy of the table, for walks of stack snapshots
 	 * (tables_user_table), and when it was last used; wanted: the next

@@ -183,6 +183,7 @@ struct table_publish {
 	bool hit, eager;           /* from the disk cache; tables_load_now's */
 	uint64_t start_ns, built_ns, filled_ns; /* a worker took it; built; filled */
 	uint64_t issued_ns;        /* its cfi_tables update called */
+	uint32_t seq;              /* its module's load_seq, for a publisher's */
 };
 
 /* The end of `p`'s load: `ret` is its cfi_tables update's outcome.
@@ -225,7 +226,7 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
 							since(p->start_ns, p->built_ns) : 0,
 						[TABLE_PHASE_FILL] = since(p->built_ns, p->filled_ns),
 						[TABLE_PHASE_PUBLISH] = since(p->filled_ns, p->issued_ns),
-						[TABLE_PHASE_GRACE] = since(p->issued_ns, now),
+						[TABLE_PHASE_INSERT] = since(p->issued_ns, now),
 					      });
 		else if (!p->eager)
 			tm->stats.preloads++;
@@ -248,6 +249,100 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
 	if (unload_now)
 		delete_table(tm, m);
 	return ret;
+}
+
+/* ---- Landing ---------------------------------------------------------
+ *
+ * A lazy load is over when its table is in cfi_tables, where walks find
+ * it, not when the update's call returns: the kernel puts the table in
+ * within microseconds of the call, then waits for an RCU grace period
+ * before returning (maybe_wait_bpf_programs: every update of a map of
+ * maps), which took up to 97 ms under bench/lazy.sh's load.  So while the
+ * publishers wait in their calls, the watcher looks their tables up in
+ * cfi_tables (a lookup waits for no grace period) and ends each load
+ * once its table is there: its state, its latency, the budget's tables
+ * in flight.  A publisher whose call returns first, or fails, ends it
+ * itself; `load_landed` says which came first.  load_seq tells a
+ * publisher whose call outlived its load (the table landed, then was
+ * unloaded and loaded again) that the module's flag is another load's. */
+
+/* Loads the watcher looks up in one round, at most. */
+#define TABLES_WATCH_BATCH 64
+
+/* Whether `p` is its module's current load, not yet over; if so it is
+ * now (the caller ends it).  Under the lock. */
+static bool claim_landing_locked(const struct table_publish *p)
+{
+	if (p->seq != p->m->load_seq || p->m->load_landed)
+		return false;
+	p->m->load_landed = true;
+	return true;
+}
+
+/* Takes `p` (a publisher's, in its call) off the watch list.  Under the
+ * lock. */
+static void unwatch_locked(struct table_manager *tm, const struct table_publish *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < tm->nwatching; i++) {
+		if (tm->watching[i] == p) {
+			tm->watching[i] = tm->watching[--tm->nwatching];
+			return;
+		}
+	}
+}
+
+static void *watcher_main(void *arg)
+{
+	const struct timespec pause = { 0, 20 * 1000 };
+	struct table_manager *tm = arg;
+	struct table_publish landed[TABLES_WATCH_BATCH];
+	const struct table_publish *look[TABLES_WATCH_BATCH];
+	uint32_t ids[TABLES_WATCH_BATCH], n, k, i, nlanded;
+	bool seen[TABLES_WATCH_BATCH];
+
+	pthread_mutex_lock(&tm->lock);
+	for (;;) {
+		while (!tm->nwatching && !tm->watcher_stopping)
+			pthread_cond_wait(&tm->issued, &tm->lock);
+		if (!tm->nwatching)
+			break;
+		n = tm->nwatching < TABLES_WATCH_BATCH ? tm->nwatching : TABLES_WATCH_BATCH;
+		for (k = 0; k < n; k++) {
+			look[k] = tm->watching[k];
+			ids[k] = look[k]->m->table_id;
+		}
+		pthread_mutex_unlock(&tm->lock);
+		for (k = 0; k < n; k++)
+			seen[k] = bpf_table_present(tm->tables_fd, ids[k]);
+		pthread_mutex_lock(&tm->lock);
+		/* A publisher whose call returned took its loads off the list
+		 * (and ended those still to end): what is still listed is as
+		 * it was looked up. */
+		for (k = nlanded = 0; k < n; k++) {
+			for (i = 0; i < tm->nwatching && tm->watching[i] != look[k]; i++)
+				;
+			if (!seen[k] || i == tm->nwatching)
+				continue;
+			if (claim_landing_locked(look[k])) {
+				landed[nlanded] = *look[k];
+				/* Kept until its end, whatever its publisher does. */
+				landed[nlanded++].m->table_jobs++;
+			}
+			unwatch_locked(tm, look[k]);
+		}
+		pthread_mutex_unlock(&tm->lock);
+		for (k = 0; k < nlanded; k++)
+			finish_load(tm, &landed[k], 0);
+		if (!nlanded)
+			nanosleep(&pause, NULL);
+		pthread_mutex_lock(&tm->lock);
+		for (k = 0; k < nlanded; k++)
+			landed[k].m->table_jobs--;
+	}
+	pthread_mutex_unlock(&tm->lock);
+	return NULL;
 }
 
 /* Writes a table just compiled to the disk cache, once it is on its way
@@ -290,6 +385,21 @@ static void store_and_release(struct table_manager *tm, struct module *m,
 	}
 	pthread_mutex_unlock(&tm->lock);
 	cfi_table_free(t);
+}
+
+static void *publisher_main(void *arg);
+
+/* One more publisher, if there may be one (under the lock; the
+ * publishers are joined after the workers, who alone add any). */
+static void add_publisher_locked(struct table_manager *tm)
+{
+	uint32_t max = tm->max_publishers ? tm->max_publishers : TABLES_PUBLISHERS_MAX;
+
+	if (max > TABLES_PUBLISHERS_MAX)
+		max = TABLES_PUBLISHERS_MAX;
+	if (tm->npublishers < max &&
+	    !pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
+		tm->npublishers++;
 }
 
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
@@ -386,8 +496,12 @@ static int build_and_load(struct table_manager *tm, struct module *m, bool eager
 	pthread_mutex_lock(&tm->lock);
 	if (!eager && tm->publisher_running && !tm->publisher_stopping &&
 	    !array_reserve_first(&tm->publish, &tm->cap_publish, tm->npublish + 1, 16)) {
+		pub.seq = ++m->load_seq;
+		m->load_landed = false;
 		tm->publish[tm->npublish++] = pub;
 		m->table_jobs++;
+		if (!tm->publishers_idle)
+			add_publisher_locked(tm);
 		pthread_cond_signal(&tm->publish_wake);
 		pthread_mutex_unlock(&tm->lock);
 		store_and_release(tm, m, &info, &t);
@@ -513,26 +627,43 @@ static void *publisher_main(void *arg)
 	struct table_publish batch[TABLES_PUBLISH_BATCH];
 	uint32_t n, k, ids[TABLES_PUBLISH_BATCH];
 	int fds[TABLES_PUBLISH_BATCH], rets[TABLES_PUBLISH_BATCH];
+	bool mine[TABLES_PUBLISH_BATCH];
 
 	pthread_mutex_lock(&tm->lock);
 	for (;;) {
+		tm->publishers_idle++;
 		while (!tm->npublish && !tm->publisher_stopping)
 			pthread_cond_wait(&tm->publish_wake, &tm->lock);
+		tm->publishers_idle--;
 		if (!tm->npublish)
 			break;
 		n = tm->npublish < TABLES_PUBLISH_BATCH ? tm->npublish : TABLES_PUBLISH_BATCH;
 		tm->npublish -= n;
 		memcpy(batch, tm->publish + tm->npublish, n * sizeof(*batch));
 		tm->publishing += n;
-		pthread_mutex_unlock(&tm->lock);
 		for (k = 0; k < n; k++) {
 			ids[k] = batch[k].m->table_id;
 			fds[k] = batch[k].fd;
 			batch[k].issued_ns = mono_ns();
 		}
+		/* The watcher ends those it sees land while the call waits. */
+		if (tm->watcher_running &&
+		    !array_reserve_first(&tm->watching, &tm->cap_watching, tm->nwatching + n, 16)) {
+			for (k = 0; k < n; k++)
+				tm->watching[tm->nwatching++] = &batch[k];
+			pthread_cond_signal(&tm->issued);
+		}
+		pthread_mutex_unlock(&tm->lock);
 		bpf_table_publish(tm->tables_fd, ids, fds, rets, n);
+		pthread_mutex_lock(&tm->lock);
+		for (k = 0; k < n; k++) {
+			unwatch_locked(tm, &batch[k]);
+			mine[k] = claim_landing_locked(&batch[k]);
+		}
+		pthread_mutex_unlock(&tm->lock);
 		for (k = 0; k < n; k++)
-			finish_load(tm, &batch[k], rets[k]);
+			if (mine[k])
+				finish_load(tm, &batch[k], rets[k]);
 		pthread_mutex_lock(&tm->lock);
 		for (k = 0; k < n; k++)
 			batch[k].m->table_jobs--;
@@ -553,11 +684,16 @@ int tables_start(struct table_manager *tm)
 	pthread_cond_init(&tm->idle, NULL);
 	pthread_cond_init(&tm->landed, NULL);
 	pthread_cond_init(&tm->publish_wake, NULL);
+	pthread_cond_init(&tm->issued, NULL);
 	/* Without them, the workers publish their tables themselves. */
-	for (tm->npublishers = 0; tm->npublishers < TABLES_PUBLISHERS; tm->npublishers++)
+	for (tm->npublishers = 0; tm->npublishers < TABLES_PUBLISHERS &&
+	     (!tm->max_publishers || tm->npublishers < tm->max_publishers); tm->npublishers++)
 		if (pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
 			break;
 	tm->publisher_running = tm->npublishers > 0;
+	/* Without it, loads end as the publishers' calls return. */
+	tm->watcher_running = tm->publisher_running &&
+			      !pthread_create(&tm->watcher, NULL, watcher_main, tm);
 	for (tm->nworkers = 0; tm->nworkers < TABLES_WORKERS; tm->nworkers++) {
 		ret = pthread_create(&tm->workers[tm->nworkers], NULL, worker_main, tm);
 		if (ret)
@@ -590,6 +726,13 @@ void tables_stop(struct table_manager *tm)
 		stop_threads(tm, &tm->publisher_stopping, &tm->publish_wake, tm->publishers,
 			     &tm->npublishers);
 		tm->publisher_running = false;
+	}
+	/* After the publishers: nothing is left to watch. */
+	if (tm->watcher_running) {
+		uint32_t one = 1;
+
+		stop_threads(tm, &tm->watcher_stopping, &tm->issued, &tm->watcher, &one);
+		tm->watcher_running = false;
 	}
 }
 
@@ -812,7 +955,7 @@ uint64_t percentile_u64(uint64_t *v, uint32_t n, double p)
 }
 
 /* Percentile p of the latencies of objects up to max_size, each without
- * its grace period if `in_kernel`. */
+ * its insert phase if `in_kernel`. */
 static uint64_t latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count,
 			    bool in_kernel)
 {
@@ -823,10 +966,10 @@ static uint64_t latency_pct(struct table_manager *tm, double p, uint64_t max_siz
 	v = malloc((tm->nlatency + 1) * sizeof(*v));
 	for (i = 0; v && i < tm->nlatency; i++) {
 		const struct table_latency *l = &tm->latency[i];
-		uint64_t grace = in_kernel ? (uint64_t)l->phase_us[TABLE_PHASE_GRACE] * 1000 : 0;
+		uint64_t insert = in_kernel ? (uint64_t)l->phase_us[TABLE_PHASE_INSERT] * 1000 : 0;
 
 		if (l->object_size <= max_size)
-			v[n++] = l->ns > grace ? l->ns - grace : 0;
+			v[n++] = l->ns > insert ? l->ns - insert : 0;
 	}
 	pthread_mutex_unlock(&tm->lock);
 	*count = n;
@@ -907,6 +1050,8 @@ void tables_free(struct table_manager *tm)
 	tables_stop(tm);
 	free(tm->publish);
 	tm->publish = NULL;
+	free(tm->watching);
+	tm->watching = NULL;
 	free(tm->queue);
 	free(tm->unloads);
 	free(tm->latency);

@@ -36,8 +36,9 @@ enum table_phase {
 	TABLE_PHASE_COMPILE, /* compiling (a cache miss), writing the cache */
 	TABLE_PHASE_FILL,    /* evictions, its inner map created and filled */
 	TABLE_PHASE_PUBLISH, /* waiting for a publisher */
-	TABLE_PHASE_GRACE,   /* the cfi_tables update: the table is in within
-			      * microseconds, and the call returns after the
+	TABLE_PHASE_INSERT,  /* the cfi_tables update, from its call to the
+			      * table seen there (tables.c, "Landing"):
+			      * microseconds; the call itself returns after the
 			      * RCU grace period the kernel then waits for */
 	TABLE_PHASE_NR,
 };
@@ -77,11 +78,17 @@ struct table_stats {
 	int worker_nice_error;     /* 0, or the errno that kept them at their creator's */
 };
 
-/* Four publishers: the tables filled while one waits out a grace period
- * go in at once with another.  With two, a `lazy.sh` run under load had
- * its slowest miss wait 97 ms for a publisher, both in grace periods of
- * up to 72 ms (bench/README.md, "2026-12-04 (night)"). */
+/* Four publishers to start with: the tables filled while one waits out a
+ * grace period go in at once with another.  With two, a `lazy.sh` run
+ * under load had its slowest miss wait 97 ms for a publisher, both in
+ * grace periods of up to 72 ms (bench/README.md, "2026-12-04 (night)");
+ * with four, a run's first seconds had one wait 98 ms, all four in one
+ * long grace period ("2026-12-05").  So a table filled while every
+ * publisher is in a call starts one more, up to TABLES_PUBLISHERS_MAX
+ * (or the manager's max_publishers): concurrent calls wait out the same
+ * grace periods, and an idle thread costs a few pages. */
 #define TABLES_PUBLISHERS 4
+#define TABLES_PUBLISHERS_MAX 16
 
 /* Two workers: one large object (cc1's table takes 100 ms of CPU to
  * compile) must not hold up the small ones queued behind it. */
@@ -129,12 +136,20 @@ struct table_manager {
 	 * all those waiting in one call, so that the workers do not wait for
 	 * the kernel's RCU grace period after each (bpf_table_publish). */
 	pthread_cond_t publish_wake;
-	pthread_t publishers[TABLES_PUBLISHERS];
-	uint32_t npublishers;
+	pthread_t publishers[TABLES_PUBLISHERS_MAX];
+	uint32_t npublishers, publishers_idle;
+	uint32_t max_publishers;       /* 0: TABLES_PUBLISHERS_MAX */
 	bool publisher_running, publisher_stopping;
 	struct table_publish *publish; /* waiting for a publisher */
 	uint32_t npublish, cap_publish;
 	uint32_t publishing;           /* in the publishers' hands now */
+	/* The watcher (tables.c, "Landing"): the loads of the publishers'
+	 * calls in progress, until each is seen in cfi_tables. */
+	pthread_cond_t issued;
+	pthread_t watcher;
+	bool watcher_running, watcher_stopping;
+	const struct table_publish **watching;
+	uint32_t nwatching, cap_watching;
 	/* Loads counted in the budget whose tables are not in the kernel
 	 * yet; `landed` is signalled as each lands (or fails): a load that
 	 * needs their room waits for them rather than fail. */
@@ -195,8 +210,10 @@ void tables_stats(struct table_manager *tm, struct table_stats *out);
  * tables of objects of at most `max_size` bytes; 0 if none. */
 uint64_t tables_latency_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
 
-/* tables_latency_pct up to the table being in cfi_tables, where walks
- * find it: without the grace period its update's call then waits out. */
+/* tables_latency_pct up to the update's call that puts the table in
+ * cfi_tables: without the insert phase (microseconds, unless the load
+ * ended with the call's return: an eager load's, or one whose worker did
+ * not see the table in first). */
 uint64_t tables_in_kernel_pct(struct table_manager *tm, double p, uint64_t max_size, uint32_t *count);
 
 /* Where the time of the slowest misses went: out[k], the mean of phase k

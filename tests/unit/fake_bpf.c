@@ -29,14 +29,11 @@ static struct fault faults[FAKE_BPF_OPS];
 static bool held[FAKE_BPF_OPS];
 static int held_fd1[FAKE_BPF_OPS];     /* the held map's fd + 1; 0: any */
 static uint32_t blocked[FAKE_BPF_OPS], passes[FAKE_BPF_OPS];
+static bool held_after;                /* updates held once done (fake_bpf_hold_grace) */
 
-/* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
- * the error the call is to fail with, or 0. */
-static int enter_locked(enum fake_bpf_op op, int fd)
+/* Blocks a call of `op` on `fd` while `op` is held (the lock taken). */
+static void hold_locked(enum fake_bpf_op op, int fd)
 {
-	struct fault *f = &faults[op];
-
-	calls[op]++;
 	if (held[op] && (!held_fd1[op] || held_fd1[op] == fd + 1)) {
 		blocked[op]++;
 		pthread_cond_broadcast(&changed);
@@ -46,6 +43,17 @@ static int enter_locked(enum fake_bpf_op op, int fd)
 			passes[op]--;
 		blocked[op]--;
 	}
+}
+
+/* Counts a call of `op` on `fd` and blocks while `op` is held.  Returns
+ * the error the call is to fail with, or 0. */
+static int enter_locked(enum fake_bpf_op op, int fd)
+{
+	struct fault *f = &faults[op];
+
+	calls[op]++;
+	if (!(op == FAKE_BPF_UPDATE && held_after))
+		hold_locked(op, fd);
 	if (!f->count || (f->fd >= 0 && f->fd != fd))
 		return 0;
 	if (f->skip) {
@@ -237,12 +245,20 @@ static int update_locked(struct fake_bpf_map *m, const void *key, const void *va
 	return 0;
 }
 
+/* The end of an update: held now if it is held once done. */
+static int leave_update(int fd, int ret)
+{
+	if (held_after)
+		hold_locked(FAKE_BPF_UPDATE, fd);
+	return leave(ret);
+}
+
 int bpf_map_update_elem(int fd, const void *key, const void *value, __u64 flags)
 {
 	int err;
 	struct fake_bpf_map *m = enter(FAKE_BPF_UPDATE, fd, &err);
 
-	return leave(m ? update_locked(m, key, value, flags) : err);
+	return leave_update(fd, m ? update_locked(m, key, value, flags) : err);
 }
 
 static int delete_locked(struct fake_bpf_map *m, const void *key)
@@ -319,10 +335,20 @@ void fake_bpf_hold_map(enum fake_bpf_op op, int fd)
 	pthread_mutex_unlock(&lock);
 }
 
+void fake_bpf_hold_grace(int fd)
+{
+	pthread_mutex_lock(&lock);
+	held[FAKE_BPF_UPDATE] = held_after = true;
+	held_fd1[FAKE_BPF_UPDATE] = fd + 1;
+	pthread_mutex_unlock(&lock);
+}
+
 void fake_bpf_release(enum fake_bpf_op op)
 {
 	pthread_mutex_lock(&lock);
 	held[op] = false;
+	if (op == FAKE_BPF_UPDATE)
+		held_after = false;
 	passes[op] = 0;
 	pthread_cond_broadcast(&changed);
 	pthread_mutex_unlock(&lock);
@@ -475,6 +501,7 @@ void fake_bpf_reset(void)
 	memset(calls, 0, sizeof(calls));
 	memset(faults, 0, sizeof(faults));
 	memset(held, 0, sizeof(held));
+	held_after = false;
 	memset(held_fd1, 0, sizeof(held_fd1));
 	memset(passes, 0, sizeof(passes));
 	pthread_cond_broadcast(&changed);
@@ -501,7 +528,7 @@ int bpf_map_update_batch(int fd, const void *keys, const void *values, __u32 *co
 				    (const char *)values + (size_t)i * m->value_size,
 				    opts ? opts->elem_flags : 0);
 	*count = err ? i - 1 : i;
-	return leave(err);
+	return leave_update(fd, err);
 }
 
 int bpf_map_delete_batch(int fd, const void *keys, __u32 *count,

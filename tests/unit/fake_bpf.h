@@ -66,6 +66,12 @@ void fake_bpf_release_one(enum fake_bpf_op op);
 /* fake_bpf_hold for the calls on map `fd` only (-1: any map). */
 void fake_bpf_hold_map(enum fake_bpf_op op, int fd);
 
+/* Updates of map `fd` (-1: any map) block once done, as the kernel's of a
+ * map of maps do while it waits for an RCU grace period: the new entry is
+ * there for lookups meanwhile.  fake_bpf_release(FAKE_BPF_UPDATE) and
+ * fake_bpf_release_one let them return. */
+void fake_bpf_hold_grace(int fd);
+
 /* Waits until `n` calls of `op` are blocked; false after `timeout_ms`. */
 bool fake_bpf_wait_blocked(enum fake_bpf_op op, uint32_t n, int timeout_ms);
 

@@ -850,11 +850,12 @@ static bool publish_waits_reach(uint32_t n)
 }
 
 /* Every publisher stuck in the update of cfi_tables, with the table of
- * held[k] = uf_obj(k + 1), one each. */
+ * held[k] = uf_obj(k + 1), one each, and no more publishers to come. */
 static void hold_every_publisher(struct module *held[TABLES_PUBLISHERS])
 {
 	int k;
 
+	tm.max_publishers = TABLES_PUBLISHERS;
 	fake_bpf_hold_map(FAKE_BPF_UPDATE, outer_fd);
 	for (k = 0; k < TABLES_PUBLISHERS; k++) {
 		held[k] = uf_obj(k + 1);
@@ -908,6 +909,61 @@ Test(tables, workers_do_not_wait_for_publishing)
 					   .kernel_bytes = (TABLES_PUBLISHERS + 2) * CHUNK,
 					   .kernel_bytes_peak = (TABLES_PUBLISHERS + 2) * CHUNK,
 					   .table_bytes_loaded = table_bytes });
+	check_accounting();
+}
+
+/* A table filled while every publisher is in its call (a long grace
+ * period) gets a publisher of its own. */
+Test(tables, a_table_filled_while_every_publisher_waits_gets_one_more)
+{
+	struct module *held[TABLES_PUBLISHERS], *c = uf_obj(TABLES_PUBLISHERS + 1);
+
+	hold_every_publisher(held);
+	tm.max_publishers = 0;
+	map_and_miss(c);
+	cr_expect(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS + 1, UF_WAIT_MS),
+		  "c's update not called while the other publishers wait");
+	cr_expect_eq(tm.npublishers, TABLES_PUBLISHERS + 1);
+	fake_bpf_release(FAKE_BPF_UPDATE);
+	settle();
+	cr_expect_eq(uf_state(c), TABLE_LOADED);
+	check_accounting();
+}
+
+/* The update of cfi_tables puts the table in at once, then waits for an
+ * RCU grace period before it returns (fake_bpf_hold_grace): the load is
+ * over as soon as the table is there (tables.c, "Landing"), its latency
+ * without the grace period, and the update's return later ends nothing
+ * a second time. */
+Test(tables, a_load_is_over_once_its_table_is_in_cfi_tables)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct module *a = uf_obj(1);
+	uint64_t p100;
+	uint32_t count;
+	int waited;
+
+	fake_bpf_hold_grace(outer_fd);
+	map_and_miss(a);
+	cr_assert(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, 1, UF_WAIT_MS),
+		  "no update of cfi_tables waiting for its grace period");
+	cr_assert_not_null(fake_bpf_inner(outer_fd, a->table_id), "the table is not in cfi_tables");
+	for (waited = 0; uf_state(a) != TABLE_LOADED && waited < UF_WAIT_MS; waited++)
+		nanosleep(&ms, NULL);
+	cr_expect_eq(uf_state(a), TABLE_LOADED, "not loaded while its update waits: state %d",
+		     uf_state(a));
+	p100 = tables_latency_pct(&tm, 100, UINT64_MAX, &count);
+	cr_expect_eq(count, 1, "latencies recorded while the update waits: %u", count);
+	cr_expect_eq(stats().loads, 1);
+	/* The grace period goes on: the latency recorded stays as it was. */
+	usleep(50 * 1000);
+	fake_bpf_release(FAKE_BPF_UPDATE);
+	settle();
+	cr_expect_eq(tables_latency_pct(&tm, 100, UINT64_MAX, &count), p100);
+	cr_expect_eq(count, 1, "the update's return recorded a second latency");
+	expect_stats((struct table_stats){ .misses = 1, .loads = 1, .compiled = 1, .loaded = 1,
+					   .kernel_bytes = CHUNK, .kernel_bytes_peak = CHUNK,
+					   .table_bytes_loaded = a->table_bytes });
 	check_accounting();
 }
 
