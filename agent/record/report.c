@@ -287,6 +287,7 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 		fprintf(stderr, " (not raised to %d: %s)", TABLES_WORKER_NICE,
 			strerror(ts->worker_nice_error));
 	fprintf(stderr, "\n");
+	fprintf(stderr, "table_publishers: %u (at most %d)\n", ts->publishers, TABLES_PUBLISHERS_MAX);
 	fprintf(stderr, "miss_to_loaded_ms: p50 %.2f p99 %.2f (%u tables)\n",
 		f->miss_to_loaded.p50 / 1e6, f->miss_to_loaded.p99 / 1e6, f->miss_to_loaded.n);
 	fprintf(stderr, "miss_to_loaded_ms_upto_libc_size: p50 %.2f p99 %.2f (%u tables of objects "

@@ -398,8 +398,10 @@ static void add_publisher_locked(struct table_manager *tm)
 	if (max > TABLES_PUBLISHERS_MAX)
 		max = TABLES_PUBLISHERS_MAX;
 	if (tm->npublishers < max &&
-	    !pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
+	    !pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm)) {
 		tm->npublishers++;
+		tm->stats.publishers++;
+	}
 }
 
 /* Compiles (or reads from the cache) and loads `m`'s table.  Called
@@ -691,6 +693,7 @@ int tables_start(struct table_manager *tm)
 		if (pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
 			break;
 	tm->publisher_running = tm->npublishers > 0;
+	tm->stats.publishers = tm->npublishers;
 	/* Without it, loads end as the publishers' calls return. */
 	tm->watcher_running = tm->publisher_running &&
 			      !pthread_create(&tm->watcher, NULL, watcher_main, tm);

@@ -75,6 +75,7 @@ struct table_stats {
 	double compile_ms;         /* compiling only (cache hits excluded), wall time */
 	double compile_cpu_ms;     /* the same in CPU time: the work done */
 	int worker_nice;           /* the workers' nice value (TABLES_WORKER_NICE) */
+	uint32_t publishers;       /* publisher threads started */
 	int worker_nice_error;     /* 0, or the errno that kept them at their creator's */
 };
 

@@ -1647,6 +1647,10 @@ def t_lazy_all(tmp):
             float(in_kernel.group(2)) > float(loaded.group(2)):
         raise Fail(f"--stats: want a miss_to_in_kernel_ms line within {loaded.group(0)!r}: "
                    f"{in_kernel.group(0) if in_kernel else None!r}")
+    pubs = re.search(r"^table_publishers: (\d+) \(at most (\d+)\)$", err, re.M)
+    if not pubs or not 4 <= int(pubs.group(1)) <= int(pubs.group(2)):
+        raise Fail(f"--stats: want table_publishers between 4 and its maximum: "
+                   f"{pubs.group(0) if pubs else None!r}")
     phases = "notify queue cache compile fill publish insert".split()
     for what in ("slowest", "phase_p99"):
         if not re.search(rf"^miss_to_loaded_{what}_ms:" + "".join(rf" {p} [\d.]+" for p in phases),
