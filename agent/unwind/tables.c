@@ -400,6 +400,7 @@ static void add_publisher_locked(struct table_manager *tm)
 	if (tm->npublishers < max &&
 	    !pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm)) {
 		tm->npublishers++;
+		tm->publishers_idle++;
 		tm->stats.publishers++;
 	}
 }
@@ -631,14 +632,17 @@ static void *publisher_main(void *arg)
 	int fds[TABLES_PUBLISH_BATCH], rets[TABLES_PUBLISH_BATCH];
 	bool mine[TABLES_PUBLISH_BATCH];
 
+	/* A publisher a worker started has the workers' nice value: back to
+	 * the others' (lowering one needs no privilege). */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), tm->publisher_nice);
 	pthread_mutex_lock(&tm->lock);
 	for (;;) {
-		tm->publishers_idle++;
 		while (!tm->npublish && !tm->publisher_stopping)
 			pthread_cond_wait(&tm->publish_wake, &tm->lock);
-		tm->publishers_idle--;
 		if (!tm->npublish)
 			break;
+		/* (counted idle from its start: one just started is not missed) */
+		tm->publishers_idle--;
 		n = tm->npublish < TABLES_PUBLISH_BATCH ? tm->npublish : TABLES_PUBLISH_BATCH;
 		tm->npublish -= n;
 		memcpy(batch, tm->publish + tm->npublish, n * sizeof(*batch));
@@ -670,9 +674,11 @@ static void *publisher_main(void *arg)
 		for (k = 0; k < n; k++)
 			batch[k].m->table_jobs--;
 		tm->publishing -= n;
+		tm->publishers_idle++;
 		if (idle_locked(tm))
 			pthread_cond_broadcast(&tm->idle);
 	}
+	tm->publishers_idle--;
 	pthread_mutex_unlock(&tm->lock);
 	return NULL;
 }
@@ -687,13 +693,20 @@ int tables_start(struct table_manager *tm)
 	pthread_cond_init(&tm->landed, NULL);
 	pthread_cond_init(&tm->publish_wake, NULL);
 	pthread_cond_init(&tm->issued, NULL);
+	errno = 0;
+	tm->publisher_nice = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+	if (errno)
+		tm->publisher_nice = 0;
 	/* Without them, the workers publish their tables themselves. */
 	for (tm->npublishers = 0; tm->npublishers < TABLES_PUBLISHERS &&
 	     (!tm->max_publishers || tm->npublishers < tm->max_publishers); tm->npublishers++)
 		if (pthread_create(&tm->publishers[tm->npublishers], NULL, publisher_main, tm))
 			break;
 	tm->publisher_running = tm->npublishers > 0;
+	pthread_mutex_lock(&tm->lock);
+	tm->publishers_idle = tm->npublishers;
 	tm->stats.publishers = tm->npublishers;
+	pthread_mutex_unlock(&tm->lock);
 	/* Without it, loads end as the publishers' calls return. */
 	tm->watcher_running = tm->publisher_running &&
 			      !pthread_create(&tm->watcher, NULL, watcher_main, tm);

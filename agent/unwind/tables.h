@@ -139,6 +139,7 @@ struct table_manager {
 	pthread_cond_t publish_wake;
 	pthread_t publishers[TABLES_PUBLISHERS_MAX];
 	uint32_t npublishers, publishers_idle;
+	int publisher_nice;            /* tables_start's caller's, the publishers' */
 	uint32_t max_publishers;       /* 0: TABLES_PUBLISHERS_MAX */
 	bool publisher_running, publisher_stopping;
 	struct table_publish *publish; /* waiting for a publisher */

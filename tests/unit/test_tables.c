@@ -914,6 +914,8 @@ Test(tables, workers_do_not_wait_for_publishing)
 
 /* A table filled while every publisher is in its call (a long grace
  * period) gets a publisher of its own. */
+static uint32_t threads_at_nice(int nice);
+
 Test(tables, a_table_filled_while_every_publisher_waits_gets_one_more)
 {
 	struct module *held[TABLES_PUBLISHERS], *c = uf_obj(TABLES_PUBLISHERS + 1);
@@ -924,6 +926,9 @@ Test(tables, a_table_filled_while_every_publisher_waits_gets_one_more)
 	cr_expect(fake_bpf_wait_blocked(FAKE_BPF_UPDATE, TABLES_PUBLISHERS + 1, UF_WAIT_MS),
 		  "c's update not called while the other publishers wait");
 	cr_expect_eq(tm.npublishers, TABLES_PUBLISHERS + 1);
+	/* A worker started it: it does not keep the workers' nice value. */
+	cr_expect_eq(threads_at_nice(TABLES_WORKER_NICE), TABLES_WORKERS,
+		     "%d threads at the workers' nice value", threads_at_nice(TABLES_WORKER_NICE));
 	fake_bpf_release(FAKE_BPF_UPDATE);
 	settle();
 	cr_expect_eq(uf_state(c), TABLE_LOADED);
@@ -1149,6 +1154,9 @@ Test(tables, workers_run_at_their_nice_value)
 	cr_expect_eq(s.worker_nice_error, 0, "%s", strerror(s.worker_nice_error));
 	cr_expect_eq(threads_at_nice(TABLES_WORKER_NICE), TABLES_WORKERS);
 	cr_expect_eq(getpriority(PRIO_PROCESS, 0), 0, "the calling thread is left alone");
+	/* The publishers just started count as idle: the load started none
+	 * (the first CI of the publishers on demand had a fifth, at -10). */
+	cr_expect_eq(s.publishers, TABLES_PUBLISHERS);
 }
 
 /* The resident bytes of the compile arena, the only mapping of 64 GiB. */
