@@ -23,8 +23,9 @@ struct cfi_compile_opts {
 	size_t split_segment;    /* tests: where the second thread's share starts, in
 				  * segments (0: where the instruction bytes halve) */
 	size_t parse_split;      /* tests: the second thread parses the .eh_frame
-				  * entries from the first at or after this offset
-				  * (0: the section's middle) */
+				  * entries from this offset, as if .eh_frame_hdr
+				  * said an FDE starts there (0: the FDE it lists
+				  * nearest the section's middle) */
 	bool no_memo;            /* tests: interpret every FDE and every run of its
 				  * instructions, even those an earlier FDE's rows or
 				  * rule steps give (the table is the same) */

@@ -357,14 +357,66 @@ uint64_t cfi_section_entry_at(const struct cfi_section *sec, uint64_t hint)
 	return off < sec->size ? off : 0;
 }
 
+/* The .eh_frame offset of the FDE in entry i of .eh_frame_hdr's table
+ * (4-byte offsets from the header, the FDE's second). */
+static uint64_t hdr_fde_offset(const uint8_t *table, uint64_t i, const struct cfi_section *hdr,
+			       const struct cfi_section *eh)
+{
+	int32_t rel;
+
+	memcpy(&rel, table + i * 8 + 4, sizeof(rel));
+	return hdr->vaddr + (uint64_t)(int64_t)rel - eh->vaddr;
+}
+
+uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct cfi_section *eh,
+				     uint64_t hint)
+{
+	struct cfi_ptr_ctx ctx = { .data_base = hdr->vaddr, .has_data_base = true, .addr_size = 8 };
+	struct cfi_reader r;
+	uint8_t version, ptr_enc, count_enc, table_enc;
+	uint64_t ptr, count, lo, hi, off;
+	const uint8_t *table;
+
+	if (hdr->size < 4 || !eh->size)
+		return 0;
+	cfi_reader_init(&r, hdr->data, hdr->size, hdr->vaddr);
+	version = cfi_read_u8(&r);
+	ptr_enc = cfi_read_u8(&r);
+	count_enc = cfi_read_u8(&r);
+	table_enc = cfi_read_u8(&r);
+	/* The only table encoding linkers write. */
+	if (version != 1 || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
+	    cfi_read_encoded(&r, ptr_enc, &ctx, &ptr) || cfi_read_encoded(&r, count_enc, &ctx, &count))
+		return 0;
+	table = r.pos;
+	if (count > cfi_reader_left(&r) / 8)
+		count = cfi_reader_left(&r) / 8;
+	if (!count)
+		return 0;
+	/* The table is by address, which in .eh_frame is mostly the entries'
+	 * order too: then this is the first FDE at or past the hint, and
+	 * some FDE anyway. */
+	for (lo = 0, hi = count - 1; lo < hi;) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (hdr_fde_offset(table, mid, hdr, eh) < hint)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	off = hdr_fde_offset(table, lo, hdr, eh);
+	return off > 0 && off < eh->size ? off : 0;
+}
+
 int cfi_parse_section(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
 		      struct cfi_fdeset *out, struct cfi_error *err)
 {
-	return cfi_parse_entries(sec, ctx, 0, sec->size, out, err);
+	return cfi_parse_entries(sec, ctx, 0, sec->size, out, NULL, err);
 }
 
 int cfi_parse_entries(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
-		      uint64_t from, uint64_t to, struct cfi_fdeset *out, struct cfi_error *err)
+		      uint64_t from, uint64_t to, struct cfi_fdeset *out, uint64_t *stop,
+		      struct cfi_error *err)
 {
 	struct cie_map map = { 0 };
 	uint64_t off = from;
@@ -430,6 +482,8 @@ int cfi_parse_entries(const struct cfi_section *sec, const struct cfi_ptr_ctx *c
 	}
 	free(map.keys);
 	free(map.vals);
+	if (stop)
+		*stop = off;
 	if (ret == -ENOMEM)
 		cfi_fail(err, ret, "%s: out of memory", sec->name);
 	return ret;

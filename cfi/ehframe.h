@@ -60,14 +60,26 @@ int cfi_parse_section(const struct cfi_section *sec, const struct cfi_ptr_ctx *c
 /* The same for the entries that start in [from, to) of the section; `from`
  * must be where an entry starts.  The entries of [0, b) and of [b, size)
  * parsed apart are, one after the other, the set the whole section
- * gives, when b is an entry's start. */
+ * gives, when b is an entry's start.  *stop, if not NULL, receives where
+ * the parse stopped: the end of the last entry read, or .eh_frame's
+ * terminator (so b is an entry's start when the parse of [0, b) stops
+ * there without an error). */
 int cfi_parse_entries(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
-		      uint64_t from, uint64_t to, struct cfi_fdeset *out, struct cfi_error *err);
+		      uint64_t from, uint64_t to, struct cfi_fdeset *out, uint64_t *stop,
+		      struct cfi_error *err);
 
 /* The offset of the first entry that starts at or after `hint`, following
  * the entries' lengths from the section's start; 0 if there is none
  * (a malformed length or .eh_frame's terminator comes first). */
 uint64_t cfi_section_entry_at(const struct cfi_section *sec, uint64_t hint);
+
+/* An FDE's offset in `eh` near `hint`, from the search table of `hdr`
+ * (.eh_frame_hdr), without reading `eh`: where a second thread can start
+ * parsing.  It is the linker's word, not checked: an entry starts there
+ * only if the parse from the section's start stops there.  0 without a
+ * table it can read. */
+uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct cfi_section *eh,
+				     uint64_t hint);
 
 /* How many of set's CIEs (by offset) `known` does not have: the CIEs two
  * parts of one section's parse add up to.  Returns 0 or -ENOMEM. */

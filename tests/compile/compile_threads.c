@@ -148,7 +148,8 @@ int main(int argc, char **argv)
 		ways = (n - 1) / step + 2;
 		/* The parse: split before every byte of a small .eh_frame, else
 		 * at PARSE_SWEEP offsets spread over it, where an entry starts
-		 * or not (the parse moves on to the next start). */
+		 * or not (as a lying .eh_frame_hdr would say: the lower half's
+		 * parse finds out, and the upper half is parsed again). */
 		n = e.eh_frame.size;
 		step = n <= 16 * SWEEP ? 1 : n / PARSE_SWEEP + 1;
 		for (k = 1; k < n; k += step, ways++)

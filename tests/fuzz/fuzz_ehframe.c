@@ -9,6 +9,10 @@
  *   bit 1  4-byte DW_EH_PE_absptr, as in ELF32
  *   bit 2  no text base: DW_EH_PE_textrel is undecodable
  *   bit 3  no data base: DW_EH_PE_datarel is undecodable
+ *   bit 4  an .eh_frame_hdr comes first: a 2-byte length, the 4-byte
+ *          distance from it to .eh_frame in the address space, and the
+ *          header itself (little-endian); its table splits the parse as
+ *          cfi_compile splits it for two threads
  * Seeds made with `objcopy -O binary --only-section=.eh_frame` need a
  * leading 0x00 byte.
  *
@@ -108,6 +112,27 @@ static uint64_t max_span(void)
 	return span;
 }
 
+/* The two-thread parse's split (cfi/compile.c): the header names an
+ * offset; where the parse of what is before it stops there, the two parts
+ * together are the whole section's FDEs. */
+static void check_split(const struct cfi_section *hdr, const struct cfi_section *sec,
+			const struct cfi_ptr_ctx *ctx, size_t nfdes)
+{
+	struct cfi_fdeset lower = { 0 }, upper = { 0 };
+	struct cfi_error err = { { 0 } };
+	uint64_t off = cfi_eh_frame_hdr_entry_near(hdr, sec, sec->size / 2), stop = 0;
+
+	CHECK(off < sec->size);
+	if (!off)
+		return;
+	if (!cfi_parse_entries(sec, ctx, 0, off, &lower, &stop, &err) && stop == off) {
+		CHECK(!cfi_parse_entries(sec, ctx, off, sec->size, &upper, NULL, &err));
+		CHECK(lower.nfdes + upper.nfdes == nfdes);
+	}
+	cfi_fdeset_free(&lower);
+	cfi_fdeset_free(&upper);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct cfi_rule undef = { .cfa_type = CFI_CFA_UNDEF };
@@ -117,7 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct cfi_builder *b = NULL;
 	struct cfi_fde *fdes = NULL;
 	struct cfi_table t = { 0 };
-	struct cfi_section sec;
+	struct cfi_section sec, hdr = { .name = ".eh_frame_hdr", .is_eh = true };
 	struct cfi_ptr_ctx ctx;
 	struct image img;
 	uint64_t prev_end = 0;
@@ -130,6 +155,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	flags = data[0];
 	img.data = data + 1;
 	img.size = size - 1;
+	if (flags & 16) {
+		uint16_t len;
+		uint32_t dist;
+
+		if (img.size < 6)
+			return 0;
+		memcpy(&len, img.data, sizeof(len));
+		memcpy(&dist, img.data + 2, sizeof(dist));
+		if (img.size - 6 < len)
+			return 0;
+		hdr.data = img.data + 6;
+		hdr.size = len;
+		hdr.vaddr = SECTION_VADDR - dist;
+		img.data += 6 + len;
+		img.size -= 6 + (size_t)len;
+	}
 
 	memset(&sec, 0, sizeof(sec));
 	sec.data = img.data;
@@ -151,6 +192,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fuzz_check_error(ret, &err);
 	if (ret || !set.nfdes)
 		goto out;
+	if (sec.is_eh && hdr.data)
+		check_split(&hdr, &sec, &ctx, set.nfdes);
 	for (i = 0; i < set.nfdes; i++) {
 		CHECK(set.fdes[i].cie < set.ncies);
 		CHECK(set.fdes[i].start < set.fdes[i].end);

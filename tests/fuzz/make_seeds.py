@@ -175,14 +175,32 @@ def section(path, name):
         return f.read()
 
 
-def section_offset(path, name):
+def section_header(path, name, field):
+    """Field `field` of `readelf -SW`'s line for section `name`, in hex."""
     out = subprocess.run(["readelf", "-SW", path], check=True, capture_output=True,
                          text=True).stdout
     for line in out.splitlines():
         f = line.replace("[ ", "[").split()
         if len(f) > 4 and f[1] == name:
-            return int(f[4], 16)
+            return int(f[field], 16)
     raise SystemExit("%s: no %s section" % (path, name))
+
+
+def section_offset(path, name):
+    return section_header(path, name, 4)
+
+
+def section_addr(path, name):
+    return section_header(path, name, 3)
+
+
+def with_hdr(path):
+    """fuzz_ehframe's input with flag bit 4: `path`'s .eh_frame_hdr, then
+    its .eh_frame."""
+    hdr = section(path, ".eh_frame_hdr")
+    dist = section_addr(path, ".eh_frame") - section_addr(path, ".eh_frame_hdr")
+    return b"\x10" + struct.pack("<HI", len(hdr), dist & 0xFFFFFFFF) + hdr + \
+        section(path, ".eh_frame")
 
 
 def put(corpus, name, data):
@@ -746,6 +764,7 @@ def main():
             data = section(path, ".eh_frame")
             put("ehframe", "eh-" + name, b"\0" + data)
         put("ehframe", "eh-true-truncated", b"\0" + section("/usr/bin/true", ".eh_frame")[:300])
+        put("ehframe", "eh-true-hdr", with_hdr("/usr/bin/true"))
         put("ehframe", "debug-fixture", b"\1" + section(fx["dbg"], ".debug_frame"))
         put("ehframe", "debug-fixture-c", b"\1" + section(fx["c-dbg"], ".debug_frame"))
         put("ehframe", "eh-fixture-addr4", b"\2" + section(fx["eh"], ".eh_frame"))

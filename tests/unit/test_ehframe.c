@@ -843,3 +843,96 @@ Test(corrupt, augmentation_data_overrun)
 	s = eh_sec(&b);
 	expect_corrupt(&s, "augmentation longer than declared");
 }
+
+/* .eh_frame_hdr for `fdes` (offsets in .eh_frame at EH_VADDR) at HDR_VADDR,
+ * as ld writes it: version 1, pcrel|sdata4 .eh_frame pointer, udata4
+ * count, datarel|sdata4 table of (start, FDE) pairs; `count` may lie. */
+#define HDR_VADDR 0x1000u
+static struct cfi_section put_hdr(struct bytebuf *h, const size_t *fdes, size_t n, uint32_t count,
+				  uint8_t table_enc)
+{
+	struct cfi_section s;
+
+	h->n = 0;
+	bb_u8(h, 1);
+	bb_u8(h, DW_EH_PE_pcrel | DW_EH_PE_sdata4);
+	bb_u8(h, DW_EH_PE_udata4);
+	bb_u8(h, table_enc);
+	bb_u32(h, (uint32_t)(EH_VADDR - (HDR_VADDR + 4)));
+	bb_u32(h, count);
+	for (size_t i = 0; i < n; i++) {
+		bb_u32(h, (uint32_t)(0x401000 + 0x100 * i - HDR_VADDR));
+		bb_u32(h, (uint32_t)(EH_VADDR + fdes[i] - HDR_VADDR));
+	}
+	s = (struct cfi_section){ .data = h->p, .size = h->n, .vaddr = HDR_VADDR, .is_eh = true,
+				  .name = ".eh_frame_hdr" };
+	return s;
+}
+
+Test(hdr, entry_near_is_the_first_fde_at_or_past_the_hint)
+{
+	struct bytebuf b = { .n = 0 }, h;
+	size_t fdes[8], c = put_cie_zR(&b, 1, -8), i;
+	struct cfi_section eh, hdr;
+
+	for (i = 0; i < 8; i++)
+		fdes[i] = put_fde_zR(&b, c, 0x401000 + 0x100 * i, 0x10, std_insns, sizeof(std_insns));
+	eh = eh_sec(&b);
+	hdr = put_hdr(&h, fdes, 8, 8, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, fdes[3]), fdes[3]);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, fdes[3] + 1), fdes[4]);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 1), fdes[0]);
+	/* Past the last FDE: the last one still. */
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, b.n), fdes[7]);
+	/* A count larger than the table holds is cut to it. */
+	hdr = put_hdr(&h, fdes, 8, 0xffffffffu, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, b.n), fdes[7]);
+}
+
+Test(hdr, entry_near_without_a_table_it_reads)
+{
+	struct bytebuf b = { .n = 0 }, h;
+	size_t c = put_cie_zR(&b, 1, -8), fde = put_fde_zR(&b, c, 0x401000, 0x10, NULL, 0);
+	size_t outside = b.n + 64;
+	struct cfi_section eh = eh_sec(&b), hdr;
+
+	hdr = put_hdr(&h, &fde, 1, 1, DW_EH_PE_datarel | DW_EH_PE_udata8);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 0), 0, "other table encoding");
+	hdr = put_hdr(&h, &fde, 1, 0, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 0), 0, "no entries");
+	hdr = put_hdr(&h, &outside, 1, 1, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 0), 0, "FDE past .eh_frame");
+	hdr = put_hdr(&h, &fde, 1, 1, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	hdr.size = 3;
+	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 0), 0, "truncated header");
+}
+
+/* Where a parse of [0, to) stops says whether `to` is an entry's start. */
+Test(entry, parse_stops_at_an_entry_end_or_the_terminator)
+{
+	struct bytebuf b = { .n = 0 };
+	struct cfi_ptr_ctx cx = ctx8();
+	struct cfi_fdeset set = { 0 };
+	struct cfi_error err = { { 0 } };
+	struct cfi_section s;
+	size_t c = put_cie_zR(&b, 1, -8), f1, f2, end1;
+	uint64_t stop = 0;
+
+	f1 = put_fde_zR(&b, c, 0x401000, 0x10, std_insns, sizeof(std_insns));
+	f2 = put_fde_zR(&b, c, 0x402000, 0x10, std_insns, sizeof(std_insns));
+	end1 = b.n;
+	bb_u32(&b, 0);
+	put_fde_zR(&b, c, 0x403000, 0x10, std_insns, sizeof(std_insns));
+	s = eh_sec(&b);
+	cr_assert_eq(cfi_parse_entries(&s, &cx, 0, f2, &set, &stop, &err), 0, "%s", err.msg);
+	cr_assert_eq(stop, f2, "ends where the second FDE starts");
+	cfi_fdeset_free(&set);
+	cr_assert_eq(cfi_parse_entries(&s, &cx, 0, f1 + 1, &set, &stop, &err), 0, "%s", err.msg);
+	cr_assert_eq(stop, f2, "the entry across the limit is read whole");
+	cr_assert_eq(set.nfdes, 1);
+	cfi_fdeset_free(&set);
+	cr_assert_eq(cfi_parse_entries(&s, &cx, 0, b.n, &set, &stop, &err), 0, "%s", err.msg);
+	cr_assert_eq(stop, end1, "stops at the terminator, not past it");
+	cr_assert_eq(set.nfdes, 2);
+	cfi_fdeset_free(&set);
+}
