@@ -79,7 +79,8 @@ int cmd_cfi(int argc, char **argv)
 	copts.path = a.file;
 	copts.no_debug_frame = a.eh_only;
 	/* One compile and out: its time counts, not its memory. */
-	cfi_huge_pages_enable();
+	if (cfi_huge_arena_enable_one_shot())
+		cfi_huge_pages_enable();
 
 	if (cfi_elf_open_path(&e, a.file, &err)) {
 		fprintf(stderr, "cfiprof: %s\n", err.msg);

@@ -9,13 +9,15 @@
  * single-threaded one, with the same statistics.  A plain program, so that it also runs
  * under ThreadSanitizer (build-tsan), which criterion cannot.
  *
- *   compile_threads [--arena] [--min-reused N] [--min-steps M] OBJECT...
+ *   compile_threads [--arena|--one-shot] [--min-reused N] [--min-steps M] OBJECT...
  *                  exits 1 with a message on a difference, or if an
  *                  object's single-threaded compile reused fewer than N
  *                  FDEs' rows or looked up fewer than M rule steps;
  *                  --arena: the compiler's arrays in the arena `record`
  *                  and the agent use (cfi/hugemem.h), whose freed memory
- *                  each compile after the first takes again
+ *                  each compile after the first takes again; --one-shot:
+ *                  in the arena of `cfiprof cfi`, which keeps what is
+ *                  freed as it was written
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -89,8 +91,9 @@ int main(int argc, char **argv)
 	unsigned long long min_reused = 0, min_steps = 0;
 	int i = 1;
 
-	if (i < argc && !strcmp(argv[i], "--arena")) {
-		int ret = cfi_huge_arena_enable();
+	if (i < argc && (!strcmp(argv[i], "--arena") || !strcmp(argv[i], "--one-shot"))) {
+		int ret = !strcmp(argv[i], "--arena") ? cfi_huge_arena_enable()
+						      : cfi_huge_arena_enable_one_shot();
 
 		if (ret) {
 			fprintf(stderr, "compile_threads: arena: %s\n", strerror(-ret));
@@ -108,7 +111,7 @@ int main(int argc, char **argv)
 	}
 	if (argc <= i) {
 		fprintf(stderr,
-			"usage: compile_threads [--arena] [--min-reused N] [--min-steps M] OBJECT...\n");
+			"usage: compile_threads [--arena|--one-shot] [--min-reused N] [--min-steps M] OBJECT...\n");
 		return 2;
 	}
 	for (; i < argc; i++) {

@@ -447,3 +447,63 @@ Test(hugemem_arena, zeroes_mappings_stay_out_of_the_arena_and_to_the_small_page)
 	cfi_huge_unmap(z, 3 * MIB);
 	cfi_huge_free(a, 3 * MIB);
 }
+
+/* The one-shot arena of `cfiprof cfi` keeps what is freed, written, for
+ * the arrays that follow, and cfi_huge_zalloc still hands out zeroes:
+ * cleared where a block was used before, untouched past that. */
+Test(hugemem_one_shot, freed_memory_is_kept_and_zalloc_clears_it)
+{
+	size_t big = 8 * MIB, before;
+	uint8_t *a, *b, *z;
+
+	cr_assert_eq(cfi_huge_arena_enable_one_shot(), 0);
+	a = cfi_huge_resize(NULL, 0, big);
+	b = cfi_huge_resize(NULL, 0, 64 * 1024);
+	cr_assert(a && b);
+	memset(a, 0xa5, big);
+	memset(b, 0x5a, 64 * 1024);
+	before = rss_of(a);
+	cr_assert_geq(before, big);
+	cfi_huge_free(a, big);
+	cr_assert_geq(rss_of(b), before, "freed memory given back: %zu then %zu resident", before,
+		      rss_of(b));
+	/* The hole is taken again, cleared, and so is the rest of a block
+	 * reaching past the memory ever used. */
+	z = cfi_huge_zalloc(big / 2);
+	cr_assert_eq(z, a);
+	for (size_t i = 0; i < big / 2; i += 512)
+		cr_assert_eq(z[i], 0, "byte %zu of the hole is %#x", i, z[i]);
+	cfi_huge_free(b, 64 * 1024);
+	uint8_t *y = cfi_huge_zalloc(big);
+	cr_assert_eq(y, a + big / 2, "the free space after z");
+	for (size_t i = 0; i < big; i += 512)
+		cr_assert_eq(y[i], 0, "byte %zu is %#x", i, y[i]);
+	cr_assert_eq(y[big - 1], 0);
+	cfi_huge_free(y, big);
+	cfi_huge_free(z, big / 2);
+	cr_assert_geq(rss_of(a), before, "nothing is given back, even with the arena empty");
+}
+
+/* The table's blob too is a block of the arena, memory the arrays freed,
+ * and zeroes. */
+Test(hugemem_one_shot, a_zeroes_mapping_is_a_block_of_freed_memory)
+{
+	size_t size = 3 * MIB + 123;
+	uint8_t *a, *z;
+
+	cr_assert_eq(cfi_huge_arena_enable_one_shot(), 0);
+	cr_assert_null(cfi_huge_map_zeroes(CFI_HUGE_MIN_ENABLED - 1), "below the threshold");
+	a = cfi_huge_resize(NULL, 0, size);
+	cr_assert_not_null(a);
+	memset(a, 0xa5, size);
+	cfi_huge_free(a, size);
+	z = cfi_huge_map_zeroes(size);
+	cr_assert_eq(z, a, "not the freed block");
+	for (size_t i = 0; i < size; i += 512)
+		cr_assert_eq(z[i], 0, "byte %zu is %#x", i, z[i]);
+	cr_assert_eq(z[size - 1], 0);
+	cfi_huge_unmap(z, size);
+	a = cfi_huge_zalloc(size);
+	cr_assert_eq(a, z, "the block was not freed");
+	cfi_huge_free(a, size);
+}
