@@ -97,13 +97,16 @@ def perf_script(data):
     return samples
 
 
-def rel_addr(prof, addr):
+def rel_addr(prof, addr, mapping):
     """An address as perf script prints it: relative to its object for
     user frames (address - start + file offset), itself for the kernel's
-    (pprof's [kernel.kallsyms] mapping included)."""
-    for m in prof["mappings"].values():
-        if m["file"] != "[kernel.kallsyms]" and m["start"] <= addr < m["limit"]:
-            return addr - m["start"] + m["offset"]
+    (pprof's [kernel.kallsyms] mapping included) and for a frame the
+    profile puts in no mapping (`mapping` 0: none was known when its
+    sample came).  The location's own mapping, not any that holds the
+    address: another process's, or one learned later, may."""
+    m = prof["mappings"].get(mapping)
+    if m and m["file"] != "[kernel.kallsyms]":
+        return addr - m["start"] + m["offset"]
     return addr
 
 
@@ -114,7 +117,8 @@ def same_samples(psamples, samples, prof, what, value=0):
     theirs = collections.Counter()
     for s in samples:
         if s.values[value]:
-            theirs[(s.labels.get("tid"), tuple(rel_addr(prof, a) for a in s.addrs))] += \
+            theirs[(s.labels.get("tid"),
+                    tuple(rel_addr(prof, a, m) for a, m in zip(s.addrs, s.maps)))] += \
                 s.values[value]
     log(f"{what}: {sum(mine.values())} samples in perf script, {sum(theirs.values())} in pprof")
     if mine != theirs:

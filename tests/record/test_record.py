@@ -251,6 +251,7 @@ class Sample:
         self.values = []
         self.labels = {}    # key -> str or int
         self.addrs = []     # leaf first
+        self.maps = []      # each address's location's mapping id (0: none), leaf first
         self.frames = []    # function names, root first (inlined frames expanded)
         self.lines = []     # (function, file, line), root first
 
@@ -335,6 +336,7 @@ def read_pprof(path):
                 raise Fail(f"{path}: sample refers to missing location {lid}")
             loc = locations[lid]
             smp.addrs.append(loc["address"])
+            smp.maps.append(loc["mapping"])
             # Line[0] is the innermost inlined frame.
             for fid, line in loc["lines"]:
                 fun = functions.get(fid)
