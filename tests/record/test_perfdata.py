@@ -112,18 +112,44 @@ def rel_addr(prof, addr, mapping):
 
 def same_samples(psamples, samples, prof, what, value=0):
     """perf script's samples are pprof's, one for one: thread and chain;
-    pprof's count of samples is values[value]."""
+    pprof's count of samples is values[value].
+
+    One difference is known and allowed, in at most 1 % of the samples
+    (and 2): a frame the profile leaves bare (its location has no
+    mapping) that perf places.  The profile resolves a sample's frames
+    against the mappings the agent holds when it reads the sample; a
+    sample taken in a child before its exec and read after the agent
+    re-read the new program's mappings finds none, while perf.data's
+    MMAP2 records of the old program, spooled for the child's earlier
+    samples, are in force at its time (fresh-clone CIs of 79064e3 and
+    7693d18: a leaf in sh's libc or text).  Every other frame of such a
+    sample must be the same."""
     mine = collections.Counter((s.tid, tuple(s.addrs)) for s in psamples)
     theirs = collections.Counter()
+    bare = {}
     for s in samples:
         if s.values[value]:
-            theirs[(s.labels.get("tid"),
-                    tuple(rel_addr(prof, a, m) for a, m in zip(s.addrs, s.maps)))] += \
-                s.values[value]
+            key = (s.labels.get("tid"),
+                   tuple(rel_addr(prof, a, m) for a, m in zip(s.addrs, s.maps)))
+            theirs[key] += s.values[value]
+            bare[key] = tuple(m == 0 for m in s.maps)
     log(f"{what}: {sum(mine.values())} samples in perf script, {sum(theirs.values())} in pprof")
-    if mine != theirs:
-        extra = mine - theirs
-        missing = theirs - mine
+    extra = mine - theirs
+    missing = theirs - mine
+    placed_by_perf = 0
+    for key in list(missing):
+        for other in list(extra):
+            if missing[key] and other[0] == key[0] and len(other[1]) == len(key[1]) and \
+               any(bare[key]) and \
+               all(a == b or unplaced for a, b, unplaced in zip(other[1], key[1], bare[key])):
+                n = min(missing[key], extra[other])
+                log(f"  placed by perf only: {n} x tid {key[0]}: pprof "
+                    f"{[hex(a) for a in key[1][:8]]}, perf {[hex(a) for a in other[1][:8]]}")
+                placed_by_perf += n
+                missing[key] -= n
+                extra[other] -= n
+    extra, missing = +extra, +missing
+    if extra or missing:
         for (tid, addrs), n in list(extra.items())[:3]:
             log(f"  only in perf.data: {n} x tid {tid}: {[hex(a) for a in addrs[:8]]}")
         for (tid, addrs), n in list(missing.items())[:3]:
@@ -131,6 +157,8 @@ def same_samples(psamples, samples, prof, what, value=0):
         raise Fail(f"{what}: perf script's samples are not pprof's "
                    f"({sum(extra.values())} only in perf.data, "
                    f"{sum(missing.values())} only in pprof)")
+    if placed_by_perf > max(2, sum(mine.values()) // 100):
+        raise Fail(f"{what}: {placed_by_perf} samples have frames only perf places")
 
 
 def build_id(path):
