@@ -266,6 +266,14 @@ static int finish_load(struct table_manager *tm, struct table_publish *p, int re
  * publisher whose call outlived its load (the table landed, then was
  * unloaded and loaded again) that the module's flag is another load's. */
 
+/* Whether nothing is queued, in a worker's hands, waiting to be
+ * published or being ended by the watcher. */
+static bool idle_locked(const struct table_manager *tm)
+{
+	return !tm->qlen && !tm->nunloads && !tm->busy && !tm->npublish && !tm->publishing &&
+	       !tm->landing;
+}
+
 /* Loads the watcher looks up in one round, at most. */
 #define TABLES_WATCH_BATCH 64
 
@@ -327,8 +335,13 @@ static void *watcher_main(void *arg)
 				continue;
 			if (claim_landing_locked(look[k])) {
 				landed[nlanded] = *look[k];
-				/* Kept until its end, whatever its publisher does. */
+				/* Kept until its end, whatever its publisher does,
+				 * and not idle meanwhile: tables_wait would return
+				 * with the table in cfi_tables and its module still
+				 * QUEUED (the fresh-clone CI of e81687a,
+				 * unit-tables-stress under TSan). */
 				landed[nlanded++].m->table_jobs++;
+				tm->landing++;
 			}
 			unwatch_locked(tm, look[k]);
 		}
@@ -340,6 +353,9 @@ static void *watcher_main(void *arg)
 		pthread_mutex_lock(&tm->lock);
 		for (k = 0; k < nlanded; k++)
 			landed[k].m->table_jobs--;
+		tm->landing -= nlanded;
+		if (nlanded && idle_locked(tm))
+			pthread_cond_broadcast(&tm->idle);
 	}
 	pthread_mutex_unlock(&tm->lock);
 	return NULL;
@@ -536,13 +552,6 @@ static void unload_unused(struct table_manager *tm, struct module *m)
 	tm->stats.unloads++;
 	pthread_mutex_unlock(&tm->lock);
 	delete_table(tm, m);
-}
-
-/* Whether nothing is queued, in a worker's hands or waiting to be
- * published. */
-static bool idle_locked(const struct table_manager *tm)
-{
-	return !tm->qlen && !tm->nunloads && !tm->busy && !tm->npublish && !tm->publishing;
 }
 
 /* The calling thread to TABLES_WORKER_NICE (nice is per thread on

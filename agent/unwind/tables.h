@@ -152,6 +152,7 @@ struct table_manager {
 	bool watcher_running, watcher_stopping;
 	const struct table_publish **watching;
 	uint32_t nwatching, cap_watching;
+	uint32_t landing;              /* seen there, ended by the watcher now */
 	/* Loads counted in the budget whose tables are not in the kernel
 	 * yet; `landed` is signalled as each lands (or fails): a load that
 	 * needs their room waits for them rather than fail. */
