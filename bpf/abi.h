@@ -232,6 +232,14 @@ struct mapping_key {
 	__u32 idx;        /* index in the sorted array, | MAPPING_SLOT_BIT in slot 1 */
 };
 
+/* An epoch's low bit (bpf/maps.h proc_epochs): set when the epoch is an
+ * exit's, clear for a fork's or an exec's.  Mappings read in an exit's
+ * epoch (the address space is torn down after the exit is traced) are
+ * still the exiting program's: its samples from before its exit resolve
+ * with them, while mappings read in an exec's epoch are of a program
+ * that started then. */
+#define CFIPROF_EPOCH_EXIT 1ull
+
 /* Per-process facts the walker needs before searching the mappings
  * (proc_infos; the protocol is in bpf/maps.h). */
 struct proc_info {

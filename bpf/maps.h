@@ -49,7 +49,8 @@ struct {
  *                  its task is freed (its tid, reused, names another thread).
  *   proc_epochs    BPF writes it (proc_track.h): at the fork, exec and exit
  *                  of a profiled process its entry becomes the time, before
- *                  the record telling the agent is sent.  The agent only
+ *                  the record telling the agent is sent, its low bit set
+ *                  for an exit (abi.h CFIPROF_EPOCH_EXIT).  The agent only
  *                  deletes the entry of a process whose exit it handled,
  *                  its proc_infos and proc_mappings entries gone
  *                  (agent/procs/bpf_procs.h: why that is safe).

@@ -25,9 +25,12 @@
  * published for it are dead to walks from this instant (maps.h: the
  * protocol).  Before the record, so that the agent, reading the epoch
  * when the record makes it read the mappings, reads the new one. */
-static __always_inline void new_epoch(__u32 tgid)
+static __always_inline void new_epoch(__u32 tgid, int exit)
 {
 	__u64 now = bpf_ktime_get_ns();
+
+	/* (A nanosecond off: the agent tells an exit's epoch from others.) */
+	now = exit ? now | CFIPROF_EPOCH_EXIT : now & ~CFIPROF_EPOCH_EXIT;
 
 	bpf_map_update_elem(&proc_epochs, &tgid, &now, BPF_ANY);
 	__sync_fetch_and_add(&proc_changes, 1);
@@ -37,7 +40,7 @@ static __always_inline void new_epoch(__u32 tgid)
  * using its mappings, and the agent, told, removes them. */
 static __always_inline void end_mappings(__u32 tgid, __u32 kind, __u64 cgroup_id, __u64 wake)
 {
-	new_epoch(tgid);
+	new_epoch(tgid, kind == EVENT_EXIT);
 	send_proc_event(kind, tgid, 0, 0, 0, cgroup_id, wake);
 }
 
@@ -116,7 +119,7 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 	if (wanted(ptgid)) {
 		/* Mappings the agent may still hold for a former ctgid, whose
 		 * exit record was lost, are not the child's. */
-		new_epoch(ctgid);
+		new_epoch(ctgid, false);
 		/* The child's own cgroup: the current task is the parent,
 		 * and clone3(CLONE_INTO_CGROUP) starts the child elsewhere. */
 		send_proc_event(EVENT_FORK, ctgid, ptgid, 0, 0,

@@ -138,6 +138,15 @@ static void format_sampling(FILE *f, const struct engine_figures *fg)
 		{ "cfiprof_no_mapping_frames_dropped_total", "counter",
 		  "Last return addresses of no_mapping walks in none of the process's mappings: dropped.",
 		  fg->unmapped_dropped },
+		{ "cfiprof_replaced_program_samples_total", "counter",
+		  "Samples resolved with the mappings of a program replaced since (exec) or of the "
+		  "parent a child ran before its exec.", fg->replaced_resolved },
+		{ "cfiprof_unknown_program_samples_total", "counter",
+		  "Samples whose user frames were left unresolved: the mappings known are of a program "
+		  "that started after them.", fg->program_unknown },
+		{ "cfiprof_replaced_programs_misread_total", "counter",
+		  "Programs an exec replaced whose mappings, read in the exec, were the new program's: "
+		  "not kept.", fg->replaced_misread },
 	};
 	static const char *const unfinished_reasons[SNAP_UNFINISHED_NR] = {
 		"no_mappings", "no_table", "queue_full", "process_gone", "in_exec",

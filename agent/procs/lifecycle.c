@@ -64,16 +64,26 @@ static void note_cgroup(struct proc_registry *r, int pid, uint64_t cgroup_id)
 		p->cgroup_id = cgroup_id;
 }
 
-void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
-		   uint64_t now)
+void procs_on_fork(struct proc_registry *r, int pid, int ppid, uint64_t event_ns,
+		   uint64_t cgroup_id, uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
 
-	/* What we hold of the pid from before the fork is another process's. */
-	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns)))
+	/* What we hold of the pid from before the fork is another process's
+	 * (whose last samples may still come). */
+	if (p && (p->state == PROC_EXITED || (p->state == PROC_READ && p->last_scan_ns < event_ns))) {
+		procs_keep_replaced(r, p, event_ns, now);
 		procs_reset(r, p);
-	if (p)
+	}
+	/* Until it execs, its samples are its parent's program's: an entry
+	 * remembers whose (procs_mappings_at). */
+	if (!p)
+		p = procs_add(r, pid);
+	if (p) {
 		procs_clear_recorded(p, event_ns);
+		p->ppid = ppid;
+		p->fork_ns = event_ns;
+	}
 	/* From now, even if the record (which does not wake us) came in
 	 * late: most children exec within ms, and their exec's read makes
 	 * this one needless; counted from the fork, it would come first.  A
@@ -121,9 +131,13 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 	/* The walker stopped using the old program's mappings at the exec
 	 * (its epoch): they go, and the next sample reads the new ones.  The
 	 * old program's tables stay loaded for the tables' grace: the new
-	 * one likely maps some of them (libc). */
-	if (p && r->read_on_sample && p->state == PROC_READ && !read_in_exec_epoch(r, p, event_ns))
+	 * one likely maps some of them (libc).  The old program's samples
+	 * still to come (a walk that waited, a record behind this one) are
+	 * resolved with a copy of its mappings. */
+	if (p && r->read_on_sample && p->state == PROC_READ && !read_in_exec_epoch(r, p, event_ns)) {
+		procs_keep_replaced(r, p, event_ns, now);
 		procs_reset(r, p);
+	}
 	/* (rescan forgets the entry again if the process is gone) */
 	if (!p)
 		p = procs_add(r, pid);
@@ -276,6 +290,7 @@ uint64_t procs_run_due(struct proc_registry *r, uint64_t now)
 	uint32_t i = 0;
 
 	forget_exited(r, now);
+	procs_drop_replaced(r, now);
 	while (i < r->ndue) {
 		int pid = r->due[i];
 		struct proc *p = procs_get(r, pid);

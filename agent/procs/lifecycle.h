@@ -37,6 +37,12 @@
  * program never seen before that lives less than the agent takes to
  * read it after its first sample, that sample keeps only its leaf.
  *
+ * A program replaced (an exec, a fork of a reused pid, or a read that
+ * finds a new program before its exec record) leaves a copy of its
+ * mappings for PROCS_REPLACED_KEEP_NS: its samples handled after the
+ * replacement resolve with them (procs_mappings_at), never with the new
+ * program's.
+ *
  * Times: event_ns is the record's bpf_ktime_get_ns() and now is mono_ns(),
  * the same clock (CLOCK_MONOTONIC).
  */
@@ -66,8 +72,8 @@
 /* The records of process `pid` (bpf/abi.h cfiprof_proc_event), made at
  * `event_ns`, the process then in cgroup `cgroup_id` (0: unknown).  Fork
  * and exit records do not wake the agent: they may come in late. */
-void procs_on_fork(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
-		   uint64_t now);
+void procs_on_fork(struct proc_registry *r, int pid, int ppid, uint64_t event_ns,
+		   uint64_t cgroup_id, uint64_t now);
 /* `comm`: the new program's comm, as the record gives it (at most 16
  * bytes, NUL-terminated if shorter; NULL: read from /proc/PID/comm). */
 void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t cgroup_id,
@@ -85,7 +91,8 @@ struct proc *procs_on_sample(struct proc_registry *r, int pid, unsigned end_reas
 			     uint64_t outermost, uint64_t now);
 
 /* Reads the mappings whose delay has passed and forgets the exited pids
- * whose time is up.  Returns when the next read is due, or UINT64_MAX. */
+ * and the replaced programs whose time is up.  Returns when the next read
+ * is due, or UINT64_MAX. */
 uint64_t procs_run_due(struct proc_registry *r, uint64_t now);
 
 #endif

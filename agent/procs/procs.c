@@ -83,6 +83,35 @@ static void read_comm(int pid, char comm[16])
 		comm[n - 1] = 0;
 }
 
+/* The kernel's PF_FORKNOEXEC (include/linux/sched.h): set at fork, cleared
+ * by the exec that follows, just after it replaced the address space. */
+#define PROC_FLAG_FORKNOEXEC 0x40u
+
+/* Whether process `pid` has begun an exec since its fork (its flags, the
+ * 9th field of /proc/PID/stat, lack PF_FORKNOEXEC), or is gone. */
+static bool began_exec(int pid)
+{
+	char path[32], buf[512], *close_paren;
+	unsigned long flags;
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		return true;
+	buf[n] = 0;
+	/* (The comm, in parentheses, may hold spaces and parentheses.) */
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return true;
+	return !(flags & PROC_FLAG_FORKNOEXEC);
+}
+
 static void set_str(char **dst, const char *v)
 {
 	if (*dst && v && !strcmp(*dst, v))
@@ -182,6 +211,9 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	struct recorded_map *rec = p->rec;
 	uint32_t nrec = p->nrec, cap_rec = p->cap_rec;
 	uint64_t rec_exec_ns = p->rec_exec_ns;
+	struct proc *replaced = p->replaced;
+	uint64_t replaced_until_ns = p->replaced_until_ns, fork_ns = p->fork_ns;
+	int ppid = p->ppid;
 	char born_comm[sizeof(p->born_comm)];
 
 	memcpy(born_comm, p->born_comm, sizeof(born_comm));
@@ -209,6 +241,113 @@ void procs_reset(struct proc_registry *r, struct proc *p)
 	p->cap_rec = cap_rec;
 	p->rec_exec_ns = rec_exec_ns;
 	memcpy(p->born_comm, born_comm, sizeof(born_comm));
+	/* (An exec resets the entry after keeping its program as replaced.) */
+	p->replaced = replaced;
+	p->replaced_until_ns = replaced_until_ns;
+	p->ppid = ppid;
+	p->fork_ns = fork_ns;
+}
+
+static void free_replaced(struct proc_registry *r, struct proc *p)
+{
+	if (!p->replaced)
+		return;
+	count_mapped(r, p->replaced->maps, p->replaced->n, false);
+	free_proc(p->replaced);
+	p->replaced = NULL;
+}
+
+void procs_keep_replaced(struct proc_registry *r, struct proc *p, uint64_t until_ns, uint64_t now)
+{
+	uint32_t live = r->nreplacements - r->replacements_head;
+	struct proc *old;
+
+	/* (Mappings read in the exec may be the new program's.) */
+	if (!p->n || p->read_in_exec)
+		return;
+	/* The queue only grows at the tail: take the dropped head back first. */
+	if (r->replacements_head && r->replacements_head >= live) {
+		memmove(r->replacements, r->replacements + r->replacements_head,
+			live * sizeof(*r->replacements));
+		r->replacements_head = 0;
+		r->nreplacements = live;
+	}
+	if (array_reserve(&r->replacements, &r->cap_replacements, r->nreplacements + 1))
+		return;
+	old = calloc(1, sizeof(*old));
+	if (old)
+		old->maps = malloc(p->n * sizeof(*old->maps));
+	if (!old || !old->maps) {
+		free(old);
+		return;
+	}
+	memcpy(old->maps, p->maps, p->n * sizeof(*old->maps));
+	old->n = p->n;
+	old->pid = p->pid;
+	/* As an exited process's: mappings that resolve, nothing more. */
+	old->state = PROC_EXITED;
+	old->tables_dropped = true;
+	old->epoch = p->epoch;
+	old->forget_ns = now + PROCS_REPLACED_KEEP_NS;
+	/* Its frames may name its modules until it is dropped. */
+	count_mapped(r, old->maps, old->n, true);
+	free_replaced(r, p);
+	p->replaced = old;
+	p->replaced_until_ns = until_ns;
+	r->replacements[r->nreplacements].pid = p->pid;
+	r->replacements[r->nreplacements].forget_ns = old->forget_ns;
+	r->nreplacements++;
+}
+
+void procs_drop_replaced(struct proc_registry *r, uint64_t now)
+{
+	while (r->replacements_head < r->nreplacements &&
+	       r->replacements[r->replacements_head].forget_ns <= now) {
+		const struct exited_pid *e = &r->replacements[r->replacements_head++];
+		struct proc *p = procs_get(r, e->pid);
+
+		/* Unless a later replacement took its place. */
+		if (p && p->replaced && p->replaced->forget_ns == e->forget_ns)
+			free_replaced(r, p);
+	}
+	if (r->replacements_head == r->nreplacements)
+		r->replacements_head = r->nreplacements = 0;
+}
+
+/* p's program at bpf time t, as procs_mappings_at says. */
+static const struct proc *program_at(const struct proc *p, uint64_t t)
+{
+	if (p->replaced && t < p->replaced_until_ns)
+		return procs_started_after(p->replaced, t) ? NULL : p->replaced;
+	/* Read in its first exec: the new program's from the exec's record. */
+	if (p->read_in_exec && !(p->born_ns > p->fork_ns && t >= p->born_ns))
+		return NULL;
+	return p->n && p->state != PROC_UNREAD && !procs_started_after(p, t) ? p : NULL;
+}
+
+/* Parents followed at most, for a grandchild of a process never read
+ * (a reused pid could make a cycle). */
+#define PROCS_INHERIT_DEPTH 8
+
+const struct proc *procs_mappings_at(const struct proc_registry *r, int pid, uint64_t time_ns)
+{
+	const struct proc *p, *m = NULL;
+	int depth;
+
+	for (depth = 0; depth < PROCS_INHERIT_DEPTH; depth++) {
+		p = procs_get(r, pid);
+		if (!p || (m = program_at(p, time_ns)))
+			break;
+		/* Its parent's program at its fork, if the sample is between
+		 * the fork and its exec (born_ns: an exec's record seen since
+		 * the fork). */
+		if (!p->fork_ns || time_ns < p->fork_ns || p->ppid == pid ||
+		    (p->born_ns > p->fork_ns && time_ns >= p->born_ns))
+			break;
+		pid = p->ppid;
+		time_ns = p->fork_ns;
+	}
+	return m;
 }
 
 void procs_end_walks(struct proc_registry *r, struct proc *p)
@@ -230,6 +369,7 @@ void procs_forget(struct proc_registry *r, int pid)
 	if (id < 0)
 		return;
 	procs_reset(r, r->procs[id]);
+	free_replaced(r, r->procs[id]);
 	free(r->procs[id]->rec);
 	free(r->procs[id]);
 	sym_table_remove(&r->index, pid_hash(pid), id);
@@ -468,6 +608,16 @@ int procs_scan(struct proc_registry *r, int pid)
 	unchanged = p->maps && same_maps(p->maps, p->n, pm, k);
 	/* The first read of this program (a new process, or an exec). */
 	program_read = p->state != PROC_READ || p->epoch != epoch;
+	/* Read over another program's mappings (the exec's record is still
+	 * to come): they still resolve that program's samples. */
+	if (p->state == PROC_READ && epoch > p->epoch && !(epoch & CFIPROF_EPOCH_EXIT))
+		procs_keep_replaced(r, p, epoch, mono_ns());
+	/* A child read in its fork's epoch, no exec of it seen, is its
+	 * parent's program -- unless it is in its first exec already, whose
+	 * epoch comes only at the exec's end: then what was read may be the
+	 * new program (read after the flag, it may be either). */
+	p->read_in_exec = p->fork_ns && epoch <= p->fork_ns && p->born_ns <= p->fork_ns &&
+			  began_exec(pid);
 	count_mapped(r, pm, k, true);
 	count_mapped(r, p->maps, p->n, false);
 	release_maps(r, p->maps, p->n);
@@ -510,6 +660,17 @@ out:
 	return ret;
 }
 
+/* Whether `p`'s replaced program maps what code map record `m` says its
+ * program maps: the same file at the same place. */
+static bool replaced_maps(struct proc_registry *r, const struct proc *p,
+			  const struct recorded_map *m)
+{
+	const struct code_mapping *c = proc_find(p->replaced, m->start);
+
+	return c && c->start == m->start && c->end == m->end && c->offset == m->offset && c->mod &&
+	       c->mod == modules_find_file(r->mods, m->dev, m->ino, m->size, m->mtime_ns);
+}
+
 void procs_note_code_map(struct proc_registry *r, int pid, const struct recorded_map *m)
 {
 	struct proc *p = procs_get(r, pid);
@@ -517,6 +678,15 @@ void procs_note_code_map(struct proc_registry *r, int pid, const struct recorded
 
 	if (!p && !(p = procs_add(r, pid)))
 		return;
+	/* A read in the exec, after the address space was replaced and
+	 * before the exec was traced (the epoch it took is the one before),
+	 * saw the new program, not the one it replaced: not for the old
+	 * program's samples.  (Or the same file at the same place: only with
+	 * ASLR off, where its frames are left bare rather than risked.) */
+	if (p->replaced && replaced_maps(r, p, m)) {
+		free_replaced(r, p);
+		r->replaced_misread++;
+	}
 	/* What it replaced (MAP_FIXED over older code) is gone. */
 	for (i = 0; i < p->nrec; i++)
 		if (p->rec[i].end <= m->start || p->rec[i].start >= m->end)
@@ -650,18 +820,22 @@ void procs_free(struct proc_registry *r)
 		drop_maps_fd(r, r->procs[i]);
 		container_names_put(r->names, r->procs[i]->container);
 		count_mapped(r, r->procs[i]->maps, r->procs[i]->n, false);
+		free_replaced(r, r->procs[i]);
 		free_proc(r->procs[i]);
 	}
 	free(r->procs);
 	sym_table_free(&r->index);
 	free(r->due);
 	free(r->exited);
+	free(r->replacements);
 	free(r->gone);
 	procmaps_free(&r->maps_read);
 	cgroup_cache_free(&r->cgroups);
 	r->procs = NULL;
 	r->due = NULL;
 	r->exited = NULL;
+	r->replacements = NULL;
+	r->replacements_head = r->nreplacements = r->cap_replacements = 0;
 	r->gone = NULL;
 	r->ngone = r->cap_gone = 0;
 	r->cap = r->count = 0;

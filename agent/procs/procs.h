@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bpf/abi.h"
 #include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
 #include "agent/procs/cgroup_cache.h"
@@ -86,6 +87,21 @@ struct proc {
 	uint32_t nrec, cap_rec;
 	uint64_t rec_exec_ns;
 	char born_comm[16];        /* its exec record's comm (born_ns's; kept by procs_reset) */
+	/* The program the pid ran before this one (an exec, or a new process
+	 * with a reused pid, replaced it), for its samples still to come:
+	 * those taken before replaced_until_ns (bpf time).  Its mappings
+	 * only: no table reference, nothing in BPF.  Kept by procs_reset,
+	 * dropped PROCS_REPLACED_KEEP_NS after the replacement. */
+	struct proc *replaced;
+	uint64_t replaced_until_ns;
+	/* Its fork record's parent and bpf time (fork_ns 0: none seen): until
+	 * its first exec it runs its parent's program.  Kept by procs_reset. */
+	int ppid;
+	uint64_t fork_ns;
+	/* Read in its fork's epoch while its first exec had begun: the
+	 * mappings may be either program's (procs_mappings_at trusts them
+	 * from the exec's record on, and keeps no copy of them). */
+	bool read_in_exec;
 };
 
 /* A file mapped executable, as its EVENT_CODE_MAP record names it. */
@@ -118,6 +134,9 @@ struct proc_registry {
 	uint32_t ndue, cap_due;
 	struct exited_pid { int pid; uint64_t forget_ns; } *exited;
 	uint32_t exited_head, nexited, cap_exited;
+	/* Pids holding a replaced program, in the order it is to be dropped. */
+	struct exited_pid *replacements;
+	uint32_t replacements_head, nreplacements, cap_replacements;
 	/* Pids forgotten PROCS_EXITED_KEEP_NS after their exit: whatever was
 	 * aggregated of them is final.  The recorder takes them (seals their
 	 * stacks) and empties the list. */
@@ -131,10 +150,17 @@ struct proc_registry {
 	uint64_t rescans;          /* mappings read because of an event or a sample */
 	uint64_t scan_lost;        /* processes gone before their mappings were read */
 	uint64_t rebuilt;          /* exited processes whose mappings records completed */
+	uint64_t replaced_misread; /* replaced programs dropped: read after the exec (the
+				    * code its records say it mapped) */
 	/* Processes whose mappings were known, exited ones too: read at least
 	 * once, or gone before any read and rebuilt from their records. */
 	uint64_t ever_seen;
 };
+
+/* How long a replaced program's mappings are kept.  Its samples come
+ * within milliseconds, but a walk may wait for a table (snapshots.h):
+ * as long as an exited process's. */
+#define PROCS_REPLACED_KEEP_NS (1000ull * 1000 * 1000)
 
 /* Code mappings recorded per process at most (procs_note_code_map). */
 #define PROCS_RECORDED_MAX 256
@@ -204,6 +230,34 @@ uint32_t procs_add_recorded(struct proc_registry *r, struct proc *p);
  * module's table and module ids (0 without a module or a manager). */
 void procs_walker_mappings(const struct code_mapping *m, uint32_t n, struct table_manager *tm,
 			   struct walker_mapping *out);
+
+/* `p`'s program (its mappings as read) ends at bpf time `until_ns`: an
+ * exec, or a fork of its pid.  A copy of its mappings becomes
+ * p->replaced (an older one goes), kept for PROCS_REPLACED_KEEP_NS from
+ * `now`.  Nothing if `p` has no mappings. */
+void procs_keep_replaced(struct proc_registry *r, struct proc *p, uint64_t until_ns, uint64_t now);
+
+/* Drops the replaced programs whose time is up at `now`. */
+void procs_drop_replaced(struct proc_registry *r, uint64_t now);
+
+/* Whether `p`'s mappings are of a program that started after bpf time
+ * `t`: read in the epoch of an exec or a fork later than `t` (an exit's
+ * epoch starts no program: bpf/abi.h CFIPROF_EPOCH_EXIT). */
+static inline bool procs_started_after(const struct proc *p, uint64_t t)
+{
+	return !(p->epoch & CFIPROF_EPOCH_EXIT) && p->epoch > t;
+}
+
+/* The entry whose mappings were `pid`'s at bpf time `time_ns`: its
+ * program's as read, if read in that program (the epoch it was read in
+ * is not later); or the program an exec replaced, for a sample taken
+ * before the exec; or, for a sample taken between its fork and its exec
+ * while neither was read, its parent's program at the fork (perf's
+ * inherit: the child's mappings are its parent's, but for what either
+ * maps or unmaps after the fork).  NULL if none.  A sample is never
+ * resolved with mappings of a program that was not running when it was
+ * taken. */
+const struct proc *procs_mappings_at(const struct proc_registry *r, int pid, uint64_t time_ns);
 
 /* The mapping of `p` holding `addr`, or NULL. */
 const struct code_mapping *proc_find(const struct proc *p, uint64_t addr);

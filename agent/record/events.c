@@ -66,7 +66,7 @@ static void on_proc_event(struct record_events *ev, const struct cfiprof_proc_ev
 		break;
 	case EVENT_FORK:
 		snapshots_forget_exit_stacks(ev, pid);
-		procs_on_fork(ev->procs, pid, pe->time_ns, pe->cgroup_id, mono_ns());
+		procs_on_fork(ev->procs, pid, (int)pe->ppid, pe->time_ns, pe->cgroup_id, mono_ns());
 		break;
 	case EVENT_MMAP:
 	case EVENT_MUNMAP:
@@ -120,8 +120,10 @@ static void on_other_record(struct record_events *ev, const void *data, size_t s
 }
 
 /* Resolves a sample's frames, kernel frames first, to ev->frames; returns
- * how many.  Each user frame is resolved to the mapping it is in now:
- * later exits, exec()s and mapping changes cannot misattribute it. */
+ * how many.  Each user frame is resolved with `p`'s mappings, the
+ * program's the sample was taken in (procs_mappings_at), and is then
+ * final: later exits, exec()s and mapping changes cannot misattribute
+ * it. */
 static uint32_t resolve_frames(struct record_events *ev, const struct proc *p,
 			       const struct sample_event *s, uint64_t now)
 {
@@ -189,7 +191,7 @@ int events_handle(void *ctx, void *data, size_t size)
 	now = mono_ns();
 	p = procs_on_sample(ev->procs, (int)s->pid, s->end_reason, s->nuser,
 			    s->nuser ? s->addrs[s->nuser - 1] : 0, now);
-	events_sample_done(ev, p, s, now);
+	events_sample_done(ev, p, procs_mappings_at(ev->procs, (int)s->pid, s->time_ns), s, now);
 	return 0;
 }
 
@@ -236,8 +238,8 @@ static const char *sample_service(const struct proc *p, const struct sample_even
 	return p->service_name;
 }
 
-void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
-			uint64_t now)
+void events_sample_done(struct record_events *ev, struct proc *p, const struct proc *maps,
+			const struct sample_event *s, uint64_t now)
 {
 	char comm[CFIPROF_COMM_LEN + 1];
 	uint32_t k;
@@ -251,16 +253,20 @@ void events_sample_done(struct record_events *ev, struct proc *p, const struct s
 	/* A probe only made the mappings be read: it is no sample. */
 	if (s->flags & SAMPLE_FLAG_MISS_PROBE)
 		return;
-	s = without_unmapped_tail(ev, p, s);
+	s = without_unmapped_tail(ev, maps, s);
 	if (ev->cmd_pid && s->pid == ev->cmd_pid && s->time_ns < ev->cmd_exec_ns &&
 	    !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER))) {
 		ev->before_exec++;
 		return;
 	}
 
-	k = resolve_frames(ev, p, s, now);
+	if (s->nuser && maps && maps != p)
+		ev->replaced_resolved++;
+	else if (s->nuser && !maps && p && p->n)
+		ev->program_unknown++;
+	k = resolve_frames(ev, maps, s, now);
 	if (ev->log)
-		log_sample(ev, p, s);
+		log_sample(ev, maps, s);
 	if (ev->mark_events && !(s->flags & (SAMPLE_FLAG_OFF_CPU | SAMPLE_FLAG_WAKER)))
 		ev->frames[k++] = (struct frame_ref){ (uint64_t)ev->event_marks[s->event], FRAME_MARK };
 	memcpy(comm, s->comm, CFIPROF_COMM_LEN);

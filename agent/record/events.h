@@ -53,6 +53,12 @@ struct record_events {
 	uint64_t missed_samples;       /* walked partly by frame pointer: a table was missing */
 	uint64_t unmapped_dropped;     /* no_mapping walks whose last return address lay in
 					* none of the process's mappings, as read since: dropped */
+	uint64_t replaced_resolved;    /* samples resolved with the mappings of a program
+					* replaced since (an exec) or of the parent of a child
+					* not read before its exec (procs_mappings_at) */
+	uint64_t program_unknown;      /* samples with user frames left unresolved: the
+					* mappings known of the process are of a program
+					* that started after the sample */
 	/* time from a new process's exec to its first complete stack */
 	uint64_t *first_complete_ns;
 	uint32_t nfirst, cap_first;  /* the last EVENTS_FIRST_WINDOW processes' */
@@ -72,10 +78,11 @@ int events_init(struct record_events *ev);
 int events_handle(void *ctx, void *data, size_t size);
 
 /* A sample walked to its end (events_handle's, or a stack snapshot's
- * once the agent finished its walk): counted, resolved with `p` (NULL:
- * unknown process) and aggregated. */
-void events_sample_done(struct record_events *ev, struct proc *p, const struct sample_event *s,
-			uint64_t now);
+ * once the agent finished its walk): counted, its user frames resolved
+ * with the mappings of `maps` (NULL: none known), labelled as `p` (NULL:
+ * unknown process), and aggregated. */
+void events_sample_done(struct record_events *ev, struct proc *p, const struct proc *maps,
+			const struct sample_event *s, uint64_t now);
 
 void events_free(struct record_events *ev);
 

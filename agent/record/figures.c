@@ -95,6 +95,8 @@ static void read_events(const struct record_engine *e, struct engine_figures *f)
 	f->agg_errors = e->events.agg_errors;
 	f->missed_samples = e->events.missed_samples;
 	f->unmapped_dropped = e->events.unmapped_dropped;
+	f->replaced_resolved = e->events.replaced_resolved;
+	f->program_unknown = e->events.program_unknown;
 	f->snaps = e->events.snaps.stats;
 	f->snaps_pending = e->events.snaps.n;
 	f->code_maps = e->events.code_maps;
@@ -181,6 +183,7 @@ static void read_procs(const struct record_engine *e, struct engine_figures *f)
 	f->mapping_publishes = r->publishes;
 	f->scan_lost = r->scan_lost;
 	f->maps_rebuilt = r->rebuilt;
+	f->replaced_misread = r->replaced_misread;
 	f->cgroup_reads = r->cgroups.reads;
 	f->cgroup_hits = r->cgroups.hits;
 	f->cgroup_evicted = r->cgroups.evicted;

@@ -63,6 +63,9 @@ struct engine_figures {
 	uint64_t bad_records, agg_errors;
 	uint64_t missed_samples;     /* walked partly by frame pointer: a table was missing */
 	uint64_t unmapped_dropped;   /* no_mapping walks' last frames in no mapping: dropped */
+	uint64_t replaced_resolved;  /* samples resolved with a replaced or parent program's mappings */
+	uint64_t program_unknown;    /* samples left unresolved: their program's mappings unknown */
+	uint64_t replaced_misread;   /* replaced programs dropped: reads of the new one */
 	struct snapshot_stats snaps; /* stack snapshots the agent finished walking */
 	uint32_t snaps_pending;      /* waiting now */
 	uint64_t proc_events[EVENT_MUNMAP + 1];

@@ -261,6 +261,10 @@ static void print_table_stats(struct record_engine *e, const struct engine_figur
 	fprintf(stderr, "samples_partly_fp_while_loading: %llu\n",
 		(unsigned long long)f->missed_samples);
 	fprintf(stderr, "no_mapping_frames_dropped: %llu\n", (unsigned long long)f->unmapped_dropped);
+	fprintf(stderr, "samples_of_replaced_programs: %llu (%llu left unresolved: program unknown; "
+		"%llu programs read in their exec, not kept for the one before)\n",
+		(unsigned long long)f->replaced_resolved, (unsigned long long)f->program_unknown,
+		(unsigned long long)f->replaced_misread);
 	print_snapshot_stats(f);
 	fprintf(stderr, "tables_loaded: %llu (now %llu", (unsigned long long)ts->loads,
 		(unsigned long long)ts->loaded);

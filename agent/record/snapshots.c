@@ -102,7 +102,8 @@ static void give_up(struct record_events *ev, const struct sample_event *s, enum
 		m->addrs[nu++] = pc;
 	memcpy(m->addrs + nu, s->addrs + s->nuser, s->nkernel * sizeof(uint64_t));
 	m->nuser = (uint16_t)nu;
-	events_sample_done(ev, resolving_proc(ev, s), m, now);
+	events_sample_done(ev, resolving_proc(ev, s),
+			   procs_mappings_at(ev->procs, (int)s->pid, s->time_ns), m, now);
 }
 
 /* Whether s was taken inside the execve that started p's program, after
@@ -159,7 +160,7 @@ static void give_up_in_exec(struct record_events *ev, struct proc *p, const stru
 	m->nuser = 0;
 	m->end_reason = WALK_END_IN_EXEC;
 	memcpy(m->addrs, s->addrs + s->nuser, s->nkernel * sizeof(uint64_t));
-	events_sample_done(ev, p, m, now);
+	events_sample_done(ev, p, NULL, m, now);
 }
 
 /* The process's mappings, as BPF's walker would have them now. */
@@ -213,7 +214,8 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 			give_up_in_exec(ev, any, s, now);
 			return TRY_DONE;
 		}
-	} else if (!p || p->epoch > s->time_ns || (p->born_ns && p->born_ns > s->time_ns)) {
+	} else if (!p || procs_started_after(p, s->time_ns) ||
+		   (p->born_ns && p->born_ns > s->time_ns)) {
 		/* Mappings read after the program was replaced (their epoch,
 		 * the time of the process's last fork, exec or exit, is later
 		 * than the sample) are another program's. */
@@ -302,7 +304,9 @@ static enum try_result try_finish(struct record_events *ev, const struct sample_
 	m->nuser = (uint16_t)nu;
 	m->end_reason = w->end_reason;
 	m->flags |= w->flags & SAMPLE_FLAG_MISSED;
-	events_sample_done(ev, p, m, now);
+	/* (Resolved with the mappings it was walked with: in an execve, the
+	 * new program's, before its exec's time.) */
+	events_sample_done(ev, p, p, m, now);
 	return TRY_DONE;
 }
 

@@ -35,6 +35,9 @@ static struct engine_figures busy_figures(void)
 	f.code_maps = 300;
 	f.maps_rebuilt = 4;
 	f.unmapped_dropped = 11;
+	f.replaced_resolved = 12;
+	f.program_unknown = 13;
+	f.replaced_misread = 14;
 	f.end_reasons[WALK_END_NR] = 1;
 	f.proc_events[EVENT_EXIT] = 6;
 	f.first_complete = (struct latency_figures){ 2500000, 9000000, 4 };
@@ -196,6 +199,9 @@ Test(metrics_render, known_values_in_base_units)
 	assert_line(text, "cfiprof_code_map_records_total 300");
 	assert_line(text, "cfiprof_mappings_rebuilt_total 4");
 	assert_line(text, "cfiprof_no_mapping_frames_dropped_total 11");
+	assert_line(text, "cfiprof_replaced_program_samples_total 12");
+	assert_line(text, "cfiprof_unknown_program_samples_total 13");
+	assert_line(text, "cfiprof_replaced_programs_misread_total 14");
 	assert_line(text, "cfiprof_walk_ends_total{reason=\"unknown\"} 1");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"cfi\"} 9000");
 	assert_line(text, "cfiprof_walk_steps_total{method=\"frame_pointer\"} 30");

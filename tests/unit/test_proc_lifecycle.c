@@ -333,7 +333,7 @@ Test(lifecycle, an_exited_pid_back_in_use_is_not_gone)
 
 	read_child();
 	procs_on_exit(&t.procs, child.pid, now);
-	procs_on_fork(&t.procs, child.pid, now + MS, 0, now + MS);
+	procs_on_fork(&t.procs, child.pid, 1, now + MS, 0, now + MS);
 	procs_run_due(&t.procs, now + PROCS_EXITED_KEEP_NS);
 	cr_expect_eq(t.procs.ngone, 0);
 }
@@ -350,7 +350,7 @@ Test(lifecycle, reused_pid_does_not_keep_the_old_mappings)
 	child_execs();
 	fork_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, fork_ns);
-	procs_on_fork(&t.procs, child.pid, fork_ns, 0, now + MS);
+	procs_on_fork(&t.procs, child.pid, 1, fork_ns, 0, now + MS);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->state, PROC_UNREAD, "a forked pid is read at its first sample or when due");
@@ -373,7 +373,7 @@ Test(lifecycle, fork_of_a_pid_still_held_forgets_what_was_held)
 	read_child();
 	fork_ns = mono_ns();
 	test_bpf_new_epoch(&t, child.pid, fork_ns);
-	procs_on_fork(&t.procs, child.pid, fork_ns, 0, fork_ns);
+	procs_on_fork(&t.procs, child.pid, 1, fork_ns, 0, fork_ns);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
 	cr_expect_eq(p->state, PROC_UNREAD);
@@ -589,7 +589,7 @@ Test(lifecycle, the_exec_records_cgroup_overrides_the_forks)
 	free(t.procs.cgroups.v[0].path);
 	t.procs.cgroups.v[0].path = strdup("/the-forks-cgroup");
 	procs_forget(&t.procs, child.pid);
-	procs_on_fork(&t.procs, child.pid, now, 424242, now);
+	procs_on_fork(&t.procs, child.pid, 1, now, 424242, now);
 	procs_on_exec(&t.procs, child.pid, now + MS, id, NULL, now + MS);
 	p = procs_get(&t.procs, child.pid);
 	cr_assert_not_null(p);
@@ -844,7 +844,7 @@ Test(lifecycle, on_sample_a_fork_reads_nothing)
 	uint64_t now = mono_ns();
 
 	t.procs.read_on_sample = true;
-	procs_on_fork(&t.procs, child.pid, now, 0, now);
+	procs_on_fork(&t.procs, child.pid, 1, now, 0, now);
 	cr_expect_eq(procs_run_due(&t.procs, now + 10 * MS), UINT64_MAX);
 	cr_expect_eq(t.procs.rescans, 0);
 	cr_expect_not_null(procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1000,
@@ -891,4 +891,257 @@ Test(lifecycle, on_sample_an_exec_keeps_a_read_of_the_new_program)
 	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "sleep", mono_ns());
 	cr_expect_eq(procs_get(&t.procs, child.pid)->state, PROC_READ);
 	expect_published(exec_ns);
+}
+
+/* ---- the program a sample was taken in ---- */
+
+/* The mapping of `p` whose file's path ends with `suffix`. */
+static const struct code_mapping *mapping_of(const struct proc *p, const char *suffix)
+{
+	size_t ls = strlen(suffix);
+
+	for (uint32_t i = 0; i < p->n; i++) {
+		const char *path = p->maps[i].mod ? p->maps[i].mod->path : "";
+		size_t lp = strlen(path);
+
+		if (lp >= ls && !memcmp(path + lp - ls, suffix, ls))
+			return &p->maps[i];
+	}
+	cr_assert_fail("no mapping of %s", suffix);
+	return NULL;
+}
+
+/* The child's mapping holding its first mapping's start in `m`: the same
+ * object at the same place. */
+static bool same_first_mapping(const struct proc *m, uint64_t start, const struct module *mod)
+{
+	const struct code_mapping *c = m ? proc_find(m, start) : NULL;
+
+	return c && c->start == start && c->mod == mod;
+}
+
+/* A sample of the old program handled after its exec (its walk waited for
+ * a table, or its record was behind the exec's) resolves with the old
+ * program's mappings, kept for PROCS_REPLACED_KEEP_NS; the new program's
+ * never resolve it, read or not, kept or dropped. */
+Test(lifecycle, on_sample_an_exec_keeps_the_old_program_for_its_samples)
+{
+	struct recorded_map text;
+	struct proc *p;
+	const struct proc *m;
+	struct module *old_mod;
+	uint64_t before, exec_ns, now, old_start;
+	uint32_t mapped;
+
+	t.procs.read_on_sample = true;
+	p = read_child();
+	old_start = p->maps[0].start;
+	old_mod = p->maps[0].mod;
+	cr_assert_not_null(old_mod);
+	mapped = old_mod->mapped;
+	before = mono_ns();
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, before), p);
+	child_execs();
+	/* (BPF's epochs of execs are even: bpf/abi.h CFIPROF_EPOCH_EXIT) */
+	exec_ns = mono_ns() & ~CFIPROF_EPOCH_EXIT;
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	now = mono_ns();
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "sleep", now);
+	cr_expect_eq(procs_get(&t.procs, child.pid)->n, 0);
+	m = procs_mappings_at(&t.procs, child.pid, before);
+	cr_assert(same_first_mapping(m, old_start, old_mod),
+		  "a sample from before the exec lost the old program's mappings");
+	cr_expect(!test_maps_file(m, "/sleep"));
+	cr_expect_eq(m->state, PROC_EXITED, "the kept copy is walked with");
+	cr_expect_eq(old_mod->mapped, mapped, "the kept copy does not keep its module");
+	cr_expect_null(procs_mappings_at(&t.procs, child.pid, exec_ns), "the new program is not read");
+	/* The new program's first sample reads it: its samples resolve with
+	 * it, the old program's with the copy still. */
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1000, now + 11 * MS);
+	cr_assert_not_null(p);
+	cr_expect(test_maps_file(procs_mappings_at(&t.procs, child.pid, exec_ns), "/sleep"));
+	cr_expect(same_first_mapping(procs_mappings_at(&t.procs, child.pid, exec_ns - 1), old_start,
+				     old_mod));
+	/* The exec's code records, of what the old program did not map,
+	 * leave it alone. */
+	text = recorded(mapping_of(p, "/sleep"));
+	procs_note_code_map(&t.procs, child.pid, &text);
+	cr_expect(same_first_mapping(procs_mappings_at(&t.procs, child.pid, exec_ns - 1), old_start,
+				     old_mod));
+	cr_expect_eq(t.procs.replaced_misread, 0);
+	/* Dropped when its time is up (and its module unmapped), not before;
+	 * then the old program's samples resolve with nothing. */
+	procs_run_due(&t.procs, now + PROCS_REPLACED_KEEP_NS - 1);
+	cr_expect_not_null(procs_mappings_at(&t.procs, child.pid, before));
+	procs_run_due(&t.procs, now + PROCS_REPLACED_KEEP_NS);
+	cr_expect_null(procs_get(&t.procs, child.pid)->replaced);
+	cr_expect_null(procs_mappings_at(&t.procs, child.pid, before),
+		       "a sample from before the exec resolved with the new program's mappings");
+	cr_expect_eq(old_mod->mapped, mapped - 1);
+	cr_expect_eq(t.procs.nreplacements, 0, "the drop queue is not emptied");
+}
+
+/* A read that finds a new program before its exec record came (the
+ * epoch changed since the last read) keeps the one it replaces, for
+ * that program's samples. */
+Test(lifecycle, a_read_of_a_new_program_keeps_the_one_it_replaces)
+{
+	struct proc *p = read_child();
+	uint64_t old_start = p->maps[0].start, before = mono_ns(), exec_ns;
+	struct module *old_mod = p->maps[0].mod;
+
+	child_execs();
+	/* (BPF's epochs of execs are even: bpf/abi.h CFIPROF_EPOCH_EXIT) */
+	exec_ns = mono_ns() & ~CFIPROF_EPOCH_EXIT;
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect(same_first_mapping(procs_mappings_at(&t.procs, child.pid, before), old_start,
+				     old_mod));
+	cr_expect(test_maps_file(procs_mappings_at(&t.procs, child.pid, exec_ns), "/sleep"));
+	/* A read in the same epoch replaces no program. */
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_expect(same_first_mapping(procs_mappings_at(&t.procs, child.pid, before), old_start,
+				     old_mod));
+	cr_expect_eq(t.procs.nreplacements, 1);
+	/* A new process with the pid (its fork: the old one's exit record
+	 * lost) keeps the program it replaces too; the one before goes. */
+	procs_on_fork(&t.procs, child.pid, 1, mono_ns(), 0, mono_ns());
+	cr_expect(test_maps_file(procs_mappings_at(&t.procs, child.pid, exec_ns), "/sleep"));
+	cr_expect_null(procs_mappings_at(&t.procs, child.pid, before));
+}
+
+/* Mappings read in an exit's epoch are the exiting program's (its address
+ * space is torn down after the exit is traced): they resolve its samples
+ * from before the exit.  Read in an exec's or a fork's epoch, they are
+ * of a program that started then: not its samples from before. */
+Test(lifecycle, only_an_exec_or_a_fork_epoch_starts_a_program)
+{
+	uint64_t before = mono_ns();
+	struct proc *p;
+
+	test_bpf_new_epoch(&t, child.pid, (mono_ns() + 1) | CFIPROF_EPOCH_EXIT);
+	p = read_child();
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, before), p);
+	procs_forget(&t.procs, child.pid);
+	test_bpf_new_epoch(&t, child.pid, (mono_ns() + 2) & ~CFIPROF_EPOCH_EXIT);
+	p = read_child();
+	cr_expect_null(procs_mappings_at(&t.procs, child.pid, before));
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, p->epoch), p);
+}
+
+/* A child's sample between its fork and its exec, the child not read in
+ * that time (it was first read in its new program, or never): its
+ * parent's program at the fork, as perf's inherit has it.  Not before
+ * the fork, nor from its exec on; the parent's program even after the
+ * parent exec()ed; through a grandchild too; a cycle of parents (reused
+ * pids) ends. */
+Test(lifecycle, a_child_before_its_exec_runs_its_parents_program)
+{
+	enum { CHILD = 4000401, GRANDCHILD = 4000402, A = 4000403, B = 4000404 };
+	struct proc *parent;
+	const struct proc *m;
+	uint64_t fork_ns, grand_ns, exec_ns, parent_exec_ns;
+
+	t.procs.read_on_sample = true;
+	parent = read_child();
+	fork_ns = (mono_ns() + 10) & ~CFIPROF_EPOCH_EXIT;
+	procs_on_fork(&t.procs, CHILD, child.pid, fork_ns, 0, fork_ns);
+	cr_expect_eq(procs_mappings_at(&t.procs, CHILD, fork_ns), parent);
+	cr_expect_null(procs_mappings_at(&t.procs, CHILD, fork_ns - 1), "before its fork");
+	grand_ns = fork_ns + 100;
+	procs_on_fork(&t.procs, GRANDCHILD, CHILD, grand_ns, 0, grand_ns);
+	cr_expect_eq(procs_mappings_at(&t.procs, GRANDCHILD, grand_ns + 1), parent);
+	exec_ns = fork_ns + 200;
+	procs_on_exec(&t.procs, CHILD, exec_ns, 0, "child", exec_ns);
+	cr_expect_eq(procs_mappings_at(&t.procs, CHILD, exec_ns - 1), parent);
+	cr_expect_null(procs_mappings_at(&t.procs, CHILD, exec_ns),
+		       "its new program's sample resolved with its parent's program");
+	/* The parent runs another program now: the child's samples from
+	 * before its exec are still the old program's. */
+	child_execs();
+	parent_exec_ns = exec_ns + 100;
+	test_bpf_new_epoch(&t, child.pid, parent_exec_ns);
+	procs_on_exec(&t.procs, child.pid, parent_exec_ns, 0, "sleep", mono_ns());
+	m = procs_mappings_at(&t.procs, CHILD, exec_ns - 1);
+	cr_assert_not_null(m);
+	cr_expect_eq(m, procs_get(&t.procs, child.pid)->replaced);
+	cr_expect(!test_maps_file(m, "/sleep"));
+	/* Each the other's parent: no answer, and an end. */
+	procs_on_fork(&t.procs, A, B, fork_ns, 0, fork_ns);
+	procs_on_fork(&t.procs, B, A, fork_ns, 0, fork_ns);
+	cr_expect_null(procs_mappings_at(&t.procs, A, fork_ns + 1));
+}
+
+/* A read in the exec, after the address space was replaced and before the
+ * exec was traced, takes the epoch before and the new program's mappings.
+ * The exec record keeps them as the program it replaced; the exec's code
+ * records (its text, where it is) show they are the new program's, and
+ * they go: a sample from before the exec is left unresolved, not
+ * resolved with the new program's mappings.  (A process whose fork was
+ * not seen: one started before the recording.) */
+Test(lifecycle, a_read_in_the_exec_is_not_the_program_it_replaced)
+{
+	struct recorded_map text;
+	struct proc *p;
+	uint64_t exec_ns;
+
+	t.procs.read_on_sample = true;
+	child_execs();
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	p = procs_get(&t.procs, child.pid);
+	cr_expect(!p->read_in_exec, "no fork seen: no flag to go by");
+	text = recorded(mapping_of(p, "/sleep"));
+	exec_ns = (mono_ns() + 2) & ~CFIPROF_EPOCH_EXIT;
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "sleep", mono_ns());
+	cr_assert_not_null(procs_get(&t.procs, child.pid)->replaced);
+	procs_note_code_map(&t.procs, child.pid, &text);
+	cr_expect_null(procs_get(&t.procs, child.pid)->replaced,
+		       "the new program's mappings were kept as the old program's");
+	cr_expect_eq(t.procs.replaced_misread, 1);
+	cr_expect_null(procs_mappings_at(&t.procs, child.pid, exec_ns - 1));
+}
+
+/* A child read in its fork's epoch once its first exec began (the kernel
+ * cleared its PF_FORKNOEXEC): the mappings may be the new program's.
+ * Its samples from before the exec record are its parent's program's;
+ * from the record on, the read's; and the exec keeps no copy of them. */
+Test(lifecycle, a_child_read_in_its_first_exec_is_its_parents_until_the_record)
+{
+	struct test_child parent_child;
+	const struct proc *parent, *m;
+	struct proc *p;
+	uint64_t fork_ns, exec_ns;
+
+	t.procs.read_on_sample = true;
+	/* The parent: another copy of the test binary, read. */
+	test_child_start(&parent_child, sleep_argv);
+	cr_assert_eq(procs_scan(&t.procs, parent_child.pid), 0);
+	parent = procs_get(&t.procs, parent_child.pid);
+	fork_ns = (mono_ns() + 2) & ~CFIPROF_EPOCH_EXIT;
+	procs_on_fork(&t.procs, child.pid, parent_child.pid, fork_ns, 0, mono_ns());
+	/* Read in its fork's epoch before its exec: its own mappings. */
+	test_bpf_new_epoch(&t, child.pid, fork_ns);
+	p = read_child();
+	cr_expect(!p->read_in_exec);
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, fork_ns + 1), p);
+	/* Read again in the same epoch, the exec done. */
+	child_execs();
+	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
+	cr_assert(test_maps_file(p, "/sleep"));
+	cr_expect(p->read_in_exec, "PF_FORKNOEXEC was not seen cleared");
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, fork_ns + 1), parent,
+		     "a sample before the exec was resolved with the new program");
+	exec_ns = (mono_ns() + 2) & ~CFIPROF_EPOCH_EXIT;
+	test_bpf_new_epoch(&t, child.pid, exec_ns);
+	procs_on_exec(&t.procs, child.pid, exec_ns, 0, "sleep", mono_ns());
+	cr_expect_null(procs_get(&t.procs, child.pid)->replaced, "the read in the exec was kept");
+	cr_expect_eq(procs_mappings_at(&t.procs, child.pid, exec_ns - 1), parent);
+	/* The new program's first sample reads it in the exec's epoch. */
+	p = procs_on_sample(&t.procs, child.pid, WALK_END_NO_MAPPING, 1, 0x1000, mono_ns());
+	cr_assert_not_null(p);
+	cr_expect(!p->read_in_exec);
+	m = procs_mappings_at(&t.procs, child.pid, exec_ns);
+	cr_expect(m == p && test_maps_file(m, "/sleep"));
+	test_child_end(&parent_child);
 }

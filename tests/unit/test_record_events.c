@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "agent/record/events.h"
+#include "agent/util/clock.h"
 #include "bpf/abi.h"
 #include "proc_fixture.h"
 
@@ -367,4 +368,60 @@ Test(events, samples_of_cmd_before_its_exec_are_dropped)
 	handle(s, size);
 	cr_expect_eq(agg.samples[STACK_ON_CPU], 1);
 	cr_expect_eq(ev.before_exec, 1);
+}
+
+/* A sample of a program handled after its exec's record (its walk waited
+ * for a table, or its record was behind) resolves with that program's
+ * mappings; a sample of the new program with the new program's.  An
+ * address of the old program is never resolved with the new one's
+ * mappings: with ASLR off the two programs share addresses. */
+Test(events, a_sample_from_before_an_exec_resolves_with_the_old_program)
+{
+	static char *const sleep_argv[] = { "/bin/sleep", "1000", NULL };
+	struct cfiprof_proc_event pe = { .kind = EVENT_EXEC };
+	const struct frame_mapping *fm;
+	const struct stack *st;
+	struct test_child other;
+	struct proc *p;
+	struct module *old_mod;
+	uint64_t old_addr, exec_ns;
+
+	t.procs.read_on_sample = true;
+	test_child_start(&other, sleep_argv);
+	cr_assert_eq(procs_scan(&t.procs, other.pid), 0);
+	p = procs_get(&t.procs, other.pid);
+	old_addr = p->maps[0].start + 16;
+	old_mod = p->maps[0].mod;
+	cr_assert_not_null(old_mod);
+	test_child_release(&other);
+	cr_assert(test_child_wait_mapped(&other, "/sleep"));
+	exec_ns = mono_ns() & ~CFIPROF_EPOCH_EXIT;
+	test_bpf_new_epoch(&t, other.pid, exec_ns);
+	pe.pid = (uint32_t)other.pid;
+	pe.time_ns = exec_ns;
+	memcpy(pe.comm, "sleep", 6);
+	handle(&pe, sizeof(pe));
+	/* A sample of the new program reads it... */
+	sample(1, WALK_END_NO_MAPPING, &old_addr);
+	s->pid = s->tid = (uint32_t)other.pid;
+	s->time_ns = exec_ns + 1000;
+	handle(s, __builtin_offsetof(struct sample_event, addrs) + sizeof(uint64_t));
+	cr_assert(test_maps_file(procs_get(&t.procs, other.pid), "/sleep"));
+	/* ...and then one of the old program's comes. */
+	s->time_ns = exec_ns - 1000;
+	s->end_reason = WALK_END_OUTERMOST;
+	handle(s, __builtin_offsetof(struct sample_event, addrs) + sizeof(uint64_t));
+	cr_expect_eq(agg.samples[STACK_ON_CPU], 2);
+	cr_expect_eq(ev.replaced_resolved, 1, "--stats' samples_of_replaced_programs");
+	for (uint32_t i = 0; i < agg.n; i++) {
+		st = agg.stacks[i];
+		fm = stack_agg_mapping(&agg, st, st->frames[0].mapping);
+		if (st->end_reason == WALK_END_OUTERMOST)
+			cr_expect(fm && fm->mod == old_mod,
+				  "the old program's frame was not resolved with its mappings");
+		else
+			cr_expect(!fm || fm->mod != old_mod,
+				  "the new program's frame was resolved with the old one's mappings");
+	}
+	test_child_end(&other);
 }
