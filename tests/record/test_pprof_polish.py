@@ -143,11 +143,33 @@ def plt_sections(path):
 
 
 def objdump_plt_labels(path):
-    """{vaddr: "name@plt"} as objdump names the stubs."""
+    """{vaddr: "name@plt"} of the stubs, as objdump names them.
+
+    With IBT, objdump labels the stubs of .plt.sec but not the lazy stubs
+    of .plt (endbr64; push $N; jmp PLT0) that a first call goes through:
+    those are named here by the .rela.plt entry N that they push, as
+    readelf lists it.  (A sample lands there once per first call of a
+    function: CI of 38bff09 had one in strtod's.)"""
     out = subprocess.run(["objdump", "-d", "-j", ".plt", "-j", ".plt.sec", "-j", ".plt.got",
                           path], capture_output=True, text=True, check=True).stdout
-    return {int(m.group(1), 16): m.group(2)
-            for m in re.finditer(r"^([0-9a-f]+) <([^>]+@plt)>:", out, re.M)}
+    labels = {int(m.group(1), 16): m.group(2)
+              for m in re.finditer(r"^([0-9a-f]+) <([^>]+@plt)>:", out, re.M)}
+    rel = subprocess.run([tr.READELF, "-rW", path], capture_output=True, text=True,
+                         check=True).stdout
+    jump = []
+    if "'.rela.plt'" in rel:
+        for line in rel.split("'.rela.plt'", 1)[1].splitlines():
+            f = line.split()
+            if len(f) >= 5 and f[2] == "R_X86_64_JUMP_SLOT":
+                jump.append(f[4].split("@")[0] + "@plt")
+            elif jump and not line.strip():
+                break
+    for m in re.finditer(r"^\s*([0-9a-f]+):\s+f3 0f 1e fa\s+endbr64\s*\n"
+                         r"\s*[0-9a-f]+:\s+68 ((?:[0-9a-f]{2} ){4})", out, re.M):
+        index = int.from_bytes(bytes.fromhex(m.group(2)), "little")
+        if index < len(jump):
+            labels.setdefault(int(m.group(1), 16), jump[index])
+    return labels
 
 
 def stub_samples(samples, prof, fx, secs, labels):
@@ -165,8 +187,11 @@ def stub_samples(samples, prof, fx, secs, labels):
         if not sec:
             continue
         vaddr = off - sec[2] + sec[1]
-        stub = max(v for v in labels if v <= vaddr)
-        key = (s.frames[-1], labels[stub])
+        stub = max((v for v in labels if sec[1] <= v <= vaddr), default=None)
+        if stub is not None:
+            key = (s.frames[-1], labels[stub])
+        else:   # PLT0, the lazy binder's, is no function's stub: nor ours
+            key = (s.frames[-1], "PLT0" if s.frames[-1].endswith("@plt") else s.frames[-1])
         in_stub[key] = in_stub.get(key, 0) + s.values[0]
     return in_stub
 
