@@ -189,7 +189,6 @@ void procs_on_exec(struct proc_registry *r, int pid, uint64_t event_ns, uint64_t
 void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 {
 	struct proc *p = procs_get(r, pid);
-	uint32_t live;
 
 	/* The exiting task still runs after this record, and is sampled:
 	 * kernels since 6.15 trace sched_process_exit before exit_mm, so the
@@ -207,15 +206,8 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 		procs_reset(r, p);
 	}
 	bpf_proc_forget_epoch(&r->bpf, (uint32_t)pid);
-	/* The queue of exits to forget only ever grows at the tail: take
-	 * the forgotten head back before growing it. */
-	live = r->nexited - r->exited_head;
-	if (r->exited_head && r->exited_head >= live) {
-		memmove(r->exited, r->exited + r->exited_head, live * sizeof(*r->exited));
-		r->exited_head = 0;
-		r->nexited = live;
-	}
-	if (array_reserve(&r->exited, &r->cap_exited, r->nexited + 1)) {
+	p->forget_ns = now + PROCS_EXITED_KEEP_NS;
+	if (pid_queue_push(&r->exited, pid, p->forget_ns)) {
 		procs_forget(r, pid);
 		return;
 	}
@@ -223,10 +215,6 @@ void procs_on_exit(struct proc_registry *r, int pid, uint64_t now)
 	/* Its last samples are finished with its mappings as they were:
 	 * what it mapped and no read saw is known from its records. */
 	procs_add_recorded(r, p);
-	p->forget_ns = now + PROCS_EXITED_KEEP_NS;
-	r->exited[r->nexited].pid = pid;
-	r->exited[r->nexited].forget_ns = p->forget_ns;
-	r->nexited++;
 }
 
 void procs_on_mmap(struct proc_registry *r, int pid, uint64_t cgroup_id, uint64_t now)
@@ -268,20 +256,19 @@ out:
 /* Forgets the exited pids whose time is up (the queue is in exit order). */
 static void forget_exited(struct proc_registry *r, uint64_t now)
 {
-	while (r->exited_head < r->nexited && r->exited[r->exited_head].forget_ns <= now) {
-		const struct exited_pid *e = &r->exited[r->exited_head++];
-		struct proc *p = procs_get(r, e->pid);
+	struct pid_due e;
+
+	while (pid_queue_pop_due(&r->exited, now, &e)) {
+		struct proc *p = procs_get(r, e.pid);
 
 		/* Unless it came back, or exited again later. */
-		if (p && p->state == PROC_EXITED && p->forget_ns == e->forget_ns) {
-			procs_forget(r, e->pid);
+		if (p && p->state == PROC_EXITED && p->forget_ns == e.due_ns) {
+			procs_forget(r, e.pid);
 			/* Without memory its stacks simply stay unsealed. */
 			if (!array_reserve_first(&r->gone, &r->cap_gone, r->ngone + 1, 64))
-				r->gone[r->ngone++] = (uint32_t)e->pid;
+				r->gone[r->ngone++] = (uint32_t)e.pid;
 		}
 	}
-	if (r->exited_head == r->nexited)
-		r->exited_head = r->nexited = 0;
 }
 
 uint64_t procs_run_due(struct proc_registry *r, uint64_t now)

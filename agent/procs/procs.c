@@ -259,25 +259,18 @@ static void free_replaced(struct proc_registry *r, struct proc *p)
 
 void procs_keep_replaced(struct proc_registry *r, struct proc *p, uint64_t until_ns, uint64_t now)
 {
-	uint32_t live = r->nreplacements - r->replacements_head;
+	uint64_t drop_ns = now + PROCS_REPLACED_KEEP_NS;
 	struct proc *old;
 
 	/* (Mappings read in the exec may be the new program's.) */
 	if (!p->n || p->read_in_exec)
 		return;
-	/* The queue only grows at the tail: take the dropped head back first. */
-	if (r->replacements_head && r->replacements_head >= live) {
-		memmove(r->replacements, r->replacements + r->replacements_head,
-			live * sizeof(*r->replacements));
-		r->replacements_head = 0;
-		r->nreplacements = live;
-	}
-	if (array_reserve(&r->replacements, &r->cap_replacements, r->nreplacements + 1))
-		return;
 	old = calloc(1, sizeof(*old));
 	if (old)
 		old->maps = malloc(p->n * sizeof(*old->maps));
-	if (!old || !old->maps) {
+	if (!old || !old->maps || pid_queue_push(&r->replacements, p->pid, drop_ns)) {
+		if (old)
+			free(old->maps);
 		free(old);
 		return;
 	}
@@ -288,30 +281,25 @@ void procs_keep_replaced(struct proc_registry *r, struct proc *p, uint64_t until
 	old->state = PROC_EXITED;
 	old->tables_dropped = true;
 	old->epoch = p->epoch;
-	old->forget_ns = now + PROCS_REPLACED_KEEP_NS;
+	old->forget_ns = drop_ns;
 	/* Its frames may name its modules until it is dropped. */
 	count_mapped(r, old->maps, old->n, true);
 	free_replaced(r, p);
 	p->replaced = old;
 	p->replaced_until_ns = until_ns;
-	r->replacements[r->nreplacements].pid = p->pid;
-	r->replacements[r->nreplacements].forget_ns = old->forget_ns;
-	r->nreplacements++;
 }
 
 void procs_drop_replaced(struct proc_registry *r, uint64_t now)
 {
-	while (r->replacements_head < r->nreplacements &&
-	       r->replacements[r->replacements_head].forget_ns <= now) {
-		const struct exited_pid *e = &r->replacements[r->replacements_head++];
-		struct proc *p = procs_get(r, e->pid);
+	struct pid_due e;
+
+	while (pid_queue_pop_due(&r->replacements, now, &e)) {
+		struct proc *p = procs_get(r, e.pid);
 
 		/* Unless a later replacement took its place. */
-		if (p && p->replaced && p->replaced->forget_ns == e->forget_ns)
+		if (p && p->replaced && p->replaced->forget_ns == e.due_ns)
 			free_replaced(r, p);
 	}
-	if (r->replacements_head == r->nreplacements)
-		r->replacements_head = r->nreplacements = 0;
 }
 
 /* p's program at bpf time t, as procs_mappings_at says. */
@@ -826,19 +814,15 @@ void procs_free(struct proc_registry *r)
 	free(r->procs);
 	sym_table_free(&r->index);
 	free(r->due);
-	free(r->exited);
-	free(r->replacements);
+	pid_queue_free(&r->exited);
+	pid_queue_free(&r->replacements);
 	free(r->gone);
 	procmaps_free(&r->maps_read);
 	cgroup_cache_free(&r->cgroups);
 	r->procs = NULL;
 	r->due = NULL;
-	r->exited = NULL;
-	r->replacements = NULL;
-	r->replacements_head = r->nreplacements = r->cap_replacements = 0;
 	r->gone = NULL;
 	r->ngone = r->cap_gone = 0;
 	r->cap = r->count = 0;
 	r->ndue = r->cap_due = 0;
-	r->exited_head = r->nexited = r->cap_exited = 0;
 }

@@ -24,6 +24,7 @@
 #include "agent/container/container_names.h"
 #include "agent/procs/bpf_procs.h"
 #include "agent/procs/cgroup_cache.h"
+#include "agent/procs/pid_queue.h"
 #include "agent/procs/procmaps.h"
 #include "agent/unwind/modules.h"
 #include "symbolize/table.h"
@@ -132,11 +133,9 @@ struct proc_registry {
 	 * they are to be forgotten. */
 	int *due;
 	uint32_t ndue, cap_due;
-	struct exited_pid { int pid; uint64_t forget_ns; } *exited;
-	uint32_t exited_head, nexited, cap_exited;
+	struct pid_queue exited;
 	/* Pids holding a replaced program, in the order it is to be dropped. */
-	struct exited_pid *replacements;
-	uint32_t replacements_head, nreplacements, cap_replacements;
+	struct pid_queue replacements;
 	/* Pids forgotten PROCS_EXITED_KEEP_NS after their exit: whatever was
 	 * aggregated of them is final.  The recorder takes them (seals their
 	 * stacks) and empties the list. */

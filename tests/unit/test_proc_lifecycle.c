@@ -978,7 +978,7 @@ Test(lifecycle, on_sample_an_exec_keeps_the_old_program_for_its_samples)
 	cr_expect_null(procs_mappings_at(&t.procs, child.pid, before),
 		       "a sample from before the exec resolved with the new program's mappings");
 	cr_expect_eq(old_mod->mapped, mapped - 1);
-	cr_expect_eq(t.procs.nreplacements, 0, "the drop queue is not emptied");
+	cr_expect_eq(pid_queue_len(&t.procs.replacements), 0, "the drop queue is not emptied");
 }
 
 /* A read that finds a new program before its exec record came (the
@@ -1002,7 +1002,7 @@ Test(lifecycle, a_read_of_a_new_program_keeps_the_one_it_replaces)
 	cr_assert_eq(procs_scan(&t.procs, child.pid), 0);
 	cr_expect(same_first_mapping(procs_mappings_at(&t.procs, child.pid, before), old_start,
 				     old_mod));
-	cr_expect_eq(t.procs.nreplacements, 1);
+	cr_expect_eq(pid_queue_len(&t.procs.replacements), 1);
 	/* A new process with the pid (its fork: the old one's exit record
 	 * lost) keeps the program it replaces too; the one before goes. */
 	procs_on_fork(&t.procs, child.pid, 1, mono_ns(), 0, mono_ns());
