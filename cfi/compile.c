@@ -916,25 +916,39 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			      .ctx = ctx };
 	uint64_t total = 0, half = 0;
 	pthread_t tid;
-	size_t i;
+	size_t i, k;
 	int ret;
 
+	for (i = 0; i < use->n; i++)
+		total += seg_insn_bytes(src, &use->v[i]);
+	/* Room for the rows at once: growing by doubling copied the arrays
+	 * four times in each thread, into fresh pages, whose first touch is
+	 * what this VM charges most (bench/README.md, "2026-12-05 (noon)").
+	 * A segment's rows are its first and about one per three bytes of
+	 * instructions (an advance and a CFA offset at least): 0.72-0.85 of
+	 * this estimate on libLLVM-15, cc1, libc, libstdc++, libcrypto,
+	 * libpython, python3.11, perf and gdb.  Not a limit: past it the
+	 * arrays grow as before (and without the room, they grow from
+	 * nothing). */
+	cfi_builder_reserve(b, (size_t)total / 3 + use->n);
 	if (opts->threads == 2 || (opts->threads == 0 && use->n >= COMPILE_SPLIT_MIN)) {
-		for (i = 0; i < use->n; i++)
-			total += seg_insn_bytes(src, &use->v[i]);
 		/* This thread merged the FDEs into segments before, and appends
 		 * and lays out the table after, alone: about 6 % of the work
 		 * (callgrind, libLLVM-15), so the other takes the larger share
 		 * of the bytes (cost per byte varies with the rows reused). */
 		for (i = 0; i < use->n && half < total / 100 * COMPILE_SPLIT_LOWER_PCT; i++)
 			half += seg_insn_bytes(src, &use->v[i]);
-		if (opts->split_segment)
+		if (opts->split_segment) {
 			i = opts->split_segment < use->n ? opts->split_segment : use->n;
+			for (half = 0, k = 0; k < i; k++)
+				half += seg_insn_bytes(src, &use->v[k]);
+		}
 		hi.from = lo.to = i;
 		hi.b = cfi_builder_new();
 		if (!hi.b)
 			return -ENOMEM;
 		cfi_builder_continues(hi.b);
+		cfi_builder_reserve(hi.b, (size_t)(total - half) / 3 + (use->n - i));
 		if (pthread_create(&tid, NULL, compile_range_thread, &hi)) {
 			/* No thread to be had: the same work in this one. */
 			cfi_builder_free(hi.b);
@@ -1019,7 +1033,7 @@ static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx
 			  int *sort_ret, struct cfi_error *err)
 {
 	const struct cfi_section *sec = &e->eh_frame;
-	uint64_t stop = 0;
+	uint64_t stop = 0, fdes;
 	pthread_t tid;
 	int ret;
 
@@ -1033,7 +1047,19 @@ static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx
 		upper->from = cfi_eh_frame_hdr_entry_near(&e->eh_frame_hdr, sec, sec->size / 2);
 	if (!upper->from)
 		upper->from = cfi_section_entry_at(sec, sec->size / 2);
-	if (!upper->from || pthread_create(&tid, NULL, parse_thread, upper))
+	if (!upper->from)
+		goto one;
+	/* Room for each half's FDEs at once, from the header's count and the
+	 * half's share of the bytes, 1/16 more (FDEs are not spread evenly:
+	 * libLLVM-15's upper half has 51,437, 4.8 % over its share): each
+	 * half's array grew 10 times, copied into fresh pages every time,
+	 * and ended a quarter empty.  Only room: a header that lies costs
+	 * address space, and without the room the arrays grow as before. */
+	fdes = cfi_eh_frame_hdr_fdes(&e->eh_frame_hdr);
+	fdes += fdes / 16;
+	cfi_fdeset_reserve(lower, (size_t)((double)fdes * upper->from / sec->size));
+	cfi_fdeset_reserve(&upper->set, (size_t)((double)fdes * (sec->size - upper->from) / sec->size));
+	if (pthread_create(&tid, NULL, parse_thread, upper))
 		goto one;
 	ret = cfi_parse_entries(sec, ctx, 0, upper->from, lower, &stop, err);
 	*parsed = lower->nfdes;

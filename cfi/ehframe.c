@@ -295,6 +295,22 @@ int cfi_parse_cie(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
 	return (int)set->ncies++;
 }
 
+int cfi_fdeset_reserve(struct cfi_fdeset *set, size_t fdes)
+{
+	struct cfi_fde *p;
+
+	if (fdes <= set->cap_fdes)
+		return 0;
+	if (fdes > SIZE_MAX / sizeof(*p))
+		return -ENOMEM;
+	p = cfi_huge_resize(set->fdes, set->cap_fdes * sizeof(*p), fdes * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	set->fdes = p;
+	set->cap_fdes = fdes;
+	return 0;
+}
+
 static int parse_fde(const struct cfi_section *sec, const struct cfi_ptr_ctx *ctx,
 		     const struct entry *e, const struct cfi_cie *cie, uint32_t cie_idx,
 		     struct cfi_fdeset *set, struct cfi_error *err)
@@ -368,16 +384,16 @@ static uint64_t hdr_fde_offset(const uint8_t *table, uint64_t i, const struct cf
 	return hdr->vaddr + (uint64_t)(int64_t)rel - eh->vaddr;
 }
 
-uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct cfi_section *eh,
-				     uint64_t hint)
+/* The search table of .eh_frame_hdr and its entries (8 bytes each, as
+ * many as the section holds at most): 0, or none it can read. */
+static uint64_t hdr_table(const struct cfi_section *hdr, const uint8_t **table)
 {
 	struct cfi_ptr_ctx ctx = { .data_base = hdr->vaddr, .has_data_base = true, .addr_size = 8 };
 	struct cfi_reader r;
 	uint8_t version, ptr_enc, count_enc, table_enc;
-	uint64_t ptr, count, lo, hi, off;
-	const uint8_t *table;
+	uint64_t ptr, count;
 
-	if (hdr->size < 4 || !eh->size)
+	if (hdr->size < 4)
 		return 0;
 	cfi_reader_init(&r, hdr->data, hdr->size, hdr->vaddr);
 	version = cfi_read_u8(&r);
@@ -388,10 +404,24 @@ uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct
 	if (version != 1 || table_enc != (DW_EH_PE_datarel | DW_EH_PE_sdata4) ||
 	    cfi_read_encoded(&r, ptr_enc, &ctx, &ptr) || cfi_read_encoded(&r, count_enc, &ctx, &count))
 		return 0;
-	table = r.pos;
-	if (count > cfi_reader_left(&r) / 8)
-		count = cfi_reader_left(&r) / 8;
-	if (!count)
+	*table = r.pos;
+	return count < cfi_reader_left(&r) / 8 ? count : cfi_reader_left(&r) / 8;
+}
+
+uint64_t cfi_eh_frame_hdr_fdes(const struct cfi_section *hdr)
+{
+	const uint8_t *table;
+
+	return hdr_table(hdr, &table);
+}
+
+uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct cfi_section *eh,
+				     uint64_t hint)
+{
+	uint64_t count, lo, hi, off;
+	const uint8_t *table = NULL;
+
+	if (!eh->size || !(count = hdr_table(hdr, &table)))
 		return 0;
 	/* The table is by address, which in .eh_frame is mostly the entries'
 	 * order too: then this is the first FDE at or past the hint, and

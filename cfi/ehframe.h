@@ -81,6 +81,16 @@ uint64_t cfi_section_entry_at(const struct cfi_section *sec, uint64_t hint);
 uint64_t cfi_eh_frame_hdr_entry_near(const struct cfi_section *hdr, const struct cfi_section *eh,
 				     uint64_t hint);
 
+/* How many FDEs the search table of `hdr` (.eh_frame_hdr) lists, as far
+ * as the section holds them: the linker's word, for sizing arrays only.
+ * 0 without a table it can read. */
+uint64_t cfi_eh_frame_hdr_fdes(const struct cfi_section *hdr);
+
+/* Makes room in `set` for `fdes` FDEs at once (where the caller has an
+ * estimate): growing by doubling copies the array about once more.  0 or
+ * -ENOMEM. */
+int cfi_fdeset_reserve(struct cfi_fdeset *set, size_t fdes);
+
 /* How many of set's CIEs (by offset) `known` does not have: the CIEs two
  * parts of one section's parse add up to.  Returns 0 or -ENOMEM. */
 int cfi_fdeset_count_new_cies(const struct cfi_fdeset *set, const struct cfi_fdeset *known,

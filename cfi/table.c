@@ -526,6 +526,11 @@ static int rows_reserve(struct cfi_builder *b, size_t ncap)
 	return 0;
 }
 
+int cfi_builder_reserve(struct cfi_builder *b, size_t rows)
+{
+	return rows_reserve(b, rows);
+}
+
 int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx)
 {
 	return intern(b, r, idx);

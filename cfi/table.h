@@ -101,6 +101,12 @@ void cfi_builder_continues(struct cfi_builder *b);
  * many distinct rules; -ERANGE: rows past 4 GiB of b's first). */
 int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src);
 
+/* Makes room for `rows` rows at once, where the caller knows a bound:
+ * growing by doubling instead copies each array about once more into
+ * fresh pages (libLLVM-15: the rows' arrays grew 4 times in each thread).
+ * What is never written is address space only.  0 or -ENOMEM. */
+int cfi_builder_reserve(struct cfi_builder *b, size_t rows);
+
 /* Rows added so far, after merging. */
 size_t cfi_builder_rows(const struct cfi_builder *b);
 

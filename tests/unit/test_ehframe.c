@@ -907,6 +907,55 @@ Test(hdr, entry_near_without_a_table_it_reads)
 	cr_assert_eq(cfi_eh_frame_hdr_entry_near(&hdr, &eh, 0), 0, "truncated header");
 }
 
+/* The header's FDE count, for sizing the parse's arrays: as far as the
+ * section holds entries, and 0 for a table it cannot read. */
+Test(hdr, fde_count_is_what_the_table_holds)
+{
+	struct bytebuf b = { .n = 0 }, h;
+	size_t fdes[8], c = put_cie_zR(&b, 1, -8), i;
+	struct cfi_section hdr;
+
+	for (i = 0; i < 8; i++)
+		fdes[i] = put_fde_zR(&b, c, 0x401000 + 0x100 * i, 0x10, std_insns, sizeof(std_insns));
+	hdr = put_hdr(&h, fdes, 8, 8, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_expect_eq(cfi_eh_frame_hdr_fdes(&hdr), 8);
+	hdr = put_hdr(&h, fdes, 8, 5, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_expect_eq(cfi_eh_frame_hdr_fdes(&hdr), 5, "the count, not the table's room");
+	hdr = put_hdr(&h, fdes, 8, 0xffffffffu, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	cr_expect_eq(cfi_eh_frame_hdr_fdes(&hdr), 8, "a count past the section");
+	hdr = put_hdr(&h, fdes, 8, 8, DW_EH_PE_datarel | DW_EH_PE_udata8);
+	cr_expect_eq(cfi_eh_frame_hdr_fdes(&hdr), 0, "other table encoding");
+	hdr = put_hdr(&h, fdes, 8, 8, DW_EH_PE_datarel | DW_EH_PE_sdata4);
+	hdr.size = 3;
+	cr_expect_eq(cfi_eh_frame_hdr_fdes(&hdr), 0, "truncated header");
+}
+
+/* A parse into a set with room reserved finds the same FDEs, past the
+ * room too. */
+Test(hdr, reserved_set_parses_the_same)
+{
+	struct bytebuf b = { .n = 0 };
+	size_t c = put_cie_zR(&b, 1, -8), i;
+	struct cfi_fdeset plain = { 0 }, reserved = { 0 };
+	struct cfi_ptr_ctx ctx = ctx8();
+	struct cfi_error err = { { 0 } };
+	struct cfi_section eh;
+
+	for (i = 0; i < 300; i++)
+		put_fde_zR(&b, c, 0x401000 + 0x100 * i, 0x10, std_insns, sizeof(std_insns));
+	eh = eh_sec(&b);
+	cr_assert_eq(cfi_fdeset_reserve(&reserved, 70), 0);
+	cr_assert_eq(cfi_parse_section(&eh, &ctx, &plain, &err), 0, "%s", err.msg);
+	cr_assert_eq(cfi_parse_section(&eh, &ctx, &reserved, &err), 0, "%s", err.msg);
+	cr_assert_eq(reserved.nfdes, 300);
+	cr_assert_eq(plain.nfdes, 300);
+	for (i = 0; i < 300; i++)
+		cr_assert_eq(memcmp(&reserved.fdes[i], &plain.fdes[i], sizeof(plain.fdes[i])), 0,
+			     "FDE %zu", i);
+	cfi_fdeset_free(&plain);
+	cfi_fdeset_free(&reserved);
+}
+
 /* Where a parse of [0, to) stops says whether `to` is an entry's start. */
 Test(entry, parse_stops_at_an_entry_end_or_the_terminator)
 {

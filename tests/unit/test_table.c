@@ -1526,3 +1526,33 @@ Test(table, a_large_blob_is_a_mapping_of_its_own_once_huge_pages_are_enabled)
 	cfi_table_free(&t[1]);
 	cfi_table_free(&t[0]);
 }
+
+/* A reservation is room, never a limit nor a change: rows past it grow
+ * the arrays as before, and the table is byte for byte the one built
+ * without it (the compiler reserves by its bound on the rows, which a
+ * CIE's initial instructions could pass). */
+Test(builder, reserve_changes_nothing)
+{
+	struct cfi_builder *plain = cfi_builder_new(), *reserved = cfi_builder_new();
+	struct cfi_table t1, t2;
+	uint64_t addr = 0x400000;
+
+	cr_assert_eq(cfi_builder_reserve(reserved, 100), 0);
+	cr_assert_eq(cfi_builder_reserve(reserved, 10), 0, "a smaller reservation fails");
+	for (unsigned i = 0; i < 50000; i++) {
+		struct cfi_rule r = R(8 + (int)(i % 7) * 8);
+
+		addr += 1 + i % 5;
+		cr_assert_eq(cfi_builder_add(plain, addr, &r), 0);
+		cr_assert_eq(cfi_builder_add(reserved, addr, &r), 0, "row %u past the reservation", i);
+	}
+	cr_assert_eq(cfi_builder_rows(reserved), cfi_builder_rows(plain));
+	finish_ok(plain, addr + 16, &t1);
+	finish_ok(reserved, addr + 16, &t2);
+	cr_assert_eq(t2.size, t1.size);
+	cr_assert_eq(memcmp(t2.blob, t1.blob, t1.size), 0, "the reservation changed the table");
+	cfi_table_free(&t1);
+	cfi_table_free(&t2);
+	cfi_builder_free(plain);
+	cfi_builder_free(reserved);
+}
