@@ -116,14 +116,16 @@ def same_samples(psamples, samples, prof, what, value=0):
 
     One difference is known and allowed, in at most 1 % of the samples
     (and 2): a frame the profile leaves bare (its location has no
-    mapping) that perf places.  The profile resolves a sample's frames
-    against the mappings the agent holds when it reads the sample; a
-    sample taken in a child before its exec and read after the agent
-    re-read the new program's mappings finds none, while perf.data's
-    MMAP2 records of the old program, spooled for the child's earlier
-    samples, are in force at its time (fresh-clone CIs of 79064e3 and
-    7693d18: a leaf in sh's libc or text).  Every other frame of such a
-    sample must be the same."""
+    mapping) that perf places.  perf.data's MMAP2 records of a child's
+    old program, spooled for its earlier samples, are in force at a
+    sample's time; the profile resolves a sample with the mappings of the
+    program it was taken in as far as the agent can tell them
+    (procs_mappings_at), else leaves the frame bare rather than resolve
+    it with another program's (fresh-clone CIs of 79064e3 and 7693d18: a
+    leaf in sh's libc or text, in about 1 run in 10 before 38bff09; since,
+    none in 40 runs on an idle machine and 1 in 3 while the oracle suite
+    ran beside: `N=40 bench/children_exec.sh`).  Every other frame of such
+    a sample must be the same."""
     mine = collections.Counter((s.tid, tuple(s.addrs)) for s in psamples)
     theirs = collections.Counter()
     bare = {}
