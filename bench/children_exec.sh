@@ -82,6 +82,9 @@ for i in range(n):
     m = re.search(r"samples_of_replaced_programs: .*", stats["err"])
     print(f"run {i + 1}: {verdict}; frames only perf places: {placed}"
           f"{'; ' + m[0] if m else ''}", flush=True)
+    for line in lines:
+        if "placed by perf only" in line or (verdict != "ok" and line.startswith("  only in")):
+            print(f"  {line.strip()}", flush=True)
     shutil.rmtree(tmp, ignore_errors=True)
 print(f"{n} recordings: {with_bare} with frames only perf places ({bare_samples} samples), "
       f"{failed} failed")
