@@ -1056,6 +1056,9 @@ static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx
 	 * and ended a quarter empty.  Only room: a header that lies costs
 	 * address space, and without the room the arrays grow as before. */
 	fdes = cfi_eh_frame_hdr_fdes(&e->eh_frame_hdr);
+	/* (An FDE takes 16 bytes at least: a header cannot claim more.) */
+	if (fdes > sec->size / 16)
+		fdes = sec->size / 16;
 	fdes += fdes / 16;
 	cfi_fdeset_reserve(lower, (size_t)((double)fdes * upper->from / sec->size));
 	cfi_fdeset_reserve(&upper->set, (size_t)((double)fdes * (sec->size - upper->from) / sec->size));

@@ -384,8 +384,9 @@ static uint64_t hdr_fde_offset(const uint8_t *table, uint64_t i, const struct cf
 	return hdr->vaddr + (uint64_t)(int64_t)rel - eh->vaddr;
 }
 
-/* The search table of .eh_frame_hdr and its entries (8 bytes each, as
- * many as the section holds at most): 0, or none it can read. */
+/* The search table of .eh_frame_hdr (8 bytes an entry) in *table, and
+ * how many entries it has: the header's count, cut to what the section
+ * holds; 0 for a table it cannot read. */
 static uint64_t hdr_table(const struct cfi_section *hdr, const uint8_t **table)
 {
 	struct cfi_ptr_ctx ctx = { .data_base = hdr->vaddr, .has_data_base = true, .addr_size = 8 };

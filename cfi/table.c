@@ -299,13 +299,17 @@ bool cfi_rule_supported(const struct cfi_rule *r)
 /* ---- builder ---------------------------------------------------------- */
 
 /* A row's address is kept as its offset from the first row's, in 4 bytes
- * instead of 8: the rows are the compile's largest arrays (980,275 rows on
- * libLLVM-15, 479,479 on cc1), and a table's code spans far less than 4
- * GiB.  A row past that is refused (-ERANGE). */
+ * instead of 8, and its rule's number in 2 (a table has fewer than 65,535
+ * rules): the rows are the compile's largest arrays (980,275 rows on
+ * libLLVM-15, 479,479 on cc1), whose first touches this VM charges most,
+ * and a table's code spans far less than 4 GiB.  A row past that is
+ * refused (-ERANGE). */
+_Static_assert(CFI_RULES_MAX - 1 <= UINT16_MAX, "a rule's number is a row's 2 bytes");
+
 struct cfi_builder {
 	uint64_t base;          /* the first row's address */
 	uint32_t *off;          /* each row's address - base (row 0's: 0) */
-	uint32_t *rule;
+	uint16_t *rule;
 	size_t n, cap;          /* rows, and rows both arrays hold */
 	size_t cap_off;         /* rows `off` holds (>= cap) */
 	/* Rows per rule, counted by the finish for itself and for the
@@ -505,7 +509,8 @@ static inline uint64_t row_addr(const struct cfi_builder *b, size_t i)
 
 static int rows_reserve(struct cfi_builder *b, size_t ncap)
 {
-	uint32_t *a, *q;
+	uint32_t *a;
+	uint16_t *q;
 
 	if (ncap <= b->cap)
 		return 0;
@@ -550,7 +555,7 @@ static __attribute__((noinline)) int add_idx_rare(struct cfi_builder *b, uint64_
 
 	b->uses_rows = SIZE_MAX;
 	if (b->n) {
-		b->rule[b->n - 1] = idx;
+		b->rule[b->n - 1] = (uint16_t)idx;
 		/* Merge into the row before, and never start with "no info". */
 		if ((b->n > 1 && b->rule[b->n - 2] == idx) ||
 		    (b->n == 1 && undef && !b->keep_leading_undef))
@@ -563,7 +568,7 @@ static __attribute__((noinline)) int add_idx_rare(struct cfi_builder *b, uint64_
 		return -ENOMEM;
 	b->base = addr;
 	b->off[0] = 0;
-	b->rule[0] = idx;
+	b->rule[0] = (uint16_t)idx;
 	b->n = 1;
 	return 0;
 }
@@ -585,7 +590,7 @@ int cfi_builder_add_idx(struct cfi_builder *b, uint64_t addr, uint32_t idx)
 		return -ENOMEM;
 	b->uses_rows = SIZE_MAX;
 	b->off[n] = (uint32_t)(addr - b->base);
-	b->rule[n] = idx;
+	b->rule[n] = (uint16_t)idx;
 	b->n = n + 1;
 	return 0;
 }
@@ -619,8 +624,10 @@ int cfi_builder_repeat(struct cfi_builder *b, size_t from, size_t n, uint64_t ol
 	if (n && from && from + n <= b->n && b->rule[b->n - 1] == b->rule[from - 1] &&
 	    row_addr(b, from) + delta > row_addr(b, b->n - 1) &&
 	    b->off[from + n - 1] + delta <= UINT32_MAX) {
-		const uint32_t *src_off, *src_rule;
-		uint32_t *dst_off, *dst_rule;
+		const uint32_t *src_off;
+		const uint16_t *src_rule;
+		uint32_t *dst_off;
+		uint16_t *dst_rule;
 
 		ret = rows_reserve(b, b->n + n);
 		if (ret)
@@ -707,7 +714,7 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 	for (i = 1; i < src->n; i++)
 		b->off[b->n + i - 1] = src->off[i] + delta;
 	for (i = 1; i < src->n; i++)
-		b->rule[b->n + i - 1] = remap[src->rule[i]];
+		b->rule[b->n + i - 1] = (uint16_t)remap[src->rule[i]];
 	b->n += src->n - 1;
 out:
 	free(remap);
@@ -801,7 +808,7 @@ static void plan(struct finish_part *f)
 /* Rows per rule of the part's rows, and its rules in order of first use. */
 static void count_uses(struct finish_part *f)
 {
-	const uint32_t *rule = f->b->rule;
+	const uint16_t *rule = f->b->rule;
 	size_t i;
 
 	for (i = f->use_from; i < f->use_to; i++)
