@@ -67,13 +67,25 @@ static const char *page_bad(const struct cfi_table *t, uint32_t p)
 	for (s = 0; s < nsub; s++)
 		if (first[s + 1] < first[s])
 			return "sub-page index decreasing";
-	for (s = 0; s < nsub; s++)
+	/* Flags or'ed over whole loops rather than a return at the first
+	 * bad row: loops without exits that GCC vectorizes (every table the
+	 * finish writes passes here, and bad ones are only ever crafted). */
+	for (s = 0; s < nsub; s++) {
+		uint8_t bad = 0;
+
 		for (i = first[s] + 1u; i < first[s + 1]; i++)
-			if (off[i] <= off[i - 1])
-				return "row offsets not increasing within a sub-page";
-	for (i = 0; i < pg->nrows; i++)
-		if (rule[i] >= pg->npalette)
+			bad |= off[i] <= off[i - 1];
+		if (bad)
+			return "row offsets not increasing within a sub-page";
+	}
+	{
+		uint8_t bad = 0;
+
+		for (i = 0; i < pg->nrows; i++)
+			bad |= rule[i] >= pg->npalette;
+		if (bad)
 			return "row rule past its page palette";
+	}
 	for (i = 0; i < pg->npalette; i++)
 		if (pal[i] >= t->hdr->nrules)
 			return "palette entry past the rules";
@@ -507,7 +519,9 @@ static inline uint64_t row_addr(const struct cfi_builder *b, size_t i)
 	return b->base + b->off[i];
 }
 
-static int rows_reserve(struct cfi_builder *b, size_t ncap)
+/* Out of line: inlined into cfi_builder_add_idx, its calls made the
+ * callers of that save and restore six registers on every row. */
+static __attribute__((noinline)) int rows_reserve(struct cfi_builder *b, size_t ncap)
 {
 	uint32_t *a;
 	uint16_t *q;
@@ -737,22 +751,20 @@ static size_t row_at(const struct cfi_builder *b, uint64_t addr)
 	return lo;
 }
 
-/* The finish's work on pages [page_from, page_to), whose rows start at
- * row_from, and on rows [use_from, use_to) for the rules' counts: done by
- * two threads on a large table, each on half of the pages and rows, with
- * the same result as one. */
+/* The finish's work on pages [page_from, page_to), whose rows are
+ * [row_from, row_to): done by two threads on a large table, each on half
+ * of the pages, with the same result as one. */
 struct finish_part {
 	const struct cfi_builder *b;
 	unsigned shift;
 	uint32_t page_from, page_to;
-	size_t row_from;
+	size_t row_from, row_to;
 	struct cfi_page *pages;      /* the whole table's: a part writes its own */
 	uint32_t *stamp, *local;     /* per rule, the part's own */
 	/* plan */
 	uint64_t nrows;
 	bool fits;
 	/* rule counts: rows per rule, and the rules in order of first use */
-	size_t use_from, use_to;
 	uint32_t *uses;
 	uint32_t *first_used;
 	uint32_t nfirst;
@@ -764,13 +776,23 @@ struct finish_part {
 	const char *bad;             /* page_bad's reason for a page it wrote */
 };
 
-/* Per-page row and palette counts of the part's pages at its page shift;
- * `fits` false if some page would need more than CFI_PALETTE_MAX rules or
- * a block over a chunk. */
-static void plan(struct finish_part *f)
+/* Counts a row's rule for the part, noting it if it is its first use. */
+static inline void count_use(struct finish_part *f, uint16_t rule)
+{
+	if (f->uses[rule]++ == 0)
+		f->first_used[f->nfirst++] = rule;
+}
+
+/* Per-page row and palette counts of the part's pages at its page shift,
+ * and with `count`, the part's rows per rule in the same pass (one read
+ * of the rows, not two: a quarter of the finish's instructions went to a
+ * pass of its own); `fits` false if some page would need more than
+ * CFI_PALETTE_MAX rules or a block over a chunk. */
+static inline __attribute__((always_inline)) void plan_pass(struct finish_part *f, bool count)
 {
 	const struct cfi_builder *b = f->b;
 	const uint32_t *off = b->off;
+	const uint16_t *rule = b->rule;
 	size_t i = f->row_from;
 	uint64_t p;
 
@@ -784,45 +806,40 @@ static void plan(struct finish_part *f)
 		uint32_t distinct = 0, n = 0, mark = (uint32_t)p + 1;
 
 		if (!(i < b->n && off[i] == ps)) {
-			f->stamp[b->rule[i - 1]] = mark;
+			f->stamp[rule[i - 1]] = mark;
 			distinct++;
 			n++;
 		}
 		for (; i < b->n && off[i] < pe; i++) {
-			if (f->stamp[b->rule[i]] != mark) {
-				f->stamp[b->rule[i]] = mark;
+			if (f->stamp[rule[i]] != mark) {
+				f->stamp[rule[i]] = mark;
 				distinct++;
 			}
+			if (count)
+				count_use(f, rule[i]);
 			n++;
 		}
 		if (distinct > CFI_PALETTE_MAX ||
 		    CFI_BLOCK_SIZE((uint64_t)n, distinct, f->shift) > CFI_CHUNK_SIZE)
-			return;
+			break;
 		f->pages[p].nrows = (uint16_t)n;
 		f->pages[p].npalette = (uint16_t)distinct;
 		f->nrows += n;
 	}
-	f->fits = true;
+	if (count)
+		for (; i < f->row_to; i++)
+			count_use(f, rule[i]);
+	f->fits = p == f->page_to;
 }
 
-/* Rows per rule of the part's rows, and its rules in order of first use. */
-static void count_uses(struct finish_part *f)
-{
-	const uint16_t *rule = f->b->rule;
-	size_t i;
-
-	for (i = f->use_from; i < f->use_to; i++)
-		if (f->uses[rule[i]]++ == 0)
-			f->first_used[f->nfirst++] = rule[i];
-}
-
-static void *plan_and_count(void *arg)
+static void *plan(void *arg)
 {
 	struct finish_part *f = arg;
 
-	plan(f);
 	if (f->count)
-		count_uses(f);
+		plan_pass(f, true);
+	else
+		plan_pass(f, false);
 	return NULL;
 }
 
@@ -995,8 +1012,8 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 	if (row_addr(b, b->n - 1) >= end)
 		return cfi_fail(err, -EINVAL, "row at or past the end of the table");
 
-	/* Two threads, each on half of the pages (and of the rows, for the
-	 * rules' counts): the table is byte for byte one thread's. */
+	/* Two threads, each on half of the pages and their rows: the table
+	 * is byte for byte one thread's. */
 	two = threads == 2 || (threads == 0 && b->n >= FINISH_SPLIT_MIN);
 	remap = malloc((b->nrules + 1) * sizeof(*remap));
 	for (k = 0; k < 2; k++) {
@@ -1012,8 +1029,6 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 		ret = cfi_fail(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	part[0].use_to = part[1].use_from = two ? b->n / 2 : b->n;
-	part[1].use_to = b->n;
 	h.base = b->base;
 	h.end = end;
 	/* The largest page whose palette fits a byte and whose block fits a
@@ -1039,7 +1054,9 @@ int cfi_builder_finish(struct cfi_builder *b, uint64_t end, unsigned threads,
 		part[0].page_to = part[1].page_from = (uint32_t)mid;
 		part[1].page_to = (uint32_t)npages;
 		part[1].row_from = mid < npages ? row_at(b, h.base + (mid << shift)) : b->n;
-		run_parts(plan_and_count, part, two);
+		part[0].row_to = part[1].row_from;
+		part[1].row_to = b->n;
+		run_parts(plan, part, two);
 		counted = true;
 		if (part[0].fits && part[1].fits)
 			break;

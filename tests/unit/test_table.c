@@ -420,6 +420,45 @@ Test(model, many_rules_force_smaller_pages)
 	}
 }
 
+/* The finish counts rows per rule while it plans its first page size:
+ * when a page turns out not to fit early, the rows of the pages after it
+ * still count (their rules stay in the table, numbered as before). */
+Test(model, rules_after_a_page_that_does_not_fit)
+{
+	struct cfi_builder *b = cfi_builder_new();
+	struct cfi_error err = { { 0 } };
+	uint64_t rows = 0, unsupported = 0, want_unsupported = 0, addr;
+	struct cfi_table t[2];
+	int i, k;
+
+	pool_init();
+	/* 300 rules in the first 4 KiB (more than a palette holds at any
+	 * page size down to 4 KiB), then 3 more 64 KiB pages whose rules
+	 * are all new: 600 rules, every one used. */
+	for (i = 0; i < 300; i++) {
+		cr_assert_eq(cfi_builder_add(b, 0x10000 + 8 * (uint64_t)i, &pool[1 + i]), 0);
+		want_unsupported += (1 + i) % 7 == 0;
+	}
+	for (i = 0, addr = 0x20000; i < 300; i++, addr += 0x200) {
+		cr_assert_eq(cfi_builder_add(b, addr, &pool[301 + i]), 0);
+		want_unsupported += (301 + i) % 7 == 0;
+	}
+	for (k = 0; k < 2; k++) {
+		cr_assert_eq(cfi_builder_finish(b, addr, k + 1, &t[k], &err), 0, "%d threads: %s", k + 1, err.msg);
+		cr_assert_eq(t[k].hdr->nrules, 600, "%u rules, want 600", t[k].hdr->nrules);
+		cr_assert_lt(t[k].hdr->page_shift, 12);
+		cfi_builder_counts(b, &rows, &unsupported);
+		cr_assert_eq(rows, 600);
+		cr_assert_eq(unsupported, want_unsupported, "%llu unsupported rows, want %llu",
+			     (unsigned long long)unsupported, (unsigned long long)want_unsupported);
+	}
+	cr_assert_eq(t[0].size, t[1].size);
+	cr_assert_eq(memcmp(t[0].blob, t[1].blob, t[0].size), 0, "two threads' table differs");
+	cfi_table_free(&t[0]);
+	cfi_table_free(&t[1]);
+	cfi_builder_free(b);
+}
+
 Test(model, huge_functions)
 {
 	for (uint64_t seed = 200; seed < 206; seed++) {
