@@ -686,6 +686,21 @@ void cfi_builder_continues(struct cfi_builder *b)
 	b->keep_leading_undef = true;
 }
 
+/* n rows moved by delta, their rules renumbered: apart, so that the
+ * offsets' loop vectorizes (it did not with the builders' own arrays,
+ * which GCC must assume may overlap). */
+static void append_rows(uint32_t *restrict off, uint16_t *restrict rule,
+			const uint32_t *restrict src_off, const uint16_t *restrict src_rule, size_t n,
+			uint32_t delta, const uint32_t *restrict remap)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		off[i] = src_off[i] + delta;
+	for (i = 0; i < n; i++)
+		rule[i] = (uint16_t)remap[src_rule[i]];
+}
+
 int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 {
 	uint32_t *remap, delta;
@@ -724,11 +739,8 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 	ret = rows_reserve(b, b->n + src->n - 1);
 	if (ret)
 		goto out;
-	/* (b->n kept out of the loops, so that they vectorize) */
-	for (i = 1; i < src->n; i++)
-		b->off[b->n + i - 1] = src->off[i] + delta;
-	for (i = 1; i < src->n; i++)
-		b->rule[b->n + i - 1] = (uint16_t)remap[src->rule[i]];
+	append_rows(b->off + b->n, b->rule + b->n, src->off + 1, src->rule + 1, src->n - 1, delta,
+		    remap);
 	b->n += src->n - 1;
 out:
 	free(remap);
@@ -934,6 +946,18 @@ static int pack_blocks(struct cfi_page *pg, uint32_t npages, unsigned shift, uin
 	return 0;
 }
 
+/* A page's row offsets, each its low byte from the page's start `ps`
+ * (its sub-page says the rest): a loop GCC vectorizes, the two arrays
+ * being apart. */
+static void emit_offsets(uint8_t *restrict row_off, const uint32_t *restrict off, uint32_t n,
+			 uint32_t ps)
+{
+	uint32_t r;
+
+	for (r = 0; r < n; r++)
+		row_off[r] = (uint8_t)(off[r] - ps);
+}
+
 /* Writes the blocks of the part's pages into its blob, each checked as
  * cfi_table_open would (page_bad) against `view`, the blob's table. */
 static void *emit(void *arg)
@@ -950,34 +974,56 @@ static void *emit(void *arg)
 	 * at the top of the address space needs no care not to wrap). */
 	for (p = f->page_from; p < f->page_to && !f->bad; p++) {
 		const struct cfi_page *pg = &view->pages[p];
-		uint64_t ps = (uint64_t)p << f->shift, pe = ps + (1ull << f->shift);
+		uint64_t ps = (uint64_t)p << f->shift;
 		uint16_t *first_row = (uint16_t *)(f->blob + pg->block_off);
 		uint8_t *row_off = f->blob + pg->block_off + 2u * (nsub + 1);
 		uint8_t *row_rule = row_off + pg->nrows;
 		uint16_t *palette = (uint16_t *)(row_rule + pg->nrows);
-		uint32_t row = 0, pal = 0, mark = p + 1, sub = 0;
+		/* The plan counted the page's rows: those from ps up to the next
+		 * page, and first, if no row is at ps, the one in force there. */
+		uint32_t carry = !(i < b->n && off[i] == ps), n = pg->nrows - carry;
+		uint32_t pal = 0, mark = p + 1, r, sub;
+		const uint32_t *po = off + i;
+		const uint16_t *pr = b->rule + i;
 
-#define EMIT(off, gidx) do {                                            \
-		uint32_t g_ = (gidx), o_ = (uint32_t)(off);             \
-		if (f->stamp[g_] != mark) {                             \
-			f->stamp[g_] = mark;                            \
-			f->local[g_] = pal;                             \
-			palette[pal++] = (uint16_t)f->remap[g_];        \
-		}                                                       \
-		while (sub < o_ >> CFI_SUBPAGE_SHIFT)                   \
-			first_row[++sub] = (uint16_t)row;               \
-		row_off[row] = (uint8_t)o_;                             \
-		row_rule[row] = (uint8_t)f->local[g_];                  \
-		row++;                                                  \
-	} while (0)
-		first_row[0] = 0;
-		if (!(i < b->n && off[i] == ps))
-			EMIT(0, b->rule[i - 1]);
-		for (; i < b->n && off[i] < pe; i++)
-			EMIT(off[i] - ps, b->rule[i]);
-#undef EMIT
-		while (sub < nsub)
-			first_row[++sub] = (uint16_t)row;
+		/* In three passes over the page's rows rather than one that does
+		 * all: rules through the palette, offsets (a loop GCC
+		 * vectorizes), then the sub-page index (libLLVM-15: 31.8 -> 26.5
+		 * M instructions, and no store a row waited on). */
+		if (carry) {
+			uint32_t g = b->rule[i - 1];
+
+			f->stamp[g] = mark;
+			f->local[g] = pal;
+			palette[pal++] = (uint16_t)f->remap[g];
+			row_rule[0] = 0;
+			row_off[0] = 0;
+		}
+		for (r = 0; r < n; r++) {
+			uint32_t g = pr[r];
+
+			if (f->stamp[g] != mark) {
+				f->stamp[g] = mark;
+				f->local[g] = pal;
+				palette[pal++] = (uint16_t)f->remap[g];
+			}
+			row_rule[carry + r] = (uint8_t)f->local[g];
+		}
+		emit_offsets(row_off + carry, po, n, (uint32_t)ps);
+		/* first_row[s]: the rows before sub-page s.  Each row writes
+		 * the rows up to itself after its sub-page, the last of a
+		 * sub-page's rows last; a sub-page of none then takes the
+		 * entry before it.  (A store a row, no load: counting the rows
+		 * of each sub-page waited on the last count's store.)  The
+		 * carried row is in sub-page 0. */
+		memset(first_row, 0, 2u * (nsub + 1));
+		first_row[1] = (uint16_t)carry;
+		for (r = 0; r < n; r++)
+			first_row[((po[r] - (uint32_t)ps) >> CFI_SUBPAGE_SHIFT) + 1] = (uint16_t)(carry + r + 1);
+		for (sub = 1; sub <= nsub; sub++)
+			if (first_row[sub] < first_row[sub - 1])
+				first_row[sub] = first_row[sub - 1];
+		i += n;
 		f->bad = page_bad(view, p);
 	}
 	return NULL;
