@@ -166,31 +166,15 @@ bool cfi_encoding_valid(uint8_t enc)
 	return (enc & 0x70) <= DW_EH_PE_aligned;
 }
 
-int cfi_read_encoded(struct cfi_reader *r, uint8_t enc,
-		     const struct cfi_ptr_ctx *ctx, uint64_t *out)
+/* cfi_read_encoded past its common case (reader.h). */
+int cfi_read_encoded_slow(struct cfi_reader *r, uint8_t enc,
+			  const struct cfi_ptr_ctx *ctx, uint64_t *out)
 {
 	uint64_t field_addr, base = 0, v;
 
 	*out = 0;
 	if (enc == DW_EH_PE_omit)
 		return 0;
-	/* What GCC and LLVM give every FDE: a pc-relative sdata4 start and a
-	 * udata4 or sdata4 range.  Decoded here without the general case's
-	 * switches: the parse of .eh_frame is serial, two reads an FDE. */
-	if ((enc == (DW_EH_PE_pcrel | DW_EH_PE_sdata4) || enc == DW_EH_PE_sdata4 ||
-	     enc == DW_EH_PE_udata4) && !r->err && cfi_reader_left(r) >= 4) {
-		uint32_t raw;
-
-		memcpy(&raw, r->pos, sizeof(raw));
-		v = enc == DW_EH_PE_udata4 ? raw : (uint64_t)(int64_t)(int32_t)raw;
-		if (enc & DW_EH_PE_pcrel)
-			v += r->vaddr + cfi_reader_offset(r);
-		if (ctx->addr_size == 4)
-			v &= 0xffffffffu;
-		r->pos += sizeof(raw);
-		*out = v;
-		return 0;
-	}
 	if (!cfi_encoding_valid(enc))
 		return r->err = -EBADMSG;
 

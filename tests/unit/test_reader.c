@@ -423,6 +423,18 @@ Test(encoded, pcrel_is_relative_to_the_field)
 	c.addr_size = 4;
 	cr_assert_eq(decode(b, sizeof(b), 0xfffffff0u, 8, DW_EH_PE_pcrel | DW_EH_PE_udata2, &c, &v, &off), 0);
 	cr_assert_eq(v, (0xfffffff8u + 0x20) & 0xffffffffu);
+	/* And in the inlined path of every GCC and LLVM FDE, pc-relative
+	 * sdata4 (here 0xfffffff8 + 0x10) and plain sdata4 (-2). */
+	{
+		static const uint8_t b4[] = { 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff };
+
+		cr_assert_eq(decode(b4, sizeof(b4), 0xfffffff0u, 8, DW_EH_PE_pcrel | DW_EH_PE_sdata4, &c,
+				    &v, &off), 0);
+		cr_assert_eq(v, 0x8, "0x%llx", (unsigned long long)v);
+		cr_assert_eq(off, 12);
+		cr_assert_eq(decode(b4, sizeof(b4), 0, 12, DW_EH_PE_sdata4, &c, &v, &off), 0);
+		cr_assert_eq(v, 0xfffffffeu, "0x%llx", (unsigned long long)v);
+	}
 }
 
 Test(encoded, textrel_datarel_funcrel)
