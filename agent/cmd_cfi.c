@@ -25,6 +25,7 @@ static int print_stats(const struct cfi_elf *e, const struct cfi_table *t,
 	printf("fdes_outside_text: %llu\n", (unsigned long long)s->fdes_outside_text);
 	printf("fdes_shadowed: %llu\n", (unsigned long long)s->fdes_shadowed);
 	printf("fdes_reused: %llu\n", (unsigned long long)s->fdes_reused);
+	printf("fdes_by_shape: %llu\n", (unsigned long long)s->fdes_by_shape);
 	printf("rule_steps: %llu\n", (unsigned long long)s->rule_steps);
 	printf("rows: %llu\n", (unsigned long long)s->rows);
 	printf("stored_rows: %llu\n", (unsigned long long)s->stored_rows);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bytes_hash.h"
 #include "go_info.h"
 #include "hugemem.h"
 #include "interp.h"
@@ -630,20 +631,7 @@ static void memo_free(struct fde_memo *m)
 
 static uint32_t memo_hash(const uint8_t *cie, const uint8_t *p, size_t len)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)cie * 0x9e3779b97f4a7c15ull) ^ len;
-	uint64_t w;
-
-	for (; len >= 8; p += 8, len -= 8) {
-		memcpy(&w, p, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
-	if (len) {
-		w = 0;
-		memcpy(&w, p, len);
-		h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
-	}
-	return (uint32_t)(h ^ (h >> 29));
+	return cfi_hash_bytes((uint64_t)(uintptr_t)cie, p, len);
 }
 
 /* The entry of these bytes, or NULL; *slot is where a new one goes. */
@@ -757,7 +745,7 @@ static int memo_fde(struct fde_memo *m, struct cfi_interp *ip, const struct cfi_
  * would add for these segments, the "no info" row closing the gap
  * before `from` included. */
 struct seg_job {
-	bool no_memo;
+	bool no_memo, no_shapes;
 	const struct segvec *use;
 	const struct seg_sources *src;
 	size_t from, to;
@@ -766,6 +754,7 @@ struct seg_job {
 	uint64_t covered;
 	uint64_t reused;     /* FDEs added from the memo */
 	uint64_t steps;      /* runs of instructions looked up (cfi_interp.steps_taken) */
+	uint64_t shaped;     /* FDEs whose rows came from a shape (cfi_interp.shapes_taken) */
 	double cpu_ms;
 	int ret;
 	struct cfi_error err;
@@ -817,7 +806,7 @@ static void memo_ahead(struct fde_memo *m, const struct seg_job *j, size_t k, in
 static int compile_range(struct seg_job *j)
 {
 	static const struct cfi_rule undef = { .cfa_type = CFI_CFA_UNDEF };
-	struct cfi_interp ip = { 0 };
+	struct cfi_interp ip = { .no_shapes = j->no_shapes };
 	struct fde_memo memo;
 	uint32_t undef_idx = UINT32_MAX;
 	/* .debug_frame's addresses are absolute: no text or data base. */
@@ -875,6 +864,7 @@ static int compile_range(struct seg_job *j)
 		j->covered += g->end - g->start;
 	}
 	j->steps = ip.steps_taken;
+	j->shaped = ip.shapes_taken;
 	cfi_interp_free(&ip);
 	j->reused = memo.reused;
 	memo_free(&memo);
@@ -921,9 +911,11 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			    const struct cfi_compile_opts *opts, struct cfi_builder *b,
 			    struct cfi_compile_stats *st, struct cfi_error *err)
 {
-	struct seg_job lo = { .no_memo = opts->no_memo, .use = use, .src = src, .from = 0,
+	struct seg_job lo = { .no_memo = opts->no_memo, .no_shapes = opts->no_shapes,
+			      .use = use, .src = src, .from = 0,
 			      .to = use->n, .ctx = ctx, .b = b };
-	struct seg_job hi = { .no_memo = opts->no_memo, .use = use, .src = src, .to = use->n,
+	struct seg_job hi = { .no_memo = opts->no_memo, .no_shapes = opts->no_shapes,
+			      .use = use, .src = src, .to = use->n,
 			      .ctx = ctx };
 	uint64_t total = 0, half = 0;
 	pthread_t tid;
@@ -991,6 +983,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 	st->covered_bytes += lo.covered + hi.covered;
 	st->fdes_reused += lo.reused + hi.reused;
 	st->rule_steps += lo.steps + hi.steps;
+	st->fdes_by_shape += lo.shaped + hi.shaped;
 	return ret;
 }
 

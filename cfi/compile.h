@@ -27,8 +27,10 @@ struct cfi_compile_opts {
 				  * said an FDE starts there (0: the FDE it lists
 				  * nearest the section's middle) */
 	bool no_memo;            /* tests: interpret every FDE and every run of its
-				  * instructions, even those an earlier FDE's rows or
-				  * rule steps give (the table is the same) */
+				  * instructions, even those an earlier FDE's rows,
+				  * shape or rule steps give (the table is the same) */
+	bool no_shapes;          /* tests: reuse rows and rule steps, but no FDE's
+				  * rules by its shape (the table is the same) */
 };
 
 struct cfi_compile_stats {
@@ -40,6 +42,9 @@ struct cfi_compile_stats {
 	uint64_t fdes_reused;       /* rows taken from an earlier FDE of the same
 				     * CIE and instructions (per thread: depends
 				     * on the split) */
+	uint64_t fdes_by_shape;     /* rows given by an earlier FDE's rules at the
+				     * FDE's own advances (per thread, as
+				     * fdes_reused) */
 	uint64_t rule_steps;        /* runs of instructions between advances whose
 				     * next rule was looked up, not interpreted
 				     * (per thread, as fdes_reused) */

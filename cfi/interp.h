@@ -43,6 +43,16 @@ struct cfi_interp {
 	uint64_t steps_taken;  /* runs of instructions looked up, not interpreted */
 	const struct cfi_cie *numbered_cie;
 	uint32_t numbered_cie_idx;
+	/* Its cache of FDE shapes: the rules an FDE's runs of instructions
+	 * lead to, for FDEs whose instructions differ only in how far they
+	 * advance.  The table's entries, and a pool of their rules and
+	 * bytes. */
+	struct cfi_shape *shapes;
+	size_t nshapes, cap_shapes;
+	uint32_t *shape_pool;
+	size_t shape_pool_len, shape_pool_cap;
+	uint64_t shapes_taken; /* FDEs whose rows came from a shape */
+	bool no_shapes;        /* tests: steps only */
 };
 
 int cfi_interp_fde(struct cfi_interp *ip, const struct cfi_section *sec,
@@ -62,10 +72,13 @@ struct cfi_numbering {
 };
 
 /* cfi_interp_fde for a caller that numbers rules: the same rows, in the
- * same order, each by its rule's number.  Runs of instructions met before
- * from the same rule (numbered below 65536) are looked up instead of
- * interpreted, in a cache `ip` keeps: `ip` must serve one numbering only,
- * and sections and CIEs that stay where they are. */
+ * same order, each by its rule's number.  An FDE whose instructions are
+ * those of one met before under the same CIE, but for the distances its
+ * advances move, takes that FDE's rules at its own locations; runs of
+ * instructions met before from the same rule (numbered below 65536) are
+ * looked up instead of interpreted.  Both from caches `ip` keeps: `ip`
+ * must serve one numbering only, and sections and CIEs that stay where
+ * they are. */
 int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec,
 			    const struct cfi_cie *cie, const struct cfi_fde *fde,
 			    const struct cfi_ptr_ctx *ctx, const struct cfi_numbering *nb,

@@ -72,7 +72,8 @@ static uint64_t same_as(const struct cfi_elf *e, const struct cfi_compile_opts *
 	return st.fdes_reused;
 }
 
-/* The compile that interprets every FDE, reusing no rows, and the compile
+/* The compile that interprets every FDE, reusing no rows, the one that
+ * takes no rules by shape (rule steps take their runs), and the compile
  * split between two threads (at the balanced point and after the first
  * few segments) fail as the one-thread compile or build its bytes. */
 static void same_every_way(const struct cfi_elf *e, const struct cfi_compile_opts *opts, int ret,
@@ -85,6 +86,9 @@ static void same_every_way(const struct cfi_elf *e, const struct cfi_compile_opt
 	o.no_memo = true;
 	CHECK(same_as(e, &o, ret, err, t) == 0);
 	o.no_memo = false;
+	o.no_shapes = true;
+	CHECK(same_as(e, &o, ret, err, t) == 0);
+	o.no_shapes = false;
 	o.threads = 2;
 	for (i = 0; i < sizeof(splits) / sizeof(splits[0]); i++) {
 		o.split_segment = splits[i];
