@@ -844,7 +844,15 @@ static void step_add(struct cfi_interp *ip, const uint64_t key[2], uint64_t val)
  * other instruction being whole, so equal shapes are equal runs but for
  * their nops, which change nothing.  A shape's entry holds, for each run,
  * the number of the rule in force after it and whether it changed the
- * rule (bit 0), the second making rows where the interpreter's do. */
+ * rule (bit 0), the second making rows where the interpreter's do.
+ *
+ * An FDE not found by its shape is interpreted from the scan, not read
+ * again: its runs' ends and its locations are in it, and so are those of
+ * an FDE whose scan stopped (at an instruction steps do not take, most
+ * often DW_CFA_remember_state) up to its last advance before that.  Read
+ * twice, medium objects, whose FDEs seldom share shapes, lost 4-10 % to
+ * shapes (callgrind, whole process: libc 11.65 -> 12.43 M, /usr/bin/perf
+ * 18.01 -> 19.84); read once, 11.99 and 19.05, libLLVM-15 248.2 -> 245.3. */
 
 #define SHAPE_ADVANCE 0x40
 /* Longer shapes, or with more runs, are left to steps: 28 of the 39,663
@@ -862,10 +870,12 @@ struct cfi_shape {
 
 /* An FDE's shape and the locations its advances lead to. */
 struct shape_scan {
-	uint8_t bytes[SHAPE_BYTES];
+	/* (16 bytes past the longest shape: run_key loads 16 at a time) */
+	uint8_t bytes[SHAPE_BYTES + 16];
 	size_t len, nadv;
 	uint64_t loc[SHAPE_RUNS - 1];
-	uint64_t hash;
+	uint16_t adv_at[SHAPE_RUNS - 1];  /* where each advance's marker is */
+	const uint8_t *resume;  /* in the FDE, after the last advance read */
 };
 
 /* The end of the advance at p (which run_end stopped at) and its
@@ -902,16 +912,20 @@ static uint32_t shape_hash(const uint8_t *p, size_t len, uint32_t tag)
 	return h ? h : 1;
 }
 
-/* Reads the FDE's instructions into `s`: false if some instruction is
- * not one steps take, the shape is too long, or an advance wraps before
- * the FDE's end (locations past it are never used, and not checked).
+/* Reads the FDE's instructions into `s`: true if all of them make its
+ * shape.  False if some instruction is not one steps take, the shape is
+ * too long, or an advance wraps before the FDE's end (locations past it
+ * are never used, and not checked); the runs up to the last advance read
+ * are still in `s` (s->nadv of them, and their advances), and s->resume
+ * is where the instructions after that advance begin: the interpreter
+ * reads those runs from the shape, not again from the FDE.
  * DW_CFA_nop is left out of the shape: it changes nothing.  The commonest
  * instructions (a CFA offset or a register's slot below 128, GCC's every
  * push and pop) are copied as they are met, the others through
  * insn_end. */
 static bool shape_scan(struct shape_scan *s, const struct cfi_fde *fde, uint64_t code_align)
 {
-	const uint8_t *p = fde->insns, *e = fde->insns_end, *q;
+	const uint8_t *p = fde->insns, *e = fde->insns_end, *q, *resume = p;
 	/* Room for the longest instruction steps take: two LEB128s of 10. */
 	uint8_t *out = s->bytes, *out_end = s->bytes + SHAPE_BYTES - 24;
 	uint64_t loc = fde->start;
@@ -922,7 +936,7 @@ static bool shape_scan(struct shape_scan *s, const struct cfi_fde *fde, uint64_t
 		uint32_t adv;
 
 		if (out > out_end)
-			return false;
+			goto partial;
 		if ((op == DW_CFA_def_cfa_offset || (op & 0xc0) == DW_CFA_offset) && e - p >= 2 &&
 		    !(p[1] & 0x80)) {
 			out[0] = op;
@@ -938,23 +952,29 @@ static bool shape_scan(struct shape_scan *s, const struct cfi_fde *fde, uint64_t
 		if (!is_advance(op)) {
 			q = insn_end(p, e);
 			if (!q || q - p > 21)
-				return false;
+				goto partial;
 			memcpy(out, p, (size_t)(q - p));
 			out += q - p;
 			p = q;
 			continue;
 		}
-		p = advance_at(p, e, &adv);
-		if (!p || na == SHAPE_RUNS - 1)
-			return false;
+		q = advance_at(p, e, &adv);
+		if (!q || na == SHAPE_RUNS - 1)
+			goto partial;
 		if (loc < fde->end && !advance_to(loc, adv, code_align, &loc))
-			return false;
-		s->loc[na++] = loc;
+			goto partial;
+		p = resume = q;
+		s->loc[na] = loc;
+		s->adv_at[na++] = (uint16_t)(out - s->bytes);
 		*out++ = SHAPE_ADVANCE;
 	}
 	s->len = (size_t)(out - s->bytes);
 	s->nadv = na;
 	return true;
+partial:
+	s->nadv = na;
+	s->resume = resume;
+	return false;
 }
 
 /* The slot of the shape in `s` under CIE tag `tag`, or the empty slot
@@ -1099,34 +1119,54 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 		.entry_off = cie->offset, .what = "CIE",
 	};
 	struct numbered_fn slow = { .nb = nb };
-	const uint8_t *p = fde->insns, *e = fde->insns_end, *sec_end = sec->data + sec->size;
+	const uint8_t *p = fde->insns, *e = fde->insns_end, *key_end = sec->data + sec->size;
 	struct frame_state st, initial;
 	struct shape_scan shape;
 	uint32_t runs[SHAPE_RUNS], hash = 0;
-	size_t nruns = 0;
+	size_t nruns = 0, nrecorded = 0;  /* runs read from the shape; rules noted */
 	uint64_t loc = fde->start;
 	uint32_t cur = 0;
 	/* have: `cur` numbers the rule in force and st can be rebuilt from
-	 * it; stale: st was left behind by steps; recording: the FDE's shape
-	 * is new, and its runs' rules are noted as they come. */
-	bool dirty = true, have = false, stale = false, recording = false;
+	 * it; stale: st was left behind by steps; from_shape: runs are read
+	 * from the scanned shape (their ends and locations found by the
+	 * scan), all of them or those up to `partial`'s last advance; keep:
+	 * the shape is all the FDE's and new, and its runs' rules are noted
+	 * as they come (until one has no number). */
+	bool dirty = true, have = false, stale = false, from_shape = false, partial = false;
+	bool keep = false;
 	int64_t tag = step_cie_tag(sec, cie);
 	int ret;
 
-	if (tag >= 0 && !ip->no_shapes && shape_scan(&shape, fde, cie->code_align)) {
-		hash = shape_hash(shape.bytes, shape.len, (uint32_t)tag);
-		if (ip->cap_shapes) {
-			const struct cfi_shape *sh = shape_find(ip, &shape, (uint32_t)tag, hash);
+	if (tag >= 0 && !ip->no_shapes) {
+		bool whole = shape_scan(&shape, fde, cie->code_align);
 
-			/* (An FDE of this shape began under this CIE: so
-			 * would this one, fde_begin is skipped.) */
-			if (sh->hash) {
-				ip->set_loc = ip->reached_end = false;
-				ip->shapes_taken++;
-				return shape_rows(ip, sh, &shape, fde, nb);
+		if (whole) {
+			hash = shape_hash(shape.bytes, shape.len, (uint32_t)tag);
+			if (ip->cap_shapes) {
+				const struct cfi_shape *sh = shape_find(ip, &shape, (uint32_t)tag,
+									hash);
+
+				/* (An FDE of this shape began under this CIE:
+				 * so would this one, fde_begin is skipped.) */
+				if (sh->hash) {
+					ip->set_loc = ip->reached_end = false;
+					ip->shapes_taken++;
+					return shape_rows(ip, sh, &shape, fde, nb);
+				}
 			}
+			keep = from_shape = true;
+			e = shape.bytes + shape.len;
+		} else if (shape.nadv) {
+			partial = from_shape = true;
+			e = shape.bytes + shape.adv_at[shape.nadv - 1] + 1;
 		}
-		recording = true;
+		/* The shape's runs are the FDE's without their nops, which
+		 * change nothing: the same rules, and steps by the same keys
+		 * as an FDE without nops would look up. */
+		if (from_shape) {
+			p = shape.bytes;
+			key_end = shape.bytes + sizeof(shape.bytes);
+		}
 	}
 	ret = fde_begin(ip, &run, fde, &st);
 	if (ret)
@@ -1143,13 +1183,15 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 		have = true;
 	}
 	while (p < e) {
-		bool common;
-		const uint8_t *q = run_end(p, e, &common);
+		bool common = true;
+		const uint8_t *q;
 		uint64_t new_loc;
-		uint32_t adv;
-		ptrdiff_t width;
 		bool run_dirty = false;
 
+		if (from_shape)
+			q = shape.bytes + (nruns < shape.nadv ? shape.adv_at[nruns] : shape.len);
+		else
+			q = run_end(p, e, &common);
 		if (common && q > p) {
 			size_t len = (size_t)(q - p);
 			bool steps = have && tag >= 0 && cur <= 0xffff && len <= STEP_BYTES;
@@ -1158,7 +1200,7 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 			uint32_t next;
 
 			if (steps) {
-				run_key(key, p, len, sec_end);
+				run_key(key, p, len, key_end);
 				if (ip->cap_steps) {
 					const struct cfi_step *hit = step_find(ip, key, match);
 
@@ -1196,39 +1238,38 @@ int cfi_interp_fde_numbered(struct cfi_interp *ip, const struct cfi_section *sec
 			have = true;
 		}
 advance:
-		if (recording) {
-			if (have && cur <= UINT32_MAX >> 1 && nruns < SHAPE_RUNS)
-				runs[nruns++] = cur << 1 | run_dirty;
+		if (from_shape) {
+			/* (A run whose rule has no number and the shape is not
+			 * kept; its runs are read on.) */
+			if (keep && have && cur <= UINT32_MAX >> 1)
+				runs[nrecorded++] = cur << 1 | run_dirty;
 			else
-				recording = false;
-		}
-		if (p == e)
-			break;
-		/* An advance (run_end stopped at one); a truncated one, or one
-		 * that wraps, is the interpreter's to report. */
-		if (!common)
-			break;
-		if ((*p & 0xc0) == DW_CFA_advance_loc) {
-			width = 1;
-			adv = *p & 0x3f;
-		} else {
-			width = *p == DW_CFA_advance_loc1 ? 2 : *p == DW_CFA_advance_loc2 ? 3 : 5;
-			if (e - p < width)
+				keep = false;
+			if (p == e)
 				break;
-			if (width == 2) {
-				adv = p[1];
-			} else if (width == 3) {
-				uint16_t v;
-
-				memcpy(&v, p + 1, sizeof(v));
-				adv = v;
-			} else {
-				memcpy(&adv, p + 1, sizeof(adv));
+			new_loc = shape.loc[nruns++];
+			if (++p == e && partial) {
+				/* The rest is the FDE's, from after this advance. */
+				from_shape = false;
+				p = shape.resume;
+				e = fde->insns_end;
+				key_end = sec->data + sec->size;
 			}
+		} else {
+			const uint8_t *next_p;
+			uint32_t adv;
+
+			if (p == e)
+				break;
+			/* An advance (run_end stopped at one); a truncated one,
+			 * or one that wraps, is the interpreter's to report. */
+			if (!common)
+				break;
+			next_p = advance_at(p, e, &adv);
+			if (!next_p || !advance_to(loc, adv, cie->code_align, &new_loc))
+				break;
+			p = next_p;
 		}
-		if (!advance_to(loc, adv, cie->code_align, &new_loc))
-			break;
-		p += width;
 		if (new_loc == loc)
 			continue;
 		if (dirty) {
@@ -1253,9 +1294,13 @@ advance:
 	ip->last_loc = loc;
 	/* (Instructions that end in an advance, or none at all, end in an
 	 * empty run the loop did not go through.) */
-	if (recording && nruns == shape.nadv && have && cur <= UINT32_MAX >> 1)
-		runs[nruns++] = cur << 1;
-	if (recording && nruns == shape.nadv + 1)
+	if (keep && nrecorded == shape.nadv) {
+		if (have && cur <= UINT32_MAX >> 1)
+			runs[nrecorded++] = cur << 1;
+		else
+			keep = false;
+	}
+	if (keep)
 		shape_add(ip, &shape, (uint32_t)tag, hash, runs);
 	if (loc < fde->end && dirty) {
 		return numbered_row_at(nb, &st, loc, &cur, &have);
