@@ -923,8 +923,8 @@ static uint64_t seg_insn_bytes(const struct seg_sources *src, const struct segme
 
 /* Interprets every segment into `b`.  With two threads, the second takes
  * the upper part of the address range (split at COMPILE_SPLIT_LOWER_PCT of
- * the instruction bytes) into a builder of its own, appended to `b`
- * afterwards: the table
+ * the instruction bytes) into a builder of its own, writing in the rows
+ * `b` lends it, appended to `b` afterwards: the table
  * is byte for byte the one a single thread builds.  Returns 0, -EBADMSG
  * with the parser's reason in `err`, or another negative errno from the
  * builder. */
@@ -940,6 +940,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			      .use = use, .src = src, .to = use->n,
 			      .ctx = ctx };
 	uint64_t total = 0, half = 0;
+	struct cfi_rows_loan loan = { 0 };
 	pthread_t tid;
 	size_t i, k;
 	int ret;
@@ -973,11 +974,18 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		if (!hi.b)
 			return -ENOMEM;
 		cfi_builder_continues(hi.b);
-		cfi_builder_reserve(hi.b, (size_t)(total - half) / 3 + (use->n - i));
+		/* The upper range's rows go where they will be after the
+		 * append, but for the room left below them for the lower
+		 * range's (its own estimate): moved down, not copied from
+		 * arrays of their own.  libLLVM-15: 500,000 rows, 3 MB, and
+		 * the one-shot arena's resident memory 22.5 -> 18.4 MB. */
+		if (!cfi_builder_lend(b, hi.b, (size_t)half / 3 + i, &loan))
+			cfi_builder_reserve(hi.b, (size_t)(total - half) / 3 + (use->n - i));
 		if (pthread_create(&tid, NULL, compile_range_thread, &hi)) {
 			/* No thread to be had: the same work in this one. */
 			cfi_builder_free(hi.b);
 			hi.b = NULL;
+			cfi_builder_take_back(b, &loan);
 			lo.to = use->n;
 		}
 	}
@@ -987,6 +995,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 
 		pthread_join(tid, NULL);
 		st->interpret_wait_ms = lap_ms(&t);
+		cfi_builder_take_back(b, &loan);
 		st->compile_cpu_ms += hi.cpu_ms;
 		/* The lower range's error is the one a single pass meets first. */
 		if (!ret && hi.ret) {
@@ -999,6 +1008,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			st->append_ms = lap_ms(&t);
 		}
 		cfi_builder_free(hi.b);
+		cfi_builder_loan_free(&loan);
 	}
 	if (ret && err && lo.err.msg[0])
 		*err = lo.err;

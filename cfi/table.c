@@ -334,6 +334,9 @@ struct cfi_builder {
 	uint32_t *slots;       /* rule index + 1, 0 = empty */
 	size_t nslots;
 	bool keep_leading_undef;
+	/* off and rule are part of another's arrays (cfi_builder_lend):
+	 * never grown in place nor freed by this builder. */
+	bool borrowed;
 };
 
 struct cfi_builder *cfi_builder_new(void)
@@ -345,8 +348,10 @@ void cfi_builder_free(struct cfi_builder *b)
 {
 	if (!b)
 		return;
-	cfi_huge_free(b->off, b->cap_off * sizeof(*b->off));
-	cfi_huge_free(b->rule, b->cap * sizeof(*b->rule));
+	if (!b->borrowed) {
+		cfi_huge_free(b->off, b->cap_off * sizeof(*b->off));
+		cfi_huge_free(b->rule, b->cap * sizeof(*b->rule));
+	}
 	free(b->rules);
 	free(b->slots);
 	free(b->uses);
@@ -519,6 +524,26 @@ static inline uint64_t row_addr(const struct cfi_builder *b, size_t i)
 	return b->base + b->off[i];
 }
 
+/* Moves a borrowed builder's rows to arrays of its own, of `ncap` rows. */
+static int rows_own(struct cfi_builder *b, size_t ncap)
+{
+	uint32_t *a = cfi_huge_resize(NULL, 0, ncap * sizeof(*a));
+	uint16_t *q = cfi_huge_resize(NULL, 0, ncap * sizeof(*q));
+
+	if (!a || !q) {
+		cfi_huge_free(a, a ? ncap * sizeof(*a) : 0);
+		cfi_huge_free(q, q ? ncap * sizeof(*q) : 0);
+		return -ENOMEM;
+	}
+	memcpy(a, b->off, b->n * sizeof(*a));
+	memcpy(q, b->rule, b->n * sizeof(*q));
+	b->off = a;
+	b->rule = q;
+	b->cap = b->cap_off = ncap;
+	b->borrowed = false;
+	return 0;
+}
+
 /* Out of line: inlined into cfi_builder_add_idx, its calls made the
  * callers of that save and restore six registers on every row. */
 static __attribute__((noinline)) int rows_reserve(struct cfi_builder *b, size_t ncap)
@@ -528,6 +553,8 @@ static __attribute__((noinline)) int rows_reserve(struct cfi_builder *b, size_t 
 
 	if (ncap <= b->cap)
 		return 0;
+	if (b->borrowed)
+		return rows_own(b, ncap);
 	/* The offset array grows first and may stay larger if the rule
 	 * array cannot follow: `cap` is what both hold. */
 	if (ncap > b->cap_off) {
@@ -548,6 +575,41 @@ static __attribute__((noinline)) int rows_reserve(struct cfi_builder *b, size_t 
 int cfi_builder_reserve(struct cfi_builder *b, size_t rows)
 {
 	return rows_reserve(b, rows);
+}
+
+bool cfi_builder_lend(struct cfi_builder *b, struct cfi_builder *to, size_t at,
+		      struct cfi_rows_loan *loan)
+{
+	if (b->borrowed || to->borrowed || to->cap || b->n > at || at >= b->cap)
+		return false;
+	*loan = (struct cfi_rows_loan){ .off = b->off, .rule = b->rule, .cap = b->cap,
+					.cap_off = b->cap_off };
+	to->off = b->off + at;
+	to->rule = b->rule + at;
+	to->cap = to->cap_off = b->cap - at;
+	to->borrowed = true;
+	b->cap = b->cap_off = at;
+	b->borrowed = true;
+	return true;
+}
+
+void cfi_builder_take_back(struct cfi_builder *b, struct cfi_rows_loan *loan)
+{
+	if (!loan->off || b->off != loan->off)
+		return;
+	b->cap = loan->cap;
+	b->cap_off = loan->cap_off;
+	b->borrowed = false;
+	loan->off = NULL;
+}
+
+void cfi_builder_loan_free(struct cfi_rows_loan *loan)
+{
+	if (!loan->off)
+		return;
+	cfi_huge_free(loan->off, loan->cap_off * sizeof(*loan->off));
+	cfi_huge_free(loan->rule, loan->cap * sizeof(*loan->rule));
+	loan->off = NULL;
 }
 
 int cfi_builder_intern(struct cfi_builder *b, const struct cfi_rule *r, uint32_t *idx)
@@ -701,6 +763,21 @@ static void append_rows(uint32_t *restrict off, uint16_t *restrict rule,
 		rule[i] = (uint16_t)remap[src_rule[i]];
 }
 
+/* The same where the rows are moved down within one builder's arrays
+ * (those it lent, cfi_builder_lend): each read before it is written
+ * over. */
+static void append_rows_down(uint32_t *off, uint16_t *rule, const uint32_t *src_off,
+			     const uint16_t *src_rule, size_t n, uint32_t delta,
+			     const uint32_t *remap)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		off[i] = src_off[i] + delta;
+		rule[i] = (uint16_t)remap[src_rule[i]];
+	}
+}
+
 int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 {
 	uint32_t *remap, delta;
@@ -739,8 +816,13 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src)
 	ret = rows_reserve(b, b->n + src->n - 1);
 	if (ret)
 		goto out;
-	append_rows(b->off + b->n, b->rule + b->n, src->off + 1, src->rule + 1, src->n - 1, delta,
-		    remap);
+	if ((uintptr_t)src->off >= (uintptr_t)b->off &&
+	    (uintptr_t)src->off < (uintptr_t)(b->off + b->cap_off))
+		append_rows_down(b->off + b->n, b->rule + b->n, src->off + 1, src->rule + 1,
+				 src->n - 1, delta, remap);
+	else
+		append_rows(b->off + b->n, b->rule + b->n, src->off + 1, src->rule + 1,
+			    src->n - 1, delta, remap);
 	b->n += src->n - 1;
 out:
 	free(remap);

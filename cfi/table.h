@@ -107,6 +107,27 @@ int cfi_builder_append(struct cfi_builder *b, const struct cfi_builder *src);
  * What is never written is address space only.  0 or -ENOMEM. */
 int cfi_builder_reserve(struct cfi_builder *b, size_t rows);
 
+/* Two builders in one pair of arrays: `b` (no rows yet, or fewer than
+ * `at`) keeps its rows below row `at` and lends the rest of its reserved
+ * rows to `to` (new, nothing reserved), which writes its rows there; a
+ * builder that needs more room than it has moves its rows to arrays of
+ * its own.  Appending `to` to `b` then moves `to`'s rows down into place
+ * instead of copying them out of arrays of their own: a second thread's
+ * rows cost no fresh memory of their own (cfi/compile.c).  False, and
+ * nothing lent, if `b` reserved no more than `at` rows.  Once `to` is
+ * done with them, cfi_builder_take_back gives `b` its whole arrays back
+ * (if it still uses them), before it appends `to`; after the append,
+ * cfi_builder_loan_free frees them if `b` did not take them back. */
+struct cfi_rows_loan {
+	uint32_t *off;
+	uint16_t *rule;
+	size_t cap, cap_off;
+};
+bool cfi_builder_lend(struct cfi_builder *b, struct cfi_builder *to, size_t at,
+		      struct cfi_rows_loan *loan);
+void cfi_builder_take_back(struct cfi_builder *b, struct cfi_rows_loan *loan);
+void cfi_builder_loan_free(struct cfi_rows_loan *loan);
+
 /* Rows added so far, after merging. */
 size_t cfi_builder_rows(const struct cfi_builder *b);
 
