@@ -10,6 +10,7 @@
 #include "bytes_hash.h"
 #include "go_info.h"
 #include "hugemem.h"
+#include "helper_thread.h"
 #include "interp.h"
 
 /* What the compiler does to the rows of a function it knows by name. */
@@ -930,8 +931,9 @@ static uint64_t seg_insn_bytes(const struct seg_sources *src, const struct segme
  * builder. */
 static int compile_segments(const struct segvec *use, const struct seg_sources *src,
 			    const struct cfi_ptr_ctx *ctx,
-			    const struct cfi_compile_opts *opts, struct cfi_builder *b,
-			    struct cfi_compile_stats *st, struct cfi_error *err)
+			    const struct cfi_compile_opts *opts, struct cfi_helper **helper,
+			    struct cfi_builder *b, struct cfi_compile_stats *st,
+			    struct cfi_error *err)
 {
 	struct seg_job lo = { .no_memo = opts->no_memo, .no_shapes = opts->no_shapes,
 			      .use = use, .src = src, .from = 0,
@@ -941,7 +943,6 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 			      .ctx = ctx };
 	uint64_t total = 0, half = 0;
 	struct cfi_rows_loan loan = { 0 };
-	pthread_t tid;
 	size_t i, k;
 	int ret;
 
@@ -981,7 +982,11 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		 * the one-shot arena's resident memory 22.5 -> 18.4 MB. */
 		if (!cfi_builder_lend(b, hi.b, (size_t)half / 3 + i, &loan))
 			cfi_builder_reserve(hi.b, (size_t)(total - half) / 3 + (use->n - i));
-		if (pthread_create(&tid, NULL, compile_range_thread, &hi)) {
+		if (!*helper)
+			*helper = cfi_helper_start();
+		if (*helper) {
+			cfi_helper_run(*helper, compile_range_thread, &hi);
+		} else {
 			/* No thread to be had: the same work in this one. */
 			cfi_builder_free(hi.b);
 			hi.b = NULL;
@@ -993,7 +998,7 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 	if (hi.b) {
 		double t = clock_ms(CLOCK_MONOTONIC);
 
-		pthread_join(tid, NULL);
+		cfi_helper_join(*helper);
 		st->interpret_wait_ms = lap_ms(&t);
 		cfi_builder_take_back(b, &loan);
 		st->compile_cpu_ms += hi.cpu_ms;
@@ -1064,13 +1069,12 @@ static void *parse_thread(void *arg)
  * there, and if not, the upper half is parsed again from where it
  * stopped. */
 static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx,
-			  const struct cfi_compile_opts *opts, struct cfi_fdeset *lower,
-			  struct parse_job *upper, size_t *parsed, uint64_t *outside,
-			  int *sort_ret, struct cfi_error *err)
+			  const struct cfi_compile_opts *opts, struct cfi_helper **helper,
+			  struct cfi_fdeset *lower, struct parse_job *upper, size_t *parsed,
+			  uint64_t *outside, int *sort_ret, struct cfi_error *err)
 {
 	const struct cfi_section *sec = &e->eh_frame;
 	uint64_t stop = 0, fdes;
-	pthread_t tid;
 	int ret;
 
 	upper->e = e;
@@ -1098,14 +1102,17 @@ static int parse_eh_frame(const struct cfi_elf *e, const struct cfi_ptr_ctx *ctx
 	fdes += fdes / 16;
 	cfi_fdeset_reserve(lower, (size_t)((double)fdes * upper->from / sec->size));
 	cfi_fdeset_reserve(&upper->set, (size_t)((double)fdes * (sec->size - upper->from) / sec->size));
-	if (pthread_create(&tid, NULL, parse_thread, upper))
+	if (!*helper)
+		*helper = cfi_helper_start();
+	if (!*helper)
 		goto one;
+	cfi_helper_run(*helper, parse_thread, upper);
 	ret = cfi_parse_entries(sec, ctx, 0, upper->from, lower, &stop, err);
 	*parsed = lower->nfdes;
 	/* This half sorted while the other thread parses and sorts its own. */
 	if (!ret)
 		*sort_ret = fdes_keep_sorted(e, lower, outside);
-	pthread_join(tid, NULL);
+	cfi_helper_join(*helper);
 	if (!ret && stop != upper->from) {
 		/* No entry starts where the upper half did: one pass ends at
 		 * the terminator before it, or goes on from the entry across
@@ -1164,6 +1171,8 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	struct seg_sources src;
 	struct cfi_compile_opts defaults = { 0 };
 	struct cfi_builder *b = NULL;
+	/* the second thread, from the first phase split in two to the end */
+	struct cfi_helper *helper = NULL;
 	struct cfi_elf dbg;
 	bool have_dbg = false;
 	const struct cfi_section *debug_frame = NULL;
@@ -1180,7 +1189,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 	cfi_elf_ptr_ctx(e, &ctx);
 
 	if (e->eh_frame.size) {
-		ret = parse_eh_frame(e, &ctx, opts, &eh, &eh_upper, &eh_parsed,
+		ret = parse_eh_frame(e, &ctx, opts, &helper, &eh, &eh_upper, &eh_parsed,
 				     &st->fdes_outside_text, &eh_sort_ret, err);
 		if (!ret && cfi_fdeset_count_new_cies(&eh_upper.set, &eh, &upper_cies))
 			ret = cfi_fail(err, -ENOMEM, "%s: out of memory", e->eh_frame.name);
@@ -1269,7 +1278,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto out;
 	}
 	st->segments_ms = lap_ms(&t_phase);
-	ret = compile_segments(use, &src, &ctx, opts, b, st, err);
+	ret = compile_segments(use, &src, &ctx, opts, &helper, b, st, err);
 	st->interpret_ms = lap_ms(&t_phase);
 	if (ret) {
 		if (ret == -EBADMSG)
@@ -1277,6 +1286,7 @@ int cfi_compile(const struct cfi_elf *e, const struct cfi_compile_opts *opts,
 		goto fail_builder;
 	}
 	prev_end = use->n ? use->v[use->n - 1].end : 0;
+	cfi_builder_use_helper(b, helper);
 	ret = cfi_builder_finish(b, prev_end, opts->threads, out, err);
 	st->finish_ms = lap_ms(&t_phase);
 	if (ret) {
@@ -1328,6 +1338,7 @@ fail_named:
 		cfi_error_prefix(err, e->name);
 	}
 out:
+	cfi_helper_stop(helper);
 	cfi_builder_free(b);
 	seg_free(&seg_eh);
 	seg_free(&seg_dbg);

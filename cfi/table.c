@@ -7,6 +7,7 @@
 
 #include "bpf/table_search.h"
 #include "hugemem.h"
+#include "helper_thread.h"
 
 /* Tables with more pages are refused: at 64 KiB pages that is 64 GiB of
  * code, which no real object has, and it bounds the memory a crafted
@@ -337,6 +338,7 @@ struct cfi_builder {
 	/* off and rule are part of another's arrays (cfi_builder_lend):
 	 * never grown in place nor freed by this builder. */
 	bool borrowed;
+	struct cfi_helper *helper;  /* the finish's second thread, the caller's */
 };
 
 struct cfi_builder *cfi_builder_new(void)
@@ -356,6 +358,11 @@ void cfi_builder_free(struct cfi_builder *b)
 	free(b->slots);
 	free(b->uses);
 	free(b);
+}
+
+void cfi_builder_use_helper(struct cfi_builder *b, struct cfi_helper *h)
+{
+	b->helper = h;
 }
 
 size_t cfi_builder_rows(const struct cfi_builder *b)
@@ -937,12 +944,19 @@ static void *plan(void *arg)
 	return NULL;
 }
 
-/* Runs fn on both parts, the second in a thread of its own when `two`
- * (and one can be had). */
+/* Runs fn on both parts, the second on the builder's helper or in a
+ * thread of its own when `two` (and one can be had). */
 static void run_parts(void *(*fn)(void *), struct finish_part *part, bool two)
 {
+	struct cfi_helper *h = part[0].b->helper;
 	pthread_t tid;
 
+	if (two && h) {
+		cfi_helper_run(h, fn, &part[1]);
+		fn(&part[0]);
+		cfi_helper_join(h);
+		return;
+	}
 	if (two && !pthread_create(&tid, NULL, fn, &part[1])) {
 		fn(&part[0]);
 		pthread_join(tid, NULL);

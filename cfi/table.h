@@ -131,6 +131,12 @@ void cfi_builder_loan_free(struct cfi_rows_loan *loan);
 /* Rows added so far, after merging. */
 size_t cfi_builder_rows(const struct cfi_builder *b);
 
+/* The finish runs its second half on `h` (cfi/helper_thread.h), the
+ * caller's, instead of in a thread of its own; NULL: a thread of its own
+ * again. */
+struct cfi_helper;
+void cfi_builder_use_helper(struct cfi_builder *b, struct cfi_helper *h);
+
 /* Finishes the table: coverage ends at `end` (no row may start at or
  * after it).  `threads`: 1 or 2, or 0 for two on a large table (the
  * table is the same).  Returns 0, -ENODATA if no row has unwind

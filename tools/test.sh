@@ -74,13 +74,13 @@ fi
 # server's tests built as a plain program
 # (plain_criterion.h), the CFI compiler split between two threads
 # (tests/compile, in malloc's memory, in record's arena and in the one-shot
-# arena of `cfiprof cfi`), then the
+# arena of `cfiprof cfi`) and its second thread, then the
 # record cases where both table workers compile, load, evict and unload
 # while the main thread maps and unmaps.
 export TSAN_OPTIONS=halt_on_error=1:exitcode=66:second_deadlock_stack=1
 meson test -C build-tsan --print-errorlogs --wrapper "$PWD/tools/sanitizer_wrap.sh" \
   unit-tables-stress unit-http-server-plain unit-pyroscope-stress unit-compile-threads \
-  unit-compile-arena unit-compile-one-shot || status=1
+  unit-compile-arena unit-compile-one-shot unit-helper-thread || status=1
 rm -rf build-tsan/record-cache
 REC_AGENT=$PWD/build-tsan/cfiprof REC_AGENT_CACHE_DIR=$PWD/build-tsan/record-cache \
   meson test -C build --no-rebuild --print-errorlogs --logbase testlog-tsan-record \
