@@ -8,6 +8,8 @@ PKGS=(
   build-essential pkg-config meson ninja-build
   clang llvm lld libclang-rt-14-dev
   libbpf-dev libelf-dev libdw-dev zlib1g-dev
+  # the static archives libdw links with (meson option static_libs)
+  liblzma-dev libbz2-dev
   bpftool protobuf-c-compiler libprotobuf-c-dev libiberty-dev
   golang-go golang-github-google-pprof-dev
   libcriterion-dev libunwind-dev
