@@ -929,6 +929,17 @@ static uint64_t seg_insn_bytes(const struct seg_sources *src, const struct segme
  * is byte for byte the one a single thread builds.  Returns 0, -EBADMSG
  * with the parser's reason in `err`, or another negative errno from the
  * builder. */
+/* The rows that segments of `bytes` bytes of instructions make, about:
+ * a segment's rows are its first and about one per three bytes of
+ * instructions (an advance and a CFA offset at least): 0.72-0.85 of this
+ * estimate on libLLVM-15, cc1, libc, libstdc++, libcrypto, libpython,
+ * python3.11, perf and gdb.  Room, not a limit: past it the rows' arrays
+ * grow as before. */
+static size_t rows_estimate(uint64_t bytes, size_t segments)
+{
+	return (size_t)(bytes / 3) + segments;
+}
+
 static int compile_segments(const struct segvec *use, const struct seg_sources *src,
 			    const struct cfi_ptr_ctx *ctx,
 			    const struct cfi_compile_opts *opts, struct cfi_helper **helper,
@@ -950,14 +961,8 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		total += seg_insn_bytes(src, &use->v[i]);
 	/* Room for the rows at once: growing by doubling copied the arrays
 	 * four times in each thread, into fresh pages, whose first touch is
-	 * what this VM charges most (bench/README.md, "2026-12-05 (noon)").
-	 * A segment's rows are its first and about one per three bytes of
-	 * instructions (an advance and a CFA offset at least): 0.72-0.85 of
-	 * this estimate on libLLVM-15, cc1, libc, libstdc++, libcrypto,
-	 * libpython, python3.11, perf and gdb.  Not a limit: past it the
-	 * arrays grow as before (and without the room, they grow from
-	 * nothing). */
-	cfi_builder_reserve(b, (size_t)total / 3 + use->n);
+	 * what this VM charges most (bench/README.md, "2026-12-05 (noon)"). */
+	cfi_builder_reserve(b, rows_estimate(total, use->n));
 	if (opts->threads == 2 || (opts->threads == 0 && use->n >= COMPILE_SPLIT_MIN)) {
 		/* This thread merged the FDEs into segments before, and appends
 		 * and lays out the table after, alone: about 6 % of the work
@@ -980,8 +985,8 @@ static int compile_segments(const struct segvec *use, const struct seg_sources *
 		 * range's (its own estimate): moved down, not copied from
 		 * arrays of their own.  libLLVM-15: 500,000 rows, 3 MB, and
 		 * the one-shot arena's resident memory 22.5 -> 18.4 MB. */
-		if (!cfi_builder_lend(b, hi.b, (size_t)half / 3 + i, &loan))
-			cfi_builder_reserve(hi.b, (size_t)(total - half) / 3 + (use->n - i));
+		if (!cfi_builder_lend(b, hi.b, rows_estimate(half, i), &loan))
+			cfi_builder_reserve(hi.b, rows_estimate(total - half, use->n - i));
 		if (!*helper)
 			*helper = cfi_helper_start();
 		if (*helper) {
