@@ -4,10 +4,13 @@
  * user-stack walk at HZ per CPU on the cpu-clock software event, for
  * SECONDS (or until CMD exits), and prints the BPF program's cost.
  *
- * usage: fpwalk [-E] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]
+ * usage: fpwalk [-E] [-A SHIFT] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]
  *
  * -E: attach an empty program instead (bench/overhead.sh's floor: the cost
  * of the sampling event itself); it records nothing.
+ * -A SHIFT: the program returns at once in every odd window of 2^SHIFT ns
+ * of CLOCK_MONOTONIC (bench/overhead_alt.sh); -E ignores it (the same
+ * empty program in every window: an A/A test).
  *
  * Like `cfiprof record`: one cpu-clock event per CPU (or on CPU only),
  * the program attached to each, BPF run-time statistics enabled with
@@ -87,7 +90,7 @@ static uint64_t counter_sum(struct fpwalk_bpf *skel, uint32_t idx)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fpwalk [-E] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]\n");
+	fprintf(stderr, "usage: fpwalk [-E] [-A SHIFT] [-F HZ] [-d SECONDS] [-C CPU] -- CMD [ARGS...]\n");
 	exit(2);
 }
 
@@ -106,6 +109,7 @@ int main(int argc, char **argv)
 	struct bpf_prog_info info;
 	__u32 len = sizeof(info);
 	bool empty = false;
+	int alt_shift = 0;
 	int freq = 99, cpu_only = -1, ncpu, nev = 0, *fds, c, i, stats_fd, go[2];
 	double secs = 0;
 	uint64_t t_end = 0;
@@ -115,10 +119,15 @@ int main(int argc, char **argv)
 	int status;
 	char g = 'g';
 
-	while ((c = getopt(argc, argv, "+EF:d:C:")) != -1) {
+	while ((c = getopt(argc, argv, "+EA:F:d:C:")) != -1) {
 		switch (c) {
 		case 'E':
 			empty = true;
+			break;
+		case 'A':
+			alt_shift = atoi(optarg);
+			if (alt_shift < 10 || alt_shift > 40)
+				usage();
 			break;
 		case 'F':
 			freq = atoi(optarg);
@@ -144,6 +153,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	skel->rodata->self_pid = (__u32)getpid();
+	skel->rodata->alt_shift = (__u32)alt_shift;
 	if (fpwalk_bpf__load(skel)) {
 		perror("fpwalk: loading the BPF program");
 		return 1;

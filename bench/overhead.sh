@@ -10,13 +10,18 @@
 #   env DEPTH=30       frames of the workload's stack (leaf to _start)
 #   env ITERS=30000    iterations of the workload per run (about 1 s unprofiled)
 #   env DEEP=200       frames of the stack in the completeness test
+#   env GAPS=3         seconds of each run of the stolen-time rotation
+#                      (below); 0: none
 #   env CPU=1          CPU the workload is pinned to; the profilers run on
 #                      AGENT_CPU (default 0)
 #   env PROFILERS="cfiprof empty fp perf"   the profiled configurations,
 #                      in this order between unprofiled runs; also agentHZ:
 #                      `cfiprof agent -F HZ` (the daemon, system-wide,
 #                      started before and stopped after each run), e.g.
-#                      PROFILERS="agent19 agent99" bench/overhead.sh
+#                      PROFILERS="agent19 agent99" bench/overhead.sh;
+#                      and base: `BASE/cfiprof record`, another build's
+#                      (env BASE=DIR, a build directory), e.g.
+#                      BASE=OLD/build PROFILERS="cfiprof base empty"
 #
 # Slowdown.  The workload, bench/deep.c built without frame pointers
 # (deep-nofp: -O2 -fomit-frame-pointer -fno-optimize-sibling-calls), runs
@@ -56,6 +61,22 @@
 # in points) and how much of cfiprof's slowdown the floor is; last,
 #   ratio: X.XX  = perf's slowdown / cfiprof's slowdown
 # Slowdowns below the noise floor are not resolved: the script says so.
+# The floor and each profiler are runs seconds apart, and this VM's cost of
+# a sampling interrupt drifts between runs by more than a walk costs:
+# bench/overhead_alt.sh takes cfiprof's walk and the floor in one run.
+#
+# Stolen time.  A second rotation, in the same order, runs the workload as
+# `deep gaps GAPS`: descended DEPTH frames, its leaf reads the time stamp
+# counter in a tight loop and sums every gap longer than 200 ns between two
+# reads, the time something else ran on its CPU (bench/deep.c).  So the
+# profiler's cost is measured one sample at a time, inside the workload,
+# instead of as a difference of two throughputs; the VM's drift in speed,
+# which moves the chunk figures by a percent from one run to the next,
+# moves a sum of interruptions far less.  Reported per configuration: the
+# median over its runs of (its stolen share - the mean of its two
+# unprofiled neighbours'), in points, for every gap and, in brackets, for
+# gaps under 50 us (without the hypervisor's preemptions of the vCPU);
+# each above the floor; and that per sample (points / 100 * 1e9 / F ns).
 #
 # Completeness.  deep-nofp spins at DEEP frames (about 64 bytes each, ~12
 # KiB of stack at 200) for 3 s under each profiler.  A sample is complete
@@ -67,7 +88,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$root/build}
 case $build in /*) ;; *) build=$root/$build ;; esac
-N=${N:-10} F=${F:-999} DEPTH=${DEPTH:-30} ITERS=${ITERS:-30000} DEEP=${DEEP:-200}
+N=${N:-10} F=${F:-999} DEPTH=${DEPTH:-30} ITERS=${ITERS:-30000} DEEP=${DEEP:-200} GAPS=${GAPS:-3}
 CPU=${CPU:-1} AGENT_CPU=${AGENT_CPU:-0}
 cfiprof=$build/cfiprof
 nofp=$build/bench/deep-nofp
@@ -91,7 +112,15 @@ workfp=("$fp" -c "$CPU" -n -20 -f "$DEPTH" work "$ITERS")
 # "median-chunk total": the workload times every 1000 iterations (~30 ms,
 # ~30 samples) and reports the median of those chunks, which a burst of
 # other load on the machine moves far less than the total.
-nsit() { echo "$(sed -n 's/^ns_per_iteration_median_chunk: *//p' "$1") $(sed -n 's/^ns_per_iteration: *//p' "$1")"; }
+# In the stolen-time rotation (measure=gaps): "slowdown short-gaps-slowdown".
+measure=chunk
+nsit() {
+	if [ "$measure" = gaps ]; then
+		echo "$(sed -n 's/^slowdown_percent: *//p' "$1") $(sed -n 's/^short_slowdown_percent: *//p' "$1")"
+	else
+		echo "$(sed -n 's/^ns_per_iteration_median_chunk: *//p' "$1") $(sed -n 's/^ns_per_iteration: *//p' "$1")"
+	fi
+}
 
 run_none() {
 	taskset -c "$AGENT_CPU" "${work[@]}" >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
@@ -117,7 +146,15 @@ run_fp() {
 }
 
 run_cfiprof() {
-	taskset -c "$AGENT_CPU" "$cfiprof" record -F "$F" -o "$tmp/cfiprof.pb.gz" -- "${work[@]}" \
+	run_record "$cfiprof"
+}
+
+run_base() {
+	run_record "$BASE/cfiprof"
+}
+
+run_record() {
+	taskset -c "$AGENT_CPU" "$1" record -F "$F" -o "$tmp/cfiprof.pb.gz" -- "${work[@]}" \
 		>"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
 	echo "$(nsit "$tmp/out") $(sed -n 's/^cfiprof: \([0-9]*\) samples.*/\1/p' "$tmp/err")"
 }
@@ -158,10 +195,14 @@ echo "overhead: $N repetitions at $F Hz, workload $DEPTH frames deep, $ITERS ite
 # Untimed warm-up: page everything in, compile and cache the CFI tables.
 "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 "$cfiprof" record -q -F "$F" -o "$tmp/warm.pb.gz" -- "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
+[ -z "${BASE:-}" ] || "$BASE/cfiprof" record -q -F "$F" -o "$tmp/warm.pb.gz" -- "$nofp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 
 PROFILERS=${PROFILERS:-cfiprof empty fp perf}
 for cfg in $PROFILERS; do
-	case $cfg in cfiprof | perf | empty | fp | agent[0-9]*) ;; *) echo "overhead: PROFILERS: unknown '$cfg'" >&2; exit 2 ;; esac
+	case $cfg in cfiprof | perf | empty | fp | agent[0-9]*) ;;
+	base) [ -x "${BASE:-}/cfiprof" ] || { echo "overhead: PROFILERS=base needs BASE=DIR holding a cfiprof" >&2; exit 2; } ;;
+	*) echo "overhead: PROFILERS: unknown '$cfg'" >&2; exit 2 ;;
+	esac
 done
 "$fp" -f "$DEPTH" work 2000 >/dev/null 2>&1
 printf '%-4s %-8s %14s %14s %8s\n' rep config 'ns/it(chunk)' 'ns/it(total)' samples
@@ -171,22 +212,31 @@ printf '%-4s %-8s %14s %14s %8s\n' rep config 'ns/it(chunk)' 'ns/it(total)' samp
 row() {
 	local ns total samples
 	read -r ns total samples < <(case $2 in agent*) run_agent "$2" ;; *) "run_$2" ;; esac)
-	printf '%-4s %-8s %14.1f %14.1f %8s\n' "$1" "$2" "$ns" "$total" "$samples"
-	echo "$1 $2 $ns $total" >>"$tmp/rows"
+	if [ "$measure" = gaps ]; then
+		printf '%-4s %-8s %14.3f %14.3f %8s\n' "$1" "$2" "$ns" "$total" "$samples"
+	else
+		printf '%-4s %-8s %14.1f %14.1f %8s\n' "$1" "$2" "$ns" "$total" "$samples"
+	fi
+	echo "$1 $2 $ns $total" >>"$rows"
 }
 # fp's workload is deep-fp: its neighbours are unprofiled deep-fp runs.
-row 0 none
-prev=none
-for i in $(seq 1 "$N"); do
-	for cfg in $PROFILERS; do
-		base=none
-		[ "$cfg" != fp ] || base=nonefp
-		[ "$prev" = "$base" ] || row "$i" "$base"
-		row "$i" "$cfg"
-		row "$i" "$base"
-		prev=$base
+rotation() {
+	local i cfg base prev
+	row 0 none
+	prev=none
+	for i in $(seq 1 "$N"); do
+		for cfg in $PROFILERS; do
+			base=none
+			[ "$cfg" != fp ] || base=nonefp
+			[ "$prev" = "$base" ] || row "$i" "$base"
+			row "$i" "$cfg"
+			row "$i" "$base"
+			prev=$base
+		done
 	done
-done
+}
+rows=$tmp/rows
+rotation
 
 # Each profiled run against the mean of the unprofiled runs just before and
 # after it (paired: the machine's drift, which here comes in spells of a few
@@ -209,6 +259,31 @@ summary() { # column: 3 = median-chunk, 4 = total
 med() { awk -v c="$2" '$1 == c { print $2 }' "$tmp/sum$1" | median; }
 summary 3
 summary 4
+
+# The stolen-time rotation; differences in points, not ratios (each figure
+# is already a share of the run).
+if [ "$GAPS" != 0 ]; then
+	echo
+	echo "stolen time: the same rotation, each run $GAPS s of deep gaps (slowdown % from the gaps: all, and under 50 us)"
+	printf '%-4s %-8s %14s %14s %8s\n' rep config 'stolen %' '(<50us) %' samples
+	work=("$nofp" -c "$CPU" -n -20 -f "$DEPTH" gaps "$GAPS")
+	workfp=("$fp" -c "$CPU" -n -20 -f "$DEPTH" gaps "$GAPS")
+	measure=gaps rows=$tmp/rows_gaps
+	: >"$rows"
+	rotation
+	for k in 3 4; do
+		awk -v k="$k" '
+			{ rep[NR] = $1; cfg[NR] = $2; v[NR] = $k }
+			END { for (j = 2; j < NR; j++)
+				if (cfg[j] != "none" && cfg[j] != "nonefp") {
+					print "s_" cfg[j], v[j] - (v[j - 1] + v[j + 1]) / 2
+					print "r_" cfg[j], v[j] - (v[j - 1] + v[j + 1]) / 2, rep[j]
+				}
+			      for (j = 1; j <= NR; j++) if (cfg[j] == "none") nn[++m] = v[j]
+			      for (j = 2; j < m; j++) { d = nn[j] - (nn[j - 1] + nn[j + 1]) / 2
+				print "aa", d; print "abs_aa", d < 0 ? -d : d } }' "$rows" >"$tmp/sumg$k"
+	done
+fi
 
 # Completeness and the ratio compare cfiprof record with perf.
 case " $PROFILERS " in *" cfiprof "*" perf "*) ;; *) completeness=no ;; esac
@@ -258,6 +333,30 @@ case " $PROFILERS " in *" empty "*)
 			printf "\n" }'
 	done ;;
 esac
+if [ "$GAPS" != 0 ]; then
+	echo
+	printf 'stolen time above the unprofiled runs (points; in brackets, gaps under 50 us), and per sample at %s Hz:\n' "$F"
+	for cfg in $PROFILERS; do
+		awk -v c="$cfg" -v s="$(med g3 "s_$cfg")" -v t="$(med g4 "s_$cfg")" -v f="$F" 'BEGIN {
+			printf "%-9s %+7.3f (%+7.3f)   %6.0f ns a sample (%6.0f)\n", c, s, t, s / 100 * 1e9 / f, t / 100 * 1e9 / f }'
+	done
+	printf 'noise: each unprofiled run against its unprofiled neighbours: median %+.3f, median |difference| %.3f points (under 50 us: %.3f)\n' \
+		"$(med g3 aa)" "$(med g3 abs_aa)" "$(med g4 abs_aa)"
+	case " $PROFILERS " in *" empty "*)
+		for cfg in $PROFILERS; do
+			[ "$cfg" != empty ] || continue
+			awk -v c="$cfg" -v s="$(med g3 "s_$cfg")" -v t="$(med g4 "s_$cfg")" \
+				-v fs="$(med g3 s_empty)" -v ft="$(med g4 s_empty)" 'BEGIN {
+				printf "%-9s above the floor (stolen time): %+.3f points (under 50 us: %+.3f)", c, s - fs, t - ft }'
+			# Paired: each repetition's run against the same
+			# repetition's floor, seconds apart; then the median.
+			for k in 3 4; do
+				awk -v c="$cfg" '$1 == "r_empty" { f[$3] = $2 } $1 == "r_" c { v[$3] = $2 }
+					END { for (r in v) if (r in f) print v[r] - f[r] }' "$tmp/sumg$k" | median
+			done | { read -r a; read -r b; printf '; paired by repetition: %+.3f (%+.3f)\n' "$a" "$b"; }
+		done ;;
+	esac
+fi
 if [ "${completeness:-yes}" = yes ]; then
 awk -v sc="$(med 3 s_cfiprof)" -v sp="$(med 3 s_perf)" -v nz="$(med 3 abs_aa)" 'BEGIN {
 	if (sc < nz || sp < nz) printf "note: a slowdown below the noise (%.2f%%) is not resolved by this run\n", nz

@@ -101,6 +101,8 @@ static __always_inline int sample_current(void *ctx, const struct pt_regs *at, _
 SEC("perf_event")
 int on_cpu_sample(struct bpf_perf_event_data *ctx)
 {
+	if (WALK_BENCH_ALTERNATE && ((bpf_ktime_get_ns() >> WALK_BENCH_ALTERNATE) & 1))
+		return 0;
 	if (!wanted_current()) {
 		count(CNT_NOT_TARGET);
 		return 0;

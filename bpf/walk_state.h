@@ -54,6 +54,10 @@ struct walk_table {
 #ifndef WALK_BENCH_NO_OUTPUT        /* no sample record (BPF) */
 #define WALK_BENCH_NO_OUTPUT 0
 #endif
+#ifndef WALK_BENCH_ALTERNATE        /* N: on_cpu_sample returns at once in every odd
+				      * window of 2^N ns (BPF; bench/overhead_alt.sh) */
+#define WALK_BENCH_ALTERNATE 0
+#endif
 
 /* Bytes of user memory a walk reads at once (a power of two, at most a
  * page): a stack of 64-byte frames meets a read every 16 frames, or at a
