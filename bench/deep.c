@@ -199,8 +199,9 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* ns per TSC tick, from CLOCK_MONOTONIC across a 20 ms sleep (the TSC is
- * constant and nonstop on every machine this runs on; gaps checks). */
+/* ns per TSC tick, from CLOCK_MONOTONIC across a 20 ms sleep: the loop's
+ * length and the gap threshold (the machines this runs on have a constant,
+ * nonstop TSC; the run's own clock readings give the final rate). */
 static double tsc_ns_per_tick(void)
 {
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
@@ -301,6 +302,9 @@ static int run_gaps(int nrec)
 	secs = (double)run_ticks * ns_per_tick / 1e9;
 	stolen = (double)gap_ticks * ns_per_tick;
 	kept = ngaps < GAPS_MAX ? ngaps : GAPS_MAX;
+	if (kept < ngaps)
+		fprintf(stderr, "deep: gaps: %zu gaps, only the first %zu in the figures but the total\n",
+			ngaps, kept);
 	if (window_shift)
 		print_windows(kept);
 	qsort(gaps, kept, sizeof(*gaps), cmp_u64);
@@ -313,6 +317,7 @@ static int run_gaps(int nrec)
 	printf("gap_median_ns: %.1f\n", kept ? (double)gaps[kept / 2] * ns_per_tick : 0);
 	printf("gap_p90_ns: %.1f\n", kept ? (double)gaps[kept * 9 / 10] * ns_per_tick : 0);
 	free(gaps);
+	free(gap_at);
 	return 0;
 }
 
