@@ -242,40 +242,51 @@ static __always_inline int mapping_current(struct walk_state *st, walker_mapping
 	       e->table_id == m->table_id && e->module_id == m->module_id;
 }
 
-/* Finds the mapping holding `addr` into st->cur: the current one, the
- * one before (a walk back into the program from its libc), checked if
- * an earlier walk found them, else by a search. */
-static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
+/* Makes st->prev the current mapping, and st->cur the one before. */
+static __always_inline void mapping_swap(struct walk_state *st)
 {
-	struct walk_state *st = lc->st;
+	struct walker_mapping t = st->cur;
+	__u32 t_idx = st->cur_idx;
+	__u8 t_old = st->cur_old;
+	__u64 t_gen = st->cur_gen;
+
+	st->cur = st->prev;
+	st->cur_idx = st->prev_idx;
+	st->cur_old = st->prev_old;
+	st->cur_gen = st->prev_gen;
+	st->prev = t;
+	st->prev_idx = t_idx;
+	st->prev_old = t_old;
+	st->prev_gen = t_gen;
+}
+
+/* find_mapping where neither kept mapping will do as it is: addr in
+ * neither, or in one kept from an earlier walk and not yet checked.
+ * Checked against the array if it is there, else searched.  Called, not
+ * inlined, and global in BPF: inlined, its map lookups had walk_one keep
+ * its values on the stack in every frame, even in the frames (nearly
+ * all) that stay in a kept mapping. */
+WALKER_SUBPROG int find_mapping_slow(WALKER_SUBPROG_LC_PARAM struct walk_state *st, __u64 addr)
+{
 	walker_mappings_t arr;
 	const struct walker_mapping *m;
 	__u32 idx;
+	WALKER_SUBPROG_LC_LOCAL(st);
 
+	if (!st)
+		return -1;
 	walker_mappings_init(lc, &arr);
 	if (st->have_cur && addr >= st->cur.start && addr < st->cur.end) {
-		if (!st->cur_old)
-			return 0;
 		if (mapping_current(st, &arr, st->cur_idx, &st->cur)) {
 			st->cur_old = 0;
 			st->cur_gen = st->gen;
 			return 0;
 		}
 	} else if (st->have_prev && addr >= st->prev.start && addr < st->prev.end &&
-		   (!st->prev_old || mapping_current(st, &arr, st->prev_idx, &st->prev))) {
-		struct walker_mapping t = st->cur;
-		__u32 t_idx = st->cur_idx;
-		__u8 t_old = st->cur_old;
-		__u64 t_gen = st->cur_gen;
-
-		st->cur = st->prev;
-		st->cur_idx = st->prev_idx;
+		   mapping_current(st, &arr, st->prev_idx, &st->prev)) {
+		mapping_swap(st);
 		st->cur_old = 0;
 		st->cur_gen = st->gen;
-		st->prev = t;
-		st->prev_idx = t_idx;
-		st->prev_old = t_old;
-		st->prev_gen = t_gen;
 		return 0;
 	}
 	/* Only the last mapping starting at or below addr can hold it.  At
@@ -299,6 +310,23 @@ static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
 	st->cur_gen = st->gen;
 	st->have_cur = 1;
 	return 0;
+}
+
+/* Finds the mapping holding `addr` into st->cur: most frames are in the
+ * mapping of the frame before, or (a walk going back and forth between
+ * a program and its libc) in the one before that, found or checked
+ * already. */
+static __always_inline int find_mapping(struct loop_ctx *lc, __u64 addr)
+{
+	struct walk_state *st = lc->st;
+
+	if (st->have_cur && !st->cur_old && addr >= st->cur.start && addr < st->cur.end)
+		return 0;
+	if (st->have_prev && !st->prev_old && addr >= st->prev.start && addr < st->prev.end) {
+		mapping_swap(st);
+		return 0;
+	}
+	return find_mapping_slow(WALKER_SUBPROG_LC_ARG(lc) st, addr);
 }
 
 static __always_inline __u64 reg_value(struct loop_ctx *lc, struct walk_state *st, __u32 reg,
@@ -340,45 +368,56 @@ static __always_inline __u64 reg_value(struct loop_ctx *lc, struct walk_state *s
 	return st->regs[reg];
 }
 
+/* Whether rule `r` says where rbx or r12-r15 are (any but
+ * CFI_REG_UNMENTIONED, which is 0): most rules of most code do not, and
+ * their step keeps the five registers as they are. */
+static __always_inline int rule_mentions_csr(const struct cfi_rule *r)
+{
+	__u32 types;
+
+	__builtin_memcpy(&types, r->csr_type, sizeof(types));
+	return types || r->csr_type[CFI_CSR_NR - 1];
+}
+
 /* The callee-saved registers rbx and r12-r15 in the caller of the frame
- * whose CFA is `cfa`: a register saved at CFA + off is noted by address
- * (reg_value reads it if ever needed), one the frame did not touch keeps
- * what it had, any other rule loses it.  Caller-saved registers are
- * lost after every step.  Global in BPF: to the verifier the switch, five
- * registers deep, is 4^5 paths, and it kept them apart on kernel 6.18. */
+ * whose CFA is `cfa`, by a rule that mentions them (rule_mentions_csr;
+ * the caller-saved registers are already dropped from known and saved):
+ * a register saved at CFA + off is noted by address (reg_value reads it
+ * if ever needed), one the frame did not touch keeps what it had, any
+ * other rule loses it.  Global in BPF: to the verifier the switch, five
+ * registers deep, is 4^5 paths, and it kept them apart on kernel 6.18.
+ * Called only for such rules: the call and its checks, some 20 of the
+ * ~200 BPF instructions of a frame, did nothing in most frames. */
 WALKER_SUBPROG int step_csr(struct walk_state *st, const struct cfi_rule *r, __u64 cfa)
 {
-	__u32 known, saved, types;
+	__u32 known, saved;
 	int i;
 
 	if (!st || !r)
 		return 0;
-	known = st->known & CFI_CSR_MASK;
-	saved = st->saved & CFI_CSR_MASK;
-	__builtin_memcpy(&types, r->csr_type, sizeof(types));
-	if (types || r->csr_type[4]) {
-		for (i = 0; i < CFI_CSR_NR; i++) {
-			__u32 reg = CFI_CSR_DWARF(i), bit = 1u << reg;
+	known = st->known;
+	saved = st->saved;
+	for (i = 0; i < CFI_CSR_NR; i++) {
+		__u32 reg = CFI_CSR_DWARF(i), bit = 1u << reg;
 
-			switch (r->csr_type[i]) {
-			case CFI_REG_UNMENTIONED:
-			case CFI_REG_SAME:
-				break;
-			case CFI_REG_OFFSET:
-				st->regs[reg] = cfa + (__s64)r->csr_off[i];
-				saved |= bit;
-				known &= ~bit;
-				break;
-			case CFI_REG_VAL_OFFSET:
-				st->regs[reg] = cfa + (__s64)r->csr_off[i];
-				known |= bit;
-				saved &= ~bit;
-				break;
-			default:
-				known &= ~bit;
-				saved &= ~bit;
-				break;
-			}
+		switch (r->csr_type[i]) {
+		case CFI_REG_UNMENTIONED:
+		case CFI_REG_SAME:
+			break;
+		case CFI_REG_OFFSET:
+			st->regs[reg] = cfa + (__s64)r->csr_off[i];
+			saved |= bit;
+			known &= ~bit;
+			break;
+		case CFI_REG_VAL_OFFSET:
+			st->regs[reg] = cfa + (__s64)r->csr_off[i];
+			known |= bit;
+			saved &= ~bit;
+			break;
+		default:
+			known &= ~bit;
+			saved &= ~bit;
+			break;
 		}
 	}
 	st->known = known;
@@ -631,7 +670,11 @@ step:
 	 * 0xffff..., and a library mapped since could never explain it. */
 	if (!ra || ra >= CFIPROF_USER_ADDR_END)
 		return WALK_END_BAD_FRAME;
-	step_csr(st, r, cfa);
+	/* Caller-saved registers are lost after every step. */
+	st->known &= CFI_CSR_MASK;
+	st->saved &= CFI_CSR_MASK;
+	if (rule_mentions_csr(r))
+		step_csr(st, r, cfa);
 	st->sp = cfa;
 	st->ip = ra;
 	st->exact = 0;
