@@ -86,8 +86,15 @@ def t_call_graph_fp(tmp):
         raise Fail(f"--call-graph fp: --stats says unwind: {unwind_line(err)}")
     if tr.stat_value(err, "cfi_steps") != 0 or tr.stat_value(err, "tables_loaded") != 0:
         raise Fail("--call-graph fp: CFI tables loaded or used")
-    if tr.stat_value(err, "fp_steps") == 0:
-        raise Fail("--call-graph fp: no frame-pointer step")
+    # rec-deep has no frame pointers: a step succeeds only where rbp
+    # happens to hold a frame (a few samples of its start, or none: 0 in 8
+    # of 14 runs), and a step tried is the FP walker's too, whether rbp
+    # failed its checks or its read faulted (which, with the environment's
+    # size, changes from run to run).
+    tried = sum(s.values[0] for s in samples
+                if s.labels.get("walk_end") in ("fp_fallback_failed", "read_fault"))
+    if tr.stat_value(err, "fp_steps") == 0 and tried == 0:
+        raise Fail("--call-graph fp: no frame-pointer step taken or tried")
     leaf = [s for s in samples if s.frames and s.frames[-1] == "deep_leaf"]
     wrong = [s.frames for s in leaf if tr.deep_chain(20)[-len(s.frames):] != s.frames]
     if sum(s.values[0] for s in leaf) < tr.MIN_LEAF or wrong:
